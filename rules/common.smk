@@ -1,0 +1,161 @@
+# Helpers and input functions. Rule files hold rules only.
+import json
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+BASE = Path(workflow.basedir)
+sys.path.insert(0, str(BASE / "scripts"))
+
+from edm_ars.datasets.adapters import adapter as _adapter  # noqa: E402
+from edm_ars.errors import DataError  # noqa: E402
+from edm_ars.registry import load_registry  # noqa: E402
+
+STAGES = ["formulate", "engineer", "analyze"]
+ADAPTER = _adapter(config["dataset"])
+# Repository files are addressed from the workflow's folder, so `--directory` may point anywhere.
+REGISTRY_DIR = str(BASE / "registry" / ADAPTER.registry)
+REGISTRY_FILES = [
+    f"{REGISTRY_DIR}/{name}"
+    for name in (
+        "dataset.yaml",
+        "tier1.yaml",
+        "tier3.yaml",
+        "pitfalls.yaml",
+        "canonical_questions.yaml",
+    )
+]
+LAYOUT_FILE = f"{REGISTRY_DIR}/Layout_STUDENT.txt"
+BIBLIOGRAPHY = [
+    str(BASE / "registry" / "bibliography" / name)
+    for name in ("references.bib", "topics.yaml")
+]
+PAPER_TEMPLATE = str(BASE / "config" / "paper_template.tex")
+
+
+wildcard_constraints:
+    round=r"\d+",
+    model=r"[a-z_]+",
+
+
+def final_targets():
+    return ["output/paper.pdf"]
+
+
+def raw_data(wildcards=None):
+    """The raw data file of the configured dataset (checked before any job starts)."""
+    path = ADAPTER.raw_path(config)
+    if not ADAPTER.synthetic and not Path(path).exists():
+        raise DataError(ADAPTER.missing_message(path, load_registry(REGISTRY_DIR)))
+    return path
+
+
+def models():
+    return list(config["analysis"]["models"])
+
+
+# ---- the revision loop --------------------------------------------------------------------
+
+
+def review_path(r):
+    """The review of round r; asking for it makes the engine run the checkpoint first."""
+    return checkpoints.critique.get(round=r).output.review
+
+
+def load_review(r):
+    with open(review_path(r)) as fh:
+        return json.load(fh)
+
+
+def rerun_from(r):
+    """The stage from which round r re-runs (round 0 runs everything)."""
+    if r == 0:
+        return STAGES[0]
+    return load_review(r - 1)["rerun_from"]
+
+
+def producing_round(stage, r):
+    """The latest round <= r in which `stage` was re-run: its outputs serve round r."""
+    for q in range(r, 0, -1):
+        if STAGES.index(rerun_from(q)) <= STAGES.index(stage):
+            return q
+    return 0
+
+
+def previous_review_input(wildcards):
+    """Round r > 0 re-runs because of review r-1: the revised stage reads its instructions."""
+    r = int(wildcards.round)
+    return {"previous_review": review_path(r - 1)} if r > 0 else {}
+
+
+def spec_for(wildcards):
+    r = producing_round("formulate", int(wildcards.round))
+    return {
+        "spec": f"output/round_{r}/research_spec.json",
+        "literature": f"output/round_{r}/literature_context.json",
+    }
+
+
+def engineered_for(wildcards):
+    r = producing_round("engineer", int(wildcards.round))
+    d = f"output/round_{r}/data"
+    return {
+        name: f"{d}/{name}.csv"
+        for name in (
+            "train_X",
+            "train_y",
+            "train_groups",
+            "test_X",
+            "test_y",
+            "test_protected",
+        )
+    } | {"report": f"{d}/data_report.json"}
+
+
+def training_for(wildcards):
+    files = engineered_for(wildcards)
+    return {k: files[k] for k in ("train_X", "train_y", "train_groups", "report")}
+
+
+def abort_review(wildcards):
+    return review_path(final_round())
+
+
+def fitted_models(wildcards):
+    return {
+        m: f"output/round_{wildcards.round}/models/{m}.joblib" for m in models()
+    } | {
+        f"{m}_meta": f"output/round_{wildcards.round}/models/{m}.json" for m in models()
+    }
+
+
+def final_round():
+    """The first round whose review is PASS or ABORT (REVISE with no rounds left is PASS)."""
+    r = 0
+    while True:
+        review = load_review(r)
+        if review["verdict"] != "REVISE":
+            return r
+        r += 1
+
+
+def paper_inputs(wildcards):
+    r = final_round()
+    if load_review(r)["verdict"] == "ABORT":
+        return {"review": review_path(r), "abort": "output/abort_report.json"}
+    spec = spec_for(wildcards_for(r))
+    data = engineered_for(wildcards_for(r))
+    return {
+        "spec": spec["spec"],
+        "literature": spec["literature"],
+        "report": data["report"],
+        "results": f"output/round_{r}/results.json",
+        "figures": f"output/round_{r}/figures",
+        "review": f"output/round_{r}/review_report.json",
+        "template": PAPER_TEMPLATE,
+    }
+
+
+def wildcards_for(r):
+    return SimpleNamespace(round=str(r))

@@ -1,0 +1,29 @@
+rule engineer:
+    input:
+        unpack(spec_for),
+        unpack(previous_review_input),
+        raw=raw_data,
+        manifest="output/data/dataset.json",
+        tier2="output/registry/tier2.json",
+        registry=REGISTRY_FILES,
+        layout=LAYOUT_FILE,
+    output:
+        train_X="output/round_{round}/data/train_X.csv",
+        train_y="output/round_{round}/data/train_y.csv",
+        train_groups="output/round_{round}/data/train_groups.csv",
+        test_X="output/round_{round}/data/test_X.csv",
+        test_y="output/round_{round}/data/test_y.csv",
+        test_protected="output/round_{round}/data/test_protected.csv",
+        report="output/round_{round}/data/data_report.json",
+    log:
+        "logs/engineer/round_{round}.log",
+    benchmark:
+        "benchmarks/engineer/round_{round}.tsv"
+    conda:
+        "../envs/data.yaml"
+    params:
+        registry=REGISTRY_DIR,
+        seed=lookup(dpath="seed", within=config),
+        protocol=lookup(dpath="engineer", within=config),
+    script:
+        "../scripts/engineer.py"

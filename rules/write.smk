@@ -1,0 +1,49 @@
+rule write:
+    input:
+        unpack(paper_inputs),
+    output:
+        tex="output/paper/paper.tex",
+        bib="output/paper/references.bib",
+        numbers="output/paper/numbers.tex",
+        numbers_json="output/paper/numbers.json",
+        figures=directory("output/paper/figures"),
+    log:
+        "logs/write.log",
+    conda:
+        "../envs/writer.yaml"
+    resources:
+        llm_api=1,
+    params:
+        authors=lookup(dpath="paper/authors", within=config),
+        registry=REGISTRY_DIR,
+    script:
+        "../scripts/write.py"
+
+
+rule abort_report:
+    input:
+        review=abort_review,
+    output:
+        report="output/abort_report.json",
+    log:
+        "logs/abort_report.log",
+    conda:
+        "../envs/writer.yaml"
+    script:
+        "../scripts/abort_report.py"
+
+
+rule compile_pdf:
+    input:
+        tex="output/paper/paper.tex",
+        bib="output/paper/references.bib",
+        numbers="output/paper/numbers.tex",
+        figures="output/paper/figures",
+    output:
+        pdf="output/paper.pdf",
+    log:
+        "logs/compile_pdf.log",
+    conda:
+        "../envs/writer.yaml"
+    script:
+        "../scripts/compile_pdf.py"

@@ -1,0 +1,84 @@
+"""Reading and writing JSON artifacts: validated against their schema, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+import pandas as pd
+
+from .errors import SchemaError
+
+
+@lru_cache(maxsize=None)
+def schema(kind: str) -> dict[str, Any]:
+    text = resources.files("edm_ars.schemas").joinpath(f"{kind}.json").read_text()
+    return json.loads(text)
+
+
+def validate(obj: Any, kind: str, where: str = "") -> None:
+    validator = jsonschema.Draft202012Validator(schema(kind))
+    errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"  - {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in errors[:20]]
+        raise SchemaError(f"{where or kind}: does not match the {kind} schema:\n" + "\n".join(lines))
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return None if np.isnan(o) else float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"cannot serialise {type(o).__name__}")
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so no reader sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, obj: Any, kind: str | None = None) -> None:
+    """Validate (when a kind is given) and write a JSON artifact atomically."""
+    obj = json.loads(json.dumps(obj, default=_default, allow_nan=False))
+    if kind:
+        validate(obj, kind, where=str(path))
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_json(path: str | Path, kind: str | None = None) -> Any:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"artifact not found: {path}")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: not valid JSON ({exc})") from exc
+    if kind:
+        validate(obj, kind, where=str(path))
+    return obj
+
+
+def write_csv(path: str | Path, frame: pd.DataFrame) -> None:
+    atomic_write_text(path, frame.to_csv(index=False))

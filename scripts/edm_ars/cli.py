@@ -1,0 +1,102 @@
+"""`edm-ars`: chores around the workflow (status, validate-spec)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from .artifacts import read_json
+from .errors import EdmArsError
+from .formulate import validate_spec
+from .registry import load_registry
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def find_registry(dataset: str, explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit)
+    for base in [Path.cwd(), *Path.cwd().parents, PACKAGE_ROOT]:
+        candidate = base / "registry" / dataset
+        if (candidate / "dataset.yaml").exists():
+            return candidate
+    raise EdmArsError(f"no registry for dataset '{dataset}' found (looked for registry/{dataset}/dataset.yaml "
+                      "here, in parent folders and beside the package); pass --registry DIR")
+
+
+def cmd_validate_spec(args: argparse.Namespace) -> int:
+    reg_dir = find_registry(args.dataset, args.registry)
+    tier2 = read_json(args.tier2, "tier2") if args.tier2 else None
+    reg = load_registry(reg_dir, tier2=tier2)
+    try:
+        spec = json.loads(Path(args.spec).read_text())
+    except FileNotFoundError as exc:
+        raise EdmArsError(f"specification not found: {args.spec}") from exc
+    except json.JSONDecodeError as exc:
+        raise EdmArsError(f"{args.spec}: not valid JSON ({exc})") from exc
+    violations = validate_spec(spec, reg)
+    if violations:
+        print(f"{args.spec}: REJECTED ({len(violations)} violation(s))")
+        for v in violations:
+            print(f"  - {v}")
+        return 1
+    print(f"{args.spec}: OK ({len(spec['predictors'])} predictors, outcome {spec['outcome']['name']})")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    out = Path(args.directory) / "output"
+    if not out.exists():
+        print(f"no run yet in {Path(args.directory).resolve()} (no output/ folder)")
+        return 0
+    rounds = sorted((int(m.group(1)), p) for p in out.glob("round_*")
+                    if (m := re.fullmatch(r"round_(\d+)", p.name)))
+    for r, path in rounds:
+        stages = [name for name, f in (("formulate", "research_spec.json"), ("engineer", "data/data_report.json"),
+                                       ("analyze", "results.json")) if (path / f).exists()]
+        line = f"round {r}: ran {', '.join(stages) or 'nothing yet'}"
+        review = path / "review_report.json"
+        if review.exists():
+            rv = json.loads(review.read_text())
+            line += f"; review {rv['verdict']} (score {rv['overall_score']}, {len(rv['issues'])} issues)"
+            if rv.get("rerun_from"):
+                line += f"; next round re-runs from {rv['rerun_from']}"
+            if rv.get("unverified"):
+                line += "; UNVERIFIED"
+        else:
+            line += "; review pending"
+        print(line)
+    if (out / "abort_report.json").exists():
+        print(f"ABORTED: {json.loads((out / 'abort_report.json').read_text())['reason']}")
+    elif (out / "paper.pdf").exists():
+        print(f"paper: {out / 'paper.pdf'}")
+    else:
+        print("paper: not built yet (run: snakemake --cores 8 output/paper.pdf)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="edm-ars", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("validate-spec", help="check a research specification against the registry")
+    p.add_argument("spec")
+    p.add_argument("--dataset", default="hsls09")
+    p.add_argument("--registry", help="registry folder (default: registry/<dataset> found from here)")
+    p.add_argument("--tier2", help="output/registry/tier2.json, to accept Tier 2 predictors")
+    p.set_defaults(func=cmd_validate_spec)
+    s = sub.add_parser("status", help="where the run in a workflow directory stands")
+    s.add_argument("--directory", "-d", default=".")
+    s.set_defaults(func=cmd_status)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except EdmArsError as exc:
+        print(f"edm-ars: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,507 @@
+"""DataEngineer: the certified, leakage-safe data preparation.
+
+Order of operations (each step is a pure function, tested on small frames):
+1. select the outcome, predictors, subgroup and school-fingerprint columns;
+2. recode every numeric reserve code and text missing label to NaN, before anything else;
+3. build the outcome (explicit label mapping, derived outcomes) and drop rows whose outcome is
+   missing (the outcome is never imputed);
+4. reconstruct schools from the fingerprint and split 80/20 before any encoding (stratified for
+   classification, grouped by school so no school is on both sides);
+5. impute per variable with imputers fitted on training rows only;
+6. one-hot encode with encoders fitted on training rows only (with a cardinality guard);
+7. run the data checks and write the report.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.experimental import enable_iterative_imputer  # noqa: F401  (enables IterativeImputer)
+from sklearn.impute import IterativeImputer
+from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedGroupKFold, StratifiedKFold
+
+from .errors import DataError
+from .layout import Layout
+from .registry import Registry, sentinels
+
+MISSING_CATEGORY = "Missing (imputation category)"
+
+
+@dataclass
+class Protocol:
+    """The stated imputation and feasibility protocol (thresholds from config)."""
+
+    test_fraction: float = 0.2
+    seed: int = 42
+    simple_below: float = 5.0  # % missing: median / mode below this
+    warn_above: float = 20.0  # % missing: impute and warn above this
+    drop_above: float = 99.0  # % missing: a suppressed variable carries no information
+    min_analytic_n: int = 1000
+    min_retention: float = 0.60
+    max_categories: int = 100
+    iterative_max_iter: int = 5
+    min_clusters: int = 50
+
+
+# ---- 1-2. selection and sentinel recoding ---------------------------------------------------
+
+
+def recode_sentinels(frame: pd.DataFrame, reg: Registry) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Replace numeric reserve codes and text missing labels by NaN; count them per column."""
+    codes, labels = sentinels(reg)
+    code_list = sorted(codes)
+    code_text = {str(int(c)) for c in codes} | {f"{c:.1f}" for c in codes}
+    out = {}
+    counts: dict[str, int] = {}
+    for col in frame.columns:
+        s = frame[col]
+        if pd.api.types.is_numeric_dtype(s):
+            mask = s.isin(code_list)
+        else:
+            text = s.astype("string").str.strip()
+            mask = text.isin(list(labels) + sorted(code_text)).fillna(False).astype(bool)
+        n = int(mask.sum())
+        if n:
+            counts[col] = n
+            s = s.mask(mask)
+        out[col] = s
+    return pd.DataFrame(out, index=frame.index), counts
+
+
+# ---- 3. outcome ------------------------------------------------------------------------------
+
+
+def binary_mapping(reg: Registry, layout: Layout | None, name: str, values: list[str],
+                   positive_label: str | None = None) -> dict[str, int]:
+    """Explicit label -> {0, 1} map for a binary outcome (never `to_numeric(errors='coerce')`)."""
+    rec = reg.variable(name) or {}
+    if rec.get("derive"):
+        return {str(k): int(v) for k, v in rec["derive"]["map"].items()}
+    observed = sorted({str(v).strip() for v in values})
+    if positive_label:
+        if positive_label not in observed:
+            raise DataError(f"outcome {name}: positive label '{positive_label}' not among its values {observed}")
+        return {v: int(v == positive_label) for v in observed}
+    codes = layout.substantive_codes(name) if layout else {}
+    if set(codes) == {0, 1}:
+        mapping = {codes[0]: 0, codes[1]: 1}
+        unknown = [v for v in observed if v not in mapping and v not in {"0", "1"}]
+        if unknown:
+            raise DataError(f"outcome {name}: values {unknown} are not in its codebook labels {sorted(mapping)}")
+        return {**mapping, "0": 0, "1": 1}
+    if set(observed) <= {"0", "1", "0.0", "1.0"}:
+        return {"0": 0, "1": 1, "0.0": 0, "1.0": 1}
+    if set(observed) == {"No", "Yes"}:
+        return {"No": 0, "Yes": 1}
+    raise DataError(
+        f"outcome {name}: cannot map values {observed[:6]} to 0/1; give research_spec outcome.positive_label"
+    )
+
+
+def build_outcome(frame: pd.DataFrame, reg: Registry, layout: Layout | None, name: str, task: str,
+                  positive_label: str | None = None) -> pd.Series:
+    """The outcome as numbers (NaN where missing), derived from its source when the registry says so."""
+    rec = reg.variable(name) or {}
+    source = rec.get("derive", {}).get("from", name) if rec.get("derive") else name
+    if source not in frame.columns:
+        raise DataError(f"outcome {name}: column '{source}' is not in the data")
+    s = frame[source]
+    if task == "regression":
+        num = pd.to_numeric(s, errors="coerce")
+        bad = s[num.isna() & s.notna()]
+        if len(bad):
+            raise DataError(f"outcome {name}: non-numeric values such as {bad.astype(str).unique()[:3].tolist()}")
+        return num.astype(float).rename(name)
+    present = s.dropna().astype(str).str.strip()
+    mapping = binary_mapping(reg, layout, name, present.unique().tolist(), positive_label)
+    mapped = s.astype("string").str.strip().map(mapping)
+    unmapped = s.notna() & mapped.isna()
+    if rec.get("derive"):
+        mapped = mapped.mask(unmapped)  # labels outside the derivation map count as missing
+    elif unmapped.any():
+        raise DataError(f"outcome {name}: unmapped values {s[unmapped].astype(str).unique()[:5].tolist()}")
+    return pd.to_numeric(mapped, errors="raise").astype(float).rename(name)
+
+
+# ---- 4. schools and the split -----------------------------------------------------------------
+
+
+def reconstruct_schools(frame: pd.DataFrame, columns: list[str], min_clusters: int = 50
+                        ) -> tuple[pd.Series, dict[str, Any]]:
+    """Pseudo school ids from the school-level fingerprint (missing values are part of it)."""
+    present = [c for c in columns if c in frame.columns]
+    if not present:
+        ids = pd.Series(np.arange(len(frame)), index=frame.index, name="pseudo_school_id")
+        return ids, {"status": "failed_zero_clusters", "n_clusters": 0, "columns": []}
+    key = frame[present].astype("string").fillna("<NA>")
+    ids = key.groupby(present, sort=True, dropna=False).ngroup()
+    ids = pd.Series(ids.to_numpy(), index=frame.index, name="pseudo_school_id")
+    n = int(ids.nunique())
+    status = "success" if n >= min_clusters else "degenerate_few_clusters"
+    sizes = ids.value_counts()
+    return ids, {
+        "status": status, "n_clusters": n, "columns": present,
+        "median_cluster_size": float(sizes.median()), "max_cluster_size": int(sizes.max()),
+    }
+
+
+def split_train_test(y: pd.Series, groups: pd.Series | None, task: str, test_fraction: float, seed: int
+                     ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Positions of training and test rows; grouped by school when groups are given."""
+    n_splits = max(2, int(round(1 / test_fraction)))
+    idx = np.arange(len(y))
+    yv = y.to_numpy()
+    if groups is not None:
+        g = groups.to_numpy()
+        if task == "binary_classification":
+            splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+            train, test = next(splitter.split(idx, yv, g))
+            method = f"StratifiedGroupKFold(n_splits={n_splits}) fold 0, grouped by reconstructed school"
+        else:
+            splitter = GroupShuffleSplit(n_splits=1, test_size=test_fraction, random_state=seed)
+            train, test = next(splitter.split(idx, yv, g))
+            method = "GroupShuffleSplit, grouped by reconstructed school"
+        overlap = len(set(g[train]) & set(g[test]))
+    else:
+        if task == "binary_classification":
+            splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+            train, test = next(splitter.split(idx, yv))
+            method = f"StratifiedKFold(n_splits={n_splits}) fold 0 (no school groups available)"
+        else:
+            train, test = next(ShuffleSplit(n_splits=1, test_size=test_fraction, random_state=seed).split(idx))
+            method = "ShuffleSplit (no school groups available)"
+        overlap = 0
+    info = {"method": method, "seed": seed, "test_fraction": round(len(test) / len(y), 4),
+            "group_overlap": int(overlap)}
+    return np.sort(train), np.sort(test), info
+
+
+# ---- 5. imputation --------------------------------------------------------------------------
+
+
+def variable_kinds(predictors: list[str], reg: Registry, frame: pd.DataFrame) -> dict[str, str]:
+    """'continuous' or 'categorical' per predictor: from the registry, else from the values."""
+    kinds = {}
+    for name in predictors:
+        rec = reg.variable(name) or {}
+        typ = rec.get("type")
+        if typ in ("continuous", "binary", "categorical"):
+            kinds[name] = "continuous" if typ == "continuous" else "categorical"
+        else:
+            values = frame[name].dropna()
+            numeric = pd.to_numeric(values, errors="coerce")
+            kinds[name] = "continuous" if len(values) and numeric.notna().all() and values.nunique() > 10 \
+                else "categorical"
+    return kinds
+
+
+def coerce_types(frame: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    out = {}
+    for name, kind in kinds.items():
+        s = frame[name]
+        if kind == "continuous":
+            num = pd.to_numeric(s, errors="coerce")
+            bad = s[num.isna() & s.notna()]
+            if len(bad):
+                raise DataError(f"predictor {name}: continuous in the registry but has text values such as "
+                                f"{bad.astype(str).unique()[:3].tolist()}")
+            out[name] = num.astype(float)
+        else:
+            out[name] = s.astype("string").str.strip().astype(object).where(s.notna(), np.nan)
+    return pd.DataFrame(out, index=frame.index)
+
+
+@dataclass
+class FittedImputer:
+    """Per-variable imputation fitted on training rows only."""
+
+    methods: dict[str, str] = field(default_factory=dict)
+    pct_missing: dict[str, float] = field(default_factory=dict)
+    fill_values: dict[str, Any] = field(default_factory=dict)
+    iterative: IterativeImputer | None = None
+    iterative_columns: list[str] = field(default_factory=list)
+    continuous: list[str] = field(default_factory=list)
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        out = frame.copy()
+        if self.iterative is not None:
+            values = self.iterative.transform(out[self.continuous].to_numpy(dtype=float))
+            imputed = pd.DataFrame(values, columns=self.continuous, index=out.index)
+            for col in self.iterative_columns:
+                out[col] = imputed[col]
+        for col, value in self.fill_values.items():
+            out[col] = out[col].fillna(value)
+        return out
+
+
+def fit_imputer(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> tuple[FittedImputer, list[str]]:
+    """Choose and fit the imputation per variable on training rows; return it and the warnings."""
+    imp = FittedImputer()
+    notes = []
+    imp.continuous = [c for c, k in kinds.items() if k == "continuous"]
+    for col, kind in kinds.items():
+        pct = float(train[col].isna().mean() * 100)
+        imp.pct_missing[col] = round(pct, 2)
+        if pct == 0:
+            imp.methods[col] = "none (complete)"
+        elif pct < proto.simple_below:
+            if kind == "continuous":
+                imp.methods[col] = "median"
+                imp.fill_values[col] = float(train[col].median())
+            else:
+                imp.methods[col] = "mode"
+                imp.fill_values[col] = train[col].mode(dropna=True).iloc[0]
+        elif kind == "continuous":
+            imp.methods[col] = "iterative_imputer"
+            imp.iterative_columns.append(col)
+        else:
+            imp.methods[col] = "missing_category"
+            imp.fill_values[col] = MISSING_CATEGORY
+        if pct > proto.warn_above:
+            imp.methods[col] += " (flagged: >20% missing)"
+            notes.append(f"{col} is {pct:.1f}% missing in the training rows; imputed ({imp.methods[col]}) and "
+                         "reported as a limitation")
+    if imp.iterative_columns:
+        it = IterativeImputer(max_iter=proto.iterative_max_iter, random_state=proto.seed, sample_posterior=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence notices at max_iter=5 are expected and stated
+            it.fit(train[imp.continuous].to_numpy(dtype=float))
+        imp.iterative = it
+    return imp, notes
+
+
+# ---- 6. encoding ----------------------------------------------------------------------------
+
+
+@dataclass
+class FittedEncoder:
+    categories: dict[str, list[str]] = field(default_factory=dict)
+    continuous: list[str] = field(default_factory=list)
+
+    def transform(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+        parts = {c: frame[c].astype(float) for c in self.continuous}
+        sources = {c: c for c in self.continuous}
+        for col, cats in self.categories.items():
+            values = frame[col].astype(str)
+            levels = cats[1:] if len(cats) == 2 else cats  # one column for a binary variable
+            for level in levels:
+                name = f"{col}__{_slug(level)}"
+                parts[name] = (values == level).astype(float)
+                sources[name] = col
+        return pd.DataFrame(parts, index=frame.index), sources
+
+
+def _slug(text: str) -> str:
+    keep = "".join(ch if ch.isalnum() else "_" for ch in str(text))
+    return "_".join(p for p in keep.split("_") if p)[:40] or "level"
+
+
+def fit_encoder(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> FittedEncoder:
+    enc = FittedEncoder(continuous=[c for c, k in kinds.items() if k == "continuous"])
+    for col, kind in kinds.items():
+        if kind != "categorical":
+            continue
+        levels = sorted(train[col].dropna().astype(str).unique())
+        if len(levels) > proto.max_categories:
+            raise DataError(f"predictor {col}: {len(levels)} distinct values exceed the cardinality guard "
+                            f"({proto.max_categories}); is it a continuous variable recorded as categorical?")
+        enc.categories[col] = levels
+    return enc
+
+
+# ---- 7. checks ------------------------------------------------------------------------------
+
+
+def data_checks(train_X: pd.DataFrame, test_X: pd.DataFrame, train_y: pd.Series, test_y: pd.Series, task: str,
+                outcome: str, n_predictors: int, analytic_n: int, retention: float, overlap: int,
+                proto: Protocol, structural: bool) -> list[dict[str, Any]]:
+    checks = []
+
+    def check(name: str, passed: bool, detail: Any) -> None:
+        checks.append({"name": name, "passed": bool(passed), "detail": detail})
+
+    check("no_missing_values", not train_X.isna().any().any() and not test_X.isna().any().any(),
+          int(train_X.isna().sum().sum() + test_X.isna().sum().sum()))
+    constant = [c for c in train_X.columns if train_X[c].nunique() <= 1]
+    check("no_zero_variance_columns", not constant, constant)
+    dup_names = train_X.columns[train_X.columns.duplicated()].tolist()
+    dup_values = train_X.T.duplicated()
+    check("no_duplicated_columns", not dup_names and not dup_values.any(),
+          dup_names + train_X.columns[dup_values.to_numpy()].tolist())
+    check("outcome_not_in_features", outcome not in train_X.columns
+          and not any(c.startswith(f"{outcome}__") for c in train_X.columns), outcome)
+    check("same_columns_train_test", list(train_X.columns) == list(test_X.columns), len(train_X.columns))
+    check("encoded_width_reasonable", train_X.shape[1] <= 1000 and train_X.shape[1] < 5 * max(n_predictors, 1) + 50,
+          {"encoded_columns": train_X.shape[1], "predictors": n_predictors})
+    check("analytic_n_at_least_min", analytic_n >= proto.min_analytic_n, analytic_n)
+    check("retention_at_least_min_or_structural", retention >= proto.min_retention or structural,
+          {"retention": round(retention, 4), "structural_missingness": structural})
+    check("events_per_predictor_10", analytic_n >= 10 * n_predictors, {"analytic_n": analytic_n,
+                                                                       "predictors": n_predictors})
+    check("zero_school_overlap", overlap == 0, overlap)
+    check("train_test_sizes", len(train_y) > 0 and len(test_y) > 0,
+          {"train": len(train_y), "test": len(test_y)})
+    if task == "binary_classification":
+        values = set(pd.concat([train_y, test_y]).unique().tolist())
+        check("outcome_binary_0_1", values <= {0.0, 1.0} and len(values) == 2, sorted(values))
+        check("both_classes_in_test", test_y.nunique() == 2, int(test_y.nunique()))
+    else:
+        check("outcome_finite", np.isfinite(pd.concat([train_y, test_y])).all(), None)
+    return checks
+
+
+def is_structural(reg: Registry, outcome: str) -> bool:
+    """Structural (MNAR) outcome missingness: a later-wave outcome recorded > 30% missing."""
+    rec = reg.variable(outcome) or {}
+    wave = rec.get("wave")
+    pct = rec.get("pct_missing") or 0
+    return bool(wave and reg.wave_order.get(wave, 0) > 0 and pct > 30)
+
+
+# ---- the whole protocol -----------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    train_X: pd.DataFrame
+    train_y: pd.Series
+    test_X: pd.DataFrame
+    test_y: pd.Series
+    test_protected: pd.DataFrame
+    train_groups: pd.Series
+    report: dict[str, Any]
+
+
+def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layout | None,
+            proto: Protocol) -> Prepared:
+    """Run the DataEngineer protocol on a raw frame for a validated research specification."""
+    outcome = spec["outcome"]["name"]
+    task = spec["task"]
+    predictors = [p["name"] for p in spec["predictors"]]
+    subgroups = list(spec.get("subgroups", []))
+    fingerprint = list(reg.dataset.get("school_fingerprint", []))
+    rec = reg.variable(outcome) or {}
+    outcome_source = rec["derive"]["from"] if rec.get("derive") else outcome
+    missing = [c for c in predictors + [outcome_source] if c not in raw.columns]
+    if missing:
+        raise DataError(f"columns not in the data: {missing}")
+    original_n = len(raw)
+    warnings_: list[str] = []
+
+    # 1-2. select, then recode sentinels before anything else (including the outcome filter)
+    needed = list(dict.fromkeys(predictors + [outcome_source] + subgroups + fingerprint))
+    needed = [c for c in needed if c in raw.columns]
+    absent_sub = [c for c in subgroups if c not in raw.columns]
+    if absent_sub:
+        warnings_.append(f"subgroup attributes not in the data: {absent_sub}")
+    data, recoded = recode_sentinels(raw[needed], reg)
+
+    # 3. outcome; rows with a missing outcome leave (never imputed)
+    y_all = build_outcome(data, reg, layout, outcome, task, spec["outcome"].get("positive_label"))
+    keep = y_all.notna().to_numpy()
+    data, y = data.loc[keep].reset_index(drop=True), y_all.loc[keep].reset_index(drop=True)
+    analytic_n = len(y)
+    retention = analytic_n / original_n if original_n else 0.0
+    structural = is_structural(reg, outcome)
+    if analytic_n < proto.min_analytic_n:
+        raise DataError(f"outcome {outcome}: only {analytic_n} students have a valid value; at least "
+                        f"{proto.min_analytic_n} analytic cases are required")
+    if retention < proto.min_retention and not structural:
+        raise DataError(f"outcome {outcome}: {analytic_n} of {original_n} students ({retention:.1%}) have a valid "
+                        f"value, under the {proto.min_retention:.0%} retention floor, and the registry does not "
+                        "record its missingness as structural")
+    if structural:
+        pct = rec.get("pct_missing")
+        warnings_.append(
+            f"Outcome {outcome} has structural missingness ({pct}% in full dataset); analytic sample represents "
+            f"students with a valid {rec.get('label', outcome)} record. This is a population restriction, not "
+            "random dropout. Findings generalize to this subpopulation only.")
+
+    # predictors that the public-use file suppresses carry no information
+    kinds = variable_kinds(predictors, reg, data)
+    dropped = [c for c in predictors if data[c].isna().mean() * 100 >= proto.drop_above]
+    for c in dropped:
+        warnings_.append(f"predictor {c} is {data[c].isna().mean():.0%} missing (suppressed) and was dropped")
+        kinds.pop(c)
+    if not kinds:
+        raise DataError("no usable predictor is left after dropping suppressed variables")
+    X = coerce_types(data, kinds)
+    complete_case_n = int(X.notna().all(axis=1).sum())
+
+    # 4. schools, then the split, before any encoding or imputation
+    groups, school = reconstruct_schools(data, fingerprint, proto.min_clusters)
+    use_groups = school["status"] == "success"
+    if not use_groups:
+        warnings_.append(f"school reconstruction {school['status']} ({school['n_clusters']} clusters); "
+                         "the split is not grouped by school")
+    train_idx, test_idx, split = split_train_test(y, groups if use_groups else None, task, proto.test_fraction,
+                                                  proto.seed)
+    split["school_reconstruction"] = school
+    X_train, X_test = X.iloc[train_idx], X.iloc[test_idx]
+
+    # 5. imputation fitted on training rows only
+    imputer, notes = fit_imputer(X_train, kinds, proto)
+    warnings_ += notes
+    X_train_i, X_test_i = imputer.transform(X_train), imputer.transform(X_test)
+
+    # 6. encoding fitted on training rows only
+    encoder = fit_encoder(X_train_i, kinds, proto)
+    train_X, sources = encoder.transform(X_train_i)
+    test_X, _ = encoder.transform(X_test_i)
+    constant = [c for c in train_X.columns if train_X[c].nunique() <= 1]
+    if constant:
+        warnings_.append(f"constant columns removed after encoding: {constant}")
+        train_X, test_X = train_X.drop(columns=constant), test_X.drop(columns=constant)
+        sources = {k: v for k, v in sources.items() if k not in constant}
+    train_X, test_X = train_X.reset_index(drop=True), test_X.reset_index(drop=True)
+    train_y, test_y = y.iloc[train_idx].reset_index(drop=True), y.iloc[test_idx].reset_index(drop=True)
+
+    # protected snapshot: original labels of the subgroup variables, test rows, before encoding
+    present_sub = [c for c in subgroups if c in data.columns]
+    test_protected = data.iloc[test_idx][present_sub].reset_index(drop=True)
+
+    checks = data_checks(train_X, test_X, train_y, test_y, task, outcome, len(kinds), analytic_n, retention,
+                         split["group_overlap"], proto, structural)
+    analytic_missing = {c: round(float(X[c].isna().mean() * 100), 2) for c in kinds}
+    report = {
+        "original_n": original_n,
+        "analytic_n": analytic_n,
+        "retention": round(retention, 4),
+        "complete_case_n": complete_case_n,
+        "train_n": len(train_y),
+        "test_n": len(test_y),
+        "outcome": outcome,
+        "outcome_source": outcome_source,
+        "task": task,
+        "class_balance": ({str(int(k)): int(v) for k, v in y.value_counts().sort_index().items()}
+                          if task == "binary_classification" else None),
+        "outcome_summary": (None if task == "binary_classification" else
+                            {"mean": float(y.mean()), "sd": float(y.std()), "min": float(y.min()),
+                             "max": float(y.max())}),
+        "missingness": {c: {"pct_missing": analytic_missing[c], "pct_missing_train": imputer.pct_missing[c],
+                            "method": imputer.methods[c], "kind": kinds[c]} for c in kinds},
+        "predictors_before": predictors,
+        "predictors_dropped": dropped,
+        "predictors_after": list(train_X.columns),
+        "feature_sources": sources,
+        "split": split,
+        "checks": checks,
+        "validation_passed": all(c["passed"] for c in checks),
+        "warnings": warnings_,
+        "sentinel_recoding": {"n_values_recoded": int(sum(recoded.values())), "by_variable": recoded,
+                              "codes": sorted(int(c) for c in reg.sentinel_codes),
+                              "labels": reg.sentinel_labels},
+        "imputation_protocol": (
+            f"Per variable, decided on training rows: under {proto.simple_below:g}% missing, median "
+            f"(continuous) or mode (categorical); {proto.simple_below:g}% or more, scikit-learn IterativeImputer "
+            f"(max_iter={proto.iterative_max_iter}) over the continuous predictors for continuous variables and an "
+            f"explicit missing category for categorical ones; over {proto.warn_above:g}% the variable is flagged "
+            "as a limitation. Imputers and encoders are fitted on training rows only."),
+        "protected": present_sub,
+    }
+    return Prepared(train_X, train_y, test_X, test_y, test_protected, groups.iloc[train_idx].reset_index(drop=True),
+                    report)

@@ -1,0 +1,86 @@
+"""Held-out metrics and vectorized bootstrap confidence intervals.
+
+Bootstrap resamples are represented by a (B x n) matrix of multinomial counts, so every metric
+over all resamples is a handful of matrix operations instead of B Python-level metric calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BINARY_METRICS = ["auc", "accuracy", "precision", "recall", "f1", "balanced_accuracy", "brier"]
+REGRESSION_METRICS = ["rmse", "mae", "r2"]
+PRIMARY = {"binary_classification": "auc", "regression": "r2"}
+HIGHER_IS_BETTER = {"auc": True, "accuracy": True, "precision": True, "recall": True, "f1": True,
+                    "balanced_accuracy": True, "brier": False, "rmse": False, "mae": False, "r2": True}
+
+
+def bootstrap_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """A (B x n) matrix: how often each test row appears in each bootstrap resample."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+
+
+def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1), 0.0)
+
+
+def weighted_auc(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """AUC (ties count one half) for each row of the weight matrix w (B x n)."""
+    order = np.argsort(score, kind="mergesort")
+    s, yy, ww = score[order], y[order], w[:, order]
+    starts = np.r_[0, np.flatnonzero(np.diff(s)) + 1]
+    neg = np.add.reduceat(ww * (yy == 0), starts, axis=1)
+    pos = np.add.reduceat(ww * (yy == 1), starts, axis=1)
+    below = np.cumsum(neg, axis=1) - neg
+    num = (pos * (below + 0.5 * neg)).sum(axis=1)
+    return _safe_div(num, pos.sum(axis=1) * neg.sum(axis=1))
+
+
+def binary_metrics(y: np.ndarray, prob: np.ndarray, w: np.ndarray, threshold: float = 0.5) -> dict[str, np.ndarray]:
+    y = y.astype(float)
+    pred = (prob >= threshold).astype(float)
+    n = w.sum(axis=1)
+    tp = w @ (pred * y)
+    fp = w @ (pred * (1 - y))
+    fn = w @ ((1 - pred) * y)
+    tn = w @ ((1 - pred) * (1 - y))
+    precision = _safe_div(tp, tp + fp)
+    recall = _safe_div(tp, tp + fn)
+    specificity = _safe_div(tn, tn + fp)
+    return {
+        "auc": weighted_auc(y, prob, w),
+        "accuracy": (tp + tn) / n,
+        "precision": precision,
+        "recall": recall,
+        "f1": _safe_div(2 * precision * recall, precision + recall),
+        "balanced_accuracy": (recall + specificity) / 2,
+        "brier": (w @ (prob - y) ** 2) / n,
+    }
+
+
+def regression_metrics(y: np.ndarray, pred: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
+    n = w.sum(axis=1)
+    resid2 = w @ (y - pred) ** 2
+    mean = (w @ y) / n
+    total = (w * (y[None, :] - mean[:, None]) ** 2).sum(axis=1)
+    return {
+        "rmse": np.sqrt(resid2 / n),
+        "mae": (w @ np.abs(y - pred)) / n,
+        "r2": 1 - _safe_div(resid2, total),
+    }
+
+
+def evaluate(task: str, y: np.ndarray, pred: np.ndarray, n_resamples: int = 1000, seed: int = 42,
+             counts: np.ndarray | None = None) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Point estimates on the full test set and 95% percentile bootstrap intervals."""
+    y = np.asarray(y, dtype=float)
+    pred = np.asarray(pred, dtype=float)
+    fn = binary_metrics if task == "binary_classification" else regression_metrics
+    point = {k: float(v[0]) for k, v in fn(y, pred, np.ones((1, len(y)))).items()}
+    if counts is None:
+        counts = bootstrap_counts(len(y), n_resamples, seed)
+    boot = fn(y, pred, counts)
+    ci = {k: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for k, v in boot.items()}
+    return point, ci

@@ -1,0 +1,33 @@
+"""The edge between Snakemake and the library: logging to the rule's log, clear failures."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from typing import Any, Callable
+
+from .errors import EdmArsError
+
+log = logging.getLogger("edm_ars")
+
+
+def run(smk: Any, main: Callable[[Any], None]) -> None:
+    """Run a rule's entry: log to snakemake.log[0]; on a user-facing error print it to the terminal
+    too and exit 1, so Snakemake stops with the message and keeps what earlier rules produced."""
+    log_path = smk.log[0] if len(smk.log) else None
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_path:
+        handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
+                        handlers=handlers, force=True)
+    rule = getattr(smk, "rule", "rule")
+    try:
+        main(smk)
+    except EdmArsError as exc:
+        log.error("%s failed: %s", rule, exc)
+        sys.stderr.write(f"\nEDM-ARS {rule}: {exc}\n")
+        sys.exit(1)
+    except Exception:
+        log.error("%s failed with an unexpected error:\n%s", rule, traceback.format_exc())
+        raise

@@ -1,0 +1,50 @@
+"""Tier 2: every usable variable of the data that is neither curated (Tier 1) nor excluded (Tier 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .layout import Layout
+from .registry import Registry, is_excluded, sentinels, wave_of
+
+
+def infer_type(values: pd.Series) -> str:
+    present = values.dropna()
+    if present.empty:
+        return "empty"
+    numeric = pd.to_numeric(present, errors="coerce")
+    if numeric.notna().all():
+        return "binary" if present.nunique() == 2 else "continuous" if present.nunique() > 12 else "categorical"
+    return "binary" if present.nunique() == 2 else "categorical"
+
+
+def build_tier2(frame: pd.DataFrame, reg: Registry, layout: Layout | None) -> dict[str, Any]:
+    """Wave from the prefix, type from the values, missing rate after sentinel recoding, label from the codebook."""
+    codes, labels = sentinels(reg)
+    code_list = sorted(codes)
+    variables = {}
+    for col in frame.columns:
+        if col in reg.tier1 or is_excluded(reg, col):
+            continue
+        wave = wave_of(reg, col)
+        if wave is None:
+            continue
+        s = frame[col]
+        if pd.api.types.is_numeric_dtype(s):
+            s = s.mask(s.isin(code_list))
+        else:
+            s = s.mask(s.astype("string").str.strip().isin(list(labels)).fillna(False).astype(bool))
+        typ = infer_type(s)
+        rec = {
+            "label": (layout.labels.get(col) if layout else None) or col,
+            "wave": wave,
+            "type": typ,
+            "pct_missing": round(float(s.isna().mean() * 100), 2),
+            "n_unique": int(s.nunique()),
+        }
+        if layout and layout.substantive_codes(col):
+            rec["n_categories"] = len(layout.substantive_codes(col))
+        variables[col] = rec
+    return {"dataset": reg.dataset.get("name", ""), "n_variables": len(variables), "variables": variables}

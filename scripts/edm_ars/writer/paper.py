@@ -1,0 +1,209 @@
+"""Assemble paper.tex, numbers.tex/.json, references.bib and figures/ from a round's artifacts."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import atomic_write_text, validate
+from ..errors import EdmArsError
+from . import prose
+from .macros import MacroTable
+
+SLOTS = ("TITLE", "AUTHORS", "ABSTRACT", "KEYWORDS", "MACROS", "UNVERIFIED", "INTRODUCTION",
+         "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION", "LIMITATIONS", "BIBLIOGRAPHY", "APPENDIX")
+# Sections whose word counts are reported in the summary.
+TEXT_SECTIONS = ("ABSTRACT", "INTRODUCTION", "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION",
+                 "LIMITATIONS", "APPENDIX")
+FIGURE_EXTENSIONS = {".pdf", ".png", ".jpg", ".jpeg"}
+_CITE = re.compile(r"\\cite[tp]?\*?(?:\[[^\]]*\])*\{([^}]*)\}")
+
+
+# ---- slots -------------------------------------------------------------------------------------
+def _markers(name: str) -> tuple[str, str]:
+    return f"%%BEGIN:{name}%%", f"%%END:{name}%%"
+
+
+def fill_slot(tex: str, name: str, content: str) -> str:
+    """Put `content` into slot `name`: replaces the `%%PLACEHOLDER:NAME%%` line, or the region
+    between `%%BEGIN:NAME%%` and `%%END:NAME%%` left by an earlier fill (so filling is idempotent).
+    """
+    begin, end = _markers(name)
+    content = content.strip("\n")
+    block = f"{begin}\n{content}\n{end}" if content.strip() else f"{begin}\n{end}"
+    region = re.compile(rf"^[ \t]*{re.escape(begin)}[ \t]*$.*?^[ \t]*{re.escape(end)}[ \t]*$", re.S | re.M)
+    if region.search(tex):
+        return region.sub(lambda _: block, tex, count=1)
+    placeholder = re.compile(rf"^[ \t]*%%PLACEHOLDER:{re.escape(name)}%%[ \t]*$", re.M)
+    if placeholder.search(tex):
+        return placeholder.sub(lambda _: block, tex, count=1)
+    raise EdmArsError(f"paper template has no slot %%PLACEHOLDER:{name}%% (nor a filled {name} region)")
+
+
+def slot_content(tex: str, name: str) -> str:
+    """The text currently in a filled slot ('' when it is empty or absent)."""
+    begin, end = _markers(name)
+    m = re.search(rf"^[ \t]*{re.escape(begin)}[ \t]*\n(.*?)^[ \t]*{re.escape(end)}", tex, re.S | re.M)
+    return m.group(1) if m else ""
+
+
+def cited_keys(tex: str) -> list[str]:
+    keys: list[str] = []
+    for group in _CITE.findall(tex):
+        for k in group.split(","):
+            k = k.strip()
+            if k and k not in keys:
+                keys.append(k)
+    return keys
+
+
+_STRIP = re.compile(
+    r"(?<!\\)%.*$"  # comments
+    r"|\\(?:label|ref|eqref|cite[tp]?|begin|end|includegraphics|texttt|bibliography\w*)"
+    r"(?:\[[^\]]*\])?\{[^}]*\}"  # commands whose argument is not prose
+    r"|\\[A-Za-z]+"  # any other control sequence (number macros included)
+    r"|95\\%",  # the fixed confidence level
+    re.M,
+)
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_:.\\])\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
+
+
+def raw_numbers(tex: str) -> list[str]:
+    """Number literals written directly in LaTeX text (not through a macro); years are allowed."""
+    text = _STRIP.sub(" ", tex)
+    return [t for t in _NUMBER.findall(text) if not re.fullmatch(r"(19|20)\d\d", t)]
+
+
+# ---- figures -----------------------------------------------------------------------------------
+def _find_figure(path: str, figures_dir: Path) -> Path | None:
+    rel = Path(path)
+    for cand in (figures_dir.parent / rel, figures_dir / rel, figures_dir / rel.name):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _collect_figures(ctx: prose.Ctx, figures_dir: Path, out_dir: Path) -> list[str]:
+    """Copy the figures listed in results.json into out_dir/figures/; return the missing ones."""
+    missing: list[str] = []
+    names: set[str] = set()
+    labels: set[str] = set()
+    dest_dir = out_dir / "figures"
+    for i, fig in enumerate(ctx.results.get("figures") or []):
+        src = _find_figure(str(fig["path"]), figures_dir)
+        if src is None or src.suffix.lower() not in FIGURE_EXTENSIONS:
+            missing.append(str(fig["path"]))
+            continue
+        stem = re.sub(r"[^A-Za-z0-9_-]+", "_", src.stem).strip("_") or "figure"
+        name, k = stem + src.suffix.lower(), 1
+        while name in names:
+            k += 1
+            name = f"{stem}_{k}{src.suffix.lower()}"
+        names.add(name)
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        if src.resolve() != (dest_dir / name).resolve():
+            shutil.copyfile(src, dest_dir / name)
+        kind = str(fig.get("kind") or "figure").lower()
+        base = "fig:" + (re.sub(r"[^a-z]+", "-", kind).strip("-") or "figure")
+        label, k = base, 0
+        while label in labels:
+            k += 1
+            label = f"{base}-{chr(ord('a') + k)}"
+        labels.add(label)
+        caption = ctx.t(str(fig.get("caption") or "").strip(), f"results.json:figures.{i}.caption")
+        ctx.figures.append(prose.Figure(label=label, kind=kind, file=f"figures/{name}",
+                                        caption=caption or "Figure produced by the analysis stage."))
+    return missing
+
+
+# ---- the paper -----------------------------------------------------------------------------------
+def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: dict[str, Any],
+                results: dict[str, Any], review: dict[str, Any], *, figures_dir: Path, template: Path,
+                out_dir: Path, registry_labels: dict[str, str] | None = None,
+                authors: str | None = None, validate_inputs: bool = True) -> dict[str, Any]:
+    """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
+
+    Returns a summary: word counts per section, figure and table counts, cited keys, the number of
+    macros, whether the paper is marked unverified, figures that could not be found, and any number
+    literal that escaped the macro table (should be none).
+    """
+    if validate_inputs:
+        for obj, kind in ((spec, "research_spec"), (literature, "literature_context"),
+                          (data_report, "data_report"), (results, "results"), (review, "review_report")):
+            validate(obj, kind, where=f"{kind}.json (writer input)")
+    if results["best_model"] not in results["models"]:
+        raise EdmArsError(f"results.json: best_model {results['best_model']!r} is not one of the models "
+                          f"({', '.join(results['models'])})")
+    best = results["models"][results["best_model"]]
+    if not isinstance((best.get("metrics") or {}).get(results["primary_metric"]), (int, float)):
+        raise EdmArsError(f"results.json: the best model {results['best_model']!r} has no "
+                          f"{results['primary_metric']!r} metric")
+    template, out_dir, figures_dir = Path(template), Path(out_dir), Path(figures_dir)
+    if not template.exists():
+        raise EdmArsError(f"paper template not found: {template}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    ctx = prose.Ctx(spec=spec, lit=literature, data=data_report, results=results, review=review,
+                    m=MacroTable(), cites=prose.Citations.from_literature(literature),
+                    registry_labels=dict(registry_labels or {}))
+    prose.register_numbers(ctx)
+    missing = _collect_figures(ctx, figures_dir, out_dir)
+
+    content = {
+        "TITLE": prose.title(ctx),
+        "AUTHORS": prose.authors(ctx, authors),
+        "KEYWORDS": prose.keywords(ctx),
+        "ABSTRACT": prose.abstract(ctx),
+        "INTRODUCTION": prose.introduction(ctx),
+        "RELATED_WORK": prose.related_work(ctx),
+        "METHODS": prose.methods(ctx),
+        "RESULTS": prose.results(ctx),
+        "DISCUSSION": prose.discussion(ctx),
+        "LIMITATIONS": prose.limitations(ctx),
+    }
+    appendix = [prose.hyperparameter_table(ctx)]
+    if ctx.unverified:
+        content["UNVERIFIED"] = prose.unverified_block(ctx)
+        appendix.append(prose.review_appendix(ctx))
+    else:
+        content["UNVERIFIED"] = ""
+    content["APPENDIX"] = "\n\n".join(a for a in appendix if a)
+    content["MACROS"] = "\\input{numbers.tex}"
+
+    cited = cited_keys("\n".join(content.values()))
+    unknown = [k for k in cited if k not in ctx.cites.keys_all]
+    if unknown:  # cannot happen through the templates; guards against template edits
+        raise EdmArsError(f"paper cites keys that are not verified references: {', '.join(unknown)}")
+    content["BIBLIOGRAPHY"] = ("\\bibliographystyle{ACM-Reference-Format}\n\\bibliography{references}"
+                               if cited else "")
+
+    tex = template.read_text(encoding="utf-8")
+    for name in SLOTS:
+        tex = fill_slot(tex, name, content.get(name, ""))
+    leftover = re.findall(r"^[ \t]*%%PLACEHOLDER:([A-Z_]+)%%[ \t]*$", tex, re.M)
+    if leftover:
+        raise EdmArsError(f"paper template has unknown slots: {', '.join(leftover)}")
+
+    bib = "\n\n".join(ctx.cites.bibtex(k) for k in cited)
+    atomic_write_text(out_dir / "numbers.tex", ctx.m.to_tex())
+    atomic_write_text(out_dir / "numbers.json", ctx.m.to_json())
+    atomic_write_text(out_dir / "references.bib", bib + ("\n" if bib else ""))
+    atomic_write_text(out_dir / "paper.tex", tex)
+
+    leaks = {s: raw_numbers(content[s]) for s in TEXT_SECTIONS + ("TITLE",) if raw_numbers(content[s])}
+    summary = {
+        "paper": str(out_dir / "paper.tex"),
+        "sections": {s.lower(): prose.word_count(content[s]) for s in TEXT_SECTIONS},
+        "words_total": sum(prose.word_count(content[s]) for s in TEXT_SECTIONS if s != "APPENDIX"),
+        "figures": len(ctx.figures),
+        "figure_files": [f.file for f in ctx.figures],
+        "missing_figures": missing,
+        "tables": len(re.findall(r"\\begin\{table\}", tex)),
+        "cited_keys": cited,
+        "macros": len(ctx.m),
+        "unverified": ctx.unverified,
+        "raw_numbers": leaks,
+    }
+    return summary

@@ -1,0 +1,1433 @@
+"""Offline prose: deterministic section templates conditioned on the run's artifacts.
+
+Every number goes through the MacroTable (never a literal), all artifact text is escaped, and
+findings are described as associations ("associated with", "predictive of"), never as effects.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .latex import escape_latex
+from .macros import (
+    LOWER_IS_BETTER,
+    METRIC_LABEL,
+    MacroTable,
+    fmt_plain,
+    macro_name,
+    spell_digits,
+    text_with_macros,
+)
+
+# ---- static knowledge --------------------------------------------------------------------------
+DATASETS = {
+    "hsls09": {
+        "short": "HSLS:09",
+        "long": "High School Longitudinal Study of 2009",
+        "agency": "the National Center for Education Statistics (NCES)",
+        "about": "a nationally representative longitudinal study of students who were "
+                 "ninth-graders in the fall of 2009",
+        "waves": {
+            "base_year": "base-year (ninth-grade) wave",
+            "first_follow_up": "first follow-up (eleventh-grade) wave",
+            "second_follow_up": "2013 update and high school transcript collection",
+            "update_panel": "second follow-up (2016)",
+            "postsecondary_records": "postsecondary records collection (2017)",
+        },
+        "wave_order": ["base_year", "first_follow_up", "second_follow_up", "update_panel",
+                       "postsecondary_records"],
+    },
+}
+
+MODEL_NAMES = {
+    "logistic_regression": "penalised logistic regression",
+    "logistic": "penalised logistic regression",
+    "elastic_net": "elastic-net regression",
+    "linear_regression": "ordinary least squares regression",
+    "ridge": "ridge regression",
+    "lasso": "lasso regression",
+    "random_forest": "random forest",
+    "extra_trees": "extremely randomised trees",
+    "xgboost": "XGBoost",
+    "gradient_boosting": "gradient-boosted trees",
+    "lightgbm": "LightGBM",
+    "decision_tree": "decision tree",
+    "mlp": "multilayer perceptron",
+    "stacking": "stacked ensemble",
+    "dummy": "majority-class baseline",
+}
+
+_TREE = ("forest", "xgb", "boost", "tree", "lgbm", "lightgbm", "catboost", "gbm")
+_LINEAR = ("logistic", "linear", "elastic", "lasso", "ridge", "ols", "glm", "logit")
+
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+
+
+def model_family(name: str) -> str:
+    low = name.lower()
+    if "stack" in low or "ensemble" in low:
+        return "stacking"
+    if any(t in low for t in _TREE):
+        return "tree"
+    if any(t in low for t in _LINEAR):
+        return "linear"
+    return "other"
+
+
+def join_list(items: list[str], conj: str = "and") -> str:
+    items = [i for i in items if i]
+    if not items:
+        return ""
+    if len(items) == 1:
+        return items[0]
+    if len(items) == 2:
+        return f"{items[0]} {conj} {items[1]}"
+    return ", ".join(items[:-1]) + f", {conj} {items[-1]}"
+
+
+def clean_label(label: str) -> str:
+    """A codebook label without its wave prefix: 'X1 Student's sex' -> 'Student's sex'."""
+    label = re.sub(r"\s+", " ", str(label)).strip()
+    return re.sub(r"^[A-Z][0-9]\s+", "", label) or label
+
+
+def lc_first(text: str) -> str:
+    if len(text) > 1 and text[0].isupper() and not text[1].isupper():
+        return text[0].lower() + text[1:]
+    return text
+
+
+def number_word(n: int) -> str:
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
+
+
+# ---- citations ---------------------------------------------------------------------------------
+_BIB_HEAD = re.compile(r"^\s*@\s*([A-Za-z]+)\s*\{\s*([^,\s]+)\s*,", re.S)
+
+
+@dataclass
+class Citations:
+    """The citable (VERIFIED, well-formed) papers, by topic, and the keys cited so far."""
+
+    papers: list[dict[str, Any]]
+    used: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_literature(cls, literature: dict[str, Any]) -> Citations:
+        ok, seen = [], set()
+        for p in literature.get("papers", []) or []:
+            key = p.get("key")
+            if p.get("status") != "VERIFIED" or not key or key in seen:
+                continue
+            if not _BIB_HEAD.match(p.get("bibtex") or ""):
+                continue
+            seen.add(key)
+            ok.append(p)
+        return cls(ok)
+
+    @property
+    def keys_all(self) -> list[str]:
+        return [p["key"] for p in self.papers]
+
+    def keys(self, *topics: str, limit: int | None = None) -> list[str]:
+        out = [p["key"] for p in self.papers if set(p.get("topics") or []) & set(topics)]
+        return out[:limit] if limit else out
+
+    def _use(self, keys: list[str]) -> None:
+        for k in keys:
+            if k not in self.used:
+                self.used.append(k)
+
+    def citep(self, *topics: str, limit: int | None = 3, keys: list[str] | None = None) -> str:
+        """' \\citep{a,b}' for papers on the topics ('' when there are none)."""
+        keys = keys if keys is not None else self.keys(*topics, limit=limit)
+        if not keys:
+            return ""
+        self._use(keys)
+        return "~\\citep{" + ",".join(keys) + "}"
+
+    def citet(self, key: str) -> str:
+        self._use([key])
+        return "\\citet{" + key + "}"
+
+    def unused(self) -> list[str]:
+        return [k for k in self.keys_all if k not in self.used]
+
+    def bibtex(self, key: str) -> str:
+        for p in self.papers:
+            if p["key"] == key:
+                entry = p["bibtex"].strip()
+                m = _BIB_HEAD.match(entry)
+                if m and m.group(2) != key:  # the entry's own key must be the cited key
+                    entry = entry[:m.start(2)] + key + entry[m.end(2):]
+                return entry
+        raise KeyError(key)
+
+
+# ---- context -------------------------------------------------------------------------------------
+@dataclass
+class Figure:
+    label: str
+    kind: str
+    file: str  # path relative to the paper folder, e.g. figures/roc.pdf
+    caption: str  # LaTeX
+
+
+@dataclass
+class Ctx:
+    spec: dict[str, Any]
+    lit: dict[str, Any]
+    data: dict[str, Any]
+    results: dict[str, Any]
+    review: dict[str, Any]
+    m: MacroTable
+    cites: Citations
+    registry_labels: dict[str, str]
+    figures: list[Figure] = field(default_factory=list)
+    n: dict[str, str] = field(default_factory=dict)  # named number uses, e.g. n["TestN"]
+
+    # -- basic facts ---------------------------------------------------------------------
+    @property
+    def binary(self) -> bool:
+        return self.results.get("task", self.spec.get("task")) == "binary_classification"
+
+    @property
+    def ds(self) -> dict[str, Any]:
+        key = str(self.spec.get("dataset", "")).lower()
+        if key in DATASETS:
+            return DATASETS[key]
+        name = escape_latex(str(self.spec.get("dataset") or "study").upper())
+        return {"short": name, "long": f"{name} data", "agency": "", "about": "", "waves": {},
+                "wave_order": []}
+
+    @property
+    def short(self) -> str:
+        return self.ds["short"]
+
+    @property
+    def full_name(self) -> str:
+        """'High School Longitudinal Study of 2009 (HSLS:09)', or the short name alone."""
+        long, short = self.ds["long"], self.ds["short"]
+        return long if long.startswith(short) else f"{long} ({short})"
+
+    @property
+    def dataset_topic(self) -> str:
+        """The literature topic tag of the dataset (e.g. 'hsls09')."""
+        return str(self.spec.get("dataset") or "").lower()
+
+    @property
+    def waves_text(self) -> str:
+        waves = join_list([self.wave(w) for w in self.predictor_waves])
+        return f"the {waves}" if waves else "waves that precede the outcome"
+
+    @property
+    def offline(self) -> bool:
+        return str(self.spec.get("backend", "offline")).lower() == "offline"
+
+    @property
+    def primary(self) -> str:
+        return self.results.get("primary_metric") or ("auc" if self.binary else "r2")
+
+    @property
+    def best(self) -> str:
+        return self.results["best_model"]
+
+    @property
+    def unverified(self) -> bool:
+        return bool(self.review.get("unverified")) or self.review.get("verdict") != "PASS"
+
+    def t(self, text: Any, source: str) -> str:
+        """Artifact free text, escaped, with its numbers turned into macros."""
+        return text_with_macros(text, self.m, source)
+
+    def wave(self, key: Any) -> str:
+        if not key:
+            return "an unrecorded wave"
+        return self.ds["waves"].get(str(key)) or escape_latex(str(key).replace("_", " ")) + " wave"
+
+    def var_label(self, name: str) -> str:
+        """Raw (unescaped) label of a source variable."""
+        for p in self.spec.get("predictors", []):
+            if p.get("name") == name and p.get("label"):
+                return clean_label(p["label"])
+        if self.spec.get("outcome", {}).get("name") == name and self.spec["outcome"].get("label"):
+            return clean_label(self.spec["outcome"]["label"])
+        if name in self.registry_labels:
+            return clean_label(self.registry_labels[name])
+        return name
+
+    def label_tex(self, name: str, source: str) -> str:
+        return self.t(self.var_label(name), source)
+
+    @property
+    def outcome_label(self) -> str:
+        o = self.spec["outcome"]
+        return self.t(clean_label(o.get("label") or self.var_label(o["name"])),
+                      "research_spec.json:outcome.label")
+
+    @property
+    def positive(self) -> str:
+        pos = self.spec["outcome"].get("positive_label")
+        return self.t(pos, "research_spec.json:outcome.positive_label") if pos else "the positive class"
+
+    def model_label(self, name: str) -> str:
+        info = self.results["models"].get(name, {})
+        if info.get("label"):
+            return self.t(info["label"], f"results.json:models.{name}.label")
+        low = name.lower()
+        if low in MODEL_NAMES:
+            text = MODEL_NAMES[low]
+            if low == "elastic_net" and self.binary:
+                text = "elastic-net logistic regression"
+            return text[0].upper() + text[1:]
+        return escape_latex(name.replace("_", " ").capitalize())
+
+    def model_phrase(self, name: str) -> str:
+        """The model's name in running text (lower-case first letter unless an acronym)."""
+        return lc_first(self.model_label(name))
+
+    def better(self, a: float, b: float, metric: str) -> bool:
+        return a < b if metric in LOWER_IS_BETTER else a > b
+
+    def ranked_models(self) -> list[str]:
+        metric = self.primary
+        models = self.results["models"]
+
+        def key(name: str) -> float:
+            v = models[name]["metrics"].get(metric)
+            if v is None:
+                return float("inf")
+            return v if metric in LOWER_IS_BETTER else -v
+
+        return sorted(models, key=lambda n: (n != self.best, key(n)))
+
+    def metric_value(self, model: str, metric: str) -> float | None:
+        return self.results["models"].get(model, {}).get("metrics", {}).get(metric)
+
+    def mac(self, model: str, metric: str) -> str | None:
+        return self.n.get(f"{model}|{metric}")
+
+    def ci(self, model: str, metric: str) -> str | None:
+        return self.n.get(f"{model}|{metric}|ci")
+
+    @property
+    def predictor_waves(self) -> list[str]:
+        keys = [p.get("wave") for p in self.spec.get("predictors", []) if p.get("wave")]
+        order = self.ds.get("wave_order") or []
+        uniq = list(dict.fromkeys(keys))
+        return sorted(uniq, key=lambda w: order.index(w) if w in order else len(order))
+
+    @property
+    def top_features(self) -> list[dict[str, Any]]:
+        return [f for f in self.results.get("top_features") or [] if f.get("feature")]
+
+    @property
+    def importance_key(self) -> str:
+        for f in self.top_features:
+            if "mean_abs_shap" in f:
+                return "mean_abs_shap"
+        return "importance"
+
+    def feature_label(self, i: int) -> str:
+        f = self.top_features[i]
+        src = f"results.json:top_features.{i}.label"
+        if f.get("label"):
+            return self.t(clean_label(f["label"]), src)
+        source_var = (self.data.get("feature_sources") or {}).get(f["feature"], f["feature"])
+        label = self.var_label(source_var)
+        if source_var != f["feature"] and label != source_var:
+            level = f["feature"][len(source_var):].lstrip("_=")
+            label = f"{label} = {level}" if level else label
+        return self.t(label, src)
+
+    @property
+    def fairness_reported(self) -> bool:
+        if self.results.get("fairness") or self.results.get("subgroups"):
+            return True
+        kinds = {str(f.get("kind", "")).lower() for f in self.results.get("figures", [])}
+        kinds |= {str(t.get("kind", "")).lower() for t in self.results.get("tables", []) or []
+                  if isinstance(t, dict)}
+        return bool(kinds & {"fairness", "subgroup", "subgroups", "fairness_gap"})
+
+    @property
+    def school_split_ok(self) -> bool:
+        status = str(self.data["split"]["school_reconstruction"].get("status", "")).lower()
+        return status in {"ok", "reconstructed", "success", "succeeded", "done", "complete", "passed"}
+
+
+# ---- numbers -------------------------------------------------------------------------------------
+def register_numbers(ctx: Ctx) -> None:
+    """Define the macros the templates use, in a stable order (data first, then results)."""
+    m, d, r, n = ctx.m, ctx.data, ctx.results, ctx.n
+    n["OriginalN"] = m.count("OriginalN", d["original_n"], "data_report.json:original_n")
+    n["AnalyticN"] = m.count("AnalyticN", d["analytic_n"], "data_report.json:analytic_n")
+    retention = d.get("retention")
+    if retention is None and d["original_n"]:
+        n["RetentionPct"] = m.pct("RetentionPct", 100 * d["analytic_n"] / d["original_n"],
+                                  "data_report.json:analytic_n / data_report.json:original_n",
+                                  derived=True)
+    elif retention is not None:
+        pct = retention * 100 if retention <= 1 else retention
+        n["RetentionPct"] = m.pct("RetentionPct", pct, "data_report.json:retention")
+    n["TrainN"] = m.count("TrainN", d["train_n"], "data_report.json:train_n")
+    if r.get("test_n") is not None:
+        n["TestN"] = m.count("TestN", r["test_n"], "results.json:test_n")
+    else:
+        n["TestN"] = m.count("TestN", d["test_n"], "data_report.json:test_n")
+    n["NPredictors"] = m.count("NPredictors", len(d["predictors_before"]),
+                               "len(data_report.json:predictors_before)", derived=True)
+    n["NFeatures"] = m.count("NFeatures", len(d["predictors_after"]),
+                             "len(data_report.json:predictors_after)", derived=True)
+    split = d["split"]
+    n["SplitSeed"] = m.add("SplitSeed", str(split["seed"]), split["seed"], "data_report.json:split.seed")
+    tf = split["test_fraction"]
+    n["TestFractionPct"] = m.pct("TestFractionPct", tf * 100 if tf <= 1 else tf,
+                                 "data_report.json:split.test_fraction")
+    n["GroupOverlap"] = m.count("GroupOverlap", split["group_overlap"],
+                                "data_report.json:split.group_overlap")
+    n_clusters = split["school_reconstruction"].get("n_clusters")
+    if isinstance(n_clusters, (int, float)):
+        n["NClusters"] = m.count("NClusters", n_clusters,
+                                 "data_report.json:split.school_reconstruction.n_clusters")
+    sr = d.get("sentinel_recoding") or {}
+    for key in ("n_values_recoded", "n_variables", "n_variables_recoded"):
+        if isinstance(sr.get(key), (int, float)) and not isinstance(sr.get(key), bool):
+            n[f"sentinel:{key}"] = m.count(macro_name("Sentinel", key), sr[key],
+                                           f"data_report.json:sentinel_recoding.{key}")
+    checks = d.get("checks") or []
+    n["NChecks"] = m.count("NChecks", len(checks), "len(data_report.json:checks)", derived=True)
+    n["NChecksPassed"] = m.count("NChecksPassed", sum(1 for c in checks if c.get("passed")),
+                                 "count(data_report.json:checks[passed])", derived=True)
+    # class balance / outcome summary
+    cb = d.get("class_balance") or {}
+    if ctx.binary and cb:
+        pos_key = "1" if "1" in cb else ("True" if "True" in cb else sorted(cb)[-1])
+        total = sum(float(v) for v in cb.values())
+        n["NPositive"] = m.count("NPositive", cb[pos_key], f"data_report.json:class_balance.{pos_key}")
+        if total:
+            ctx.n["positive_share"] = str(float(cb[pos_key]) / total)
+            n["PositivePct"] = m.pct("PositivePct", 100 * float(cb[pos_key]) / total,
+                                     f"data_report.json:class_balance.{pos_key} / sum(class_balance)",
+                                     derived=True)
+    osum = d.get("outcome_summary") or {}
+    if not ctx.binary:
+        for key, name in (("mean", "OutcomeMean"), ("sd", "OutcomeSD"), ("min", "OutcomeMin"),
+                          ("max", "OutcomeMax")):
+            if isinstance(osum.get(key), (int, float)):
+                n[name] = m.add(name, _two(osum[key]), float(osum[key]),
+                                f"data_report.json:outcome_summary.{key}")
+    # missingness of predictors
+    miss = d.get("missingness") or {}
+    for p in ctx.spec.get("predictors", []):
+        rec = miss.get(p["name"])
+        if rec is not None:
+            n[f"miss:{p['name']}"] = m.pct(macro_name("Miss", p["name"]), rec["pct_missing"],
+                                           f"data_report.json:missingness.{p['name']}.pct_missing")
+    preds = [v for v in d["predictors_before"] if v in miss]
+    if preds:
+        worst = max(preds, key=lambda v: miss[v]["pct_missing"])
+        n["MaxMissingVar"] = worst
+        n["MaxMissingPct"] = m.pct("MaxMissingPct", miss[worst]["pct_missing"],
+                                   f"data_report.json:missingness.{worst}.pct_missing")
+        n["NVarsMissing"] = m.count("NVarsMissing", sum(1 for v in preds if miss[v]["pct_missing"] > 0),
+                                    "count(data_report.json:missingness[predictors, pct_missing>0])",
+                                    derived=True)
+    # results
+    n["NModels"] = m.count("NModels", len(r["models"]), "len(results.json:models)", derived=True)
+    if r.get("n_bootstrap") is not None:
+        n["NBootstrap"] = m.count("NBootstrap", r["n_bootstrap"], "results.json:n_bootstrap")
+    for name, info in r["models"].items():
+        for metric, value in (info.get("metrics") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                n[f"{name}|{metric}"] = m.metric(macro_name(name, metric), value,
+                                                 f"results.json:models.{name}.metrics.{metric}")
+        for metric, bounds in (info.get("ci") or {}).items():
+            if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
+                src = f"results.json:models.{name}.ci.{metric}"
+                n[f"{name}|{metric}|ci"] = m.ci(macro_name(name, metric, "CI"), bounds[0], bounds[1], src)
+                n[f"{name}|{metric}|lo"] = m.metric(macro_name(name, metric, "Low"), bounds[0], src + ".0")
+                n[f"{name}|{metric}|hi"] = m.metric(macro_name(name, metric, "High"), bounds[1], src + ".1")
+        if isinstance(info.get("cv_score"), (int, float)):
+            n[f"{name}|cv"] = m.metric(macro_name(name, "CV"), info["cv_score"],
+                                       f"results.json:models.{name}.cv_score")
+    best = ctx.best
+    for metric, value in (r["models"][best].get("metrics") or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            n[f"best|{metric}"] = m.metric(macro_name("Best", metric), value,
+                                           f"results.json:models.{best}.metrics.{metric}")
+    ci = (r["models"][best].get("ci") or {}).get(ctx.primary)
+    if ci and len(ci) == 2:
+        n["best|ci"] = m.ci(macro_name("Best", ctx.primary, "CI"), ci[0], ci[1],
+                            f"results.json:models.{best}.ci.{ctx.primary}")
+    # margins: best vs runner-up and vs the best model of the other family
+    ranked = [x for x in ctx.ranked_models() if ctx.metric_value(x, ctx.primary) is not None]
+    bval = ctx.metric_value(best, ctx.primary)
+    if bval is not None and len(ranked) > 1:
+        runner = ranked[1]
+        n["runner"] = runner
+        n["MarginRunner"] = _margin(ctx, "MarginRunner", "MarginRunnerUp", best, runner)
+        fam = model_family(best)
+        other = [x for x in ranked[1:] if model_family(x) != fam and model_family(x) in ("linear", "tree")]
+        if other:
+            n["contrast"] = other[0]
+            n["MarginContrast"] = _margin(ctx, "MarginContrast", "MarginContrast", best, other[0])
+    # regression: RMSE relative to the outcome SD
+    if not ctx.binary and isinstance(osum.get("sd"), (int, float)) and osum["sd"]:
+        rmse = ctx.metric_value(best, "rmse")
+        if rmse is not None:
+            n["RMSEinSD"] = m.add("BestRMSEinSD", _two(rmse / osum["sd"]), rmse / osum["sd"],
+                                  f"results.json:models.{best}.metrics.rmse / "
+                                  "data_report.json:outcome_summary.sd", derived=True)
+    # top features
+    key = ctx.importance_key
+    for i, f in enumerate(ctx.top_features[:10]):
+        if isinstance(f.get(key), (int, float)):
+            n[f"feat|{i}"] = m.metric(macro_name("Feature", spell_digits(str(i + 1)), "Importance"),
+                                      f[key], f"results.json:top_features.{i}.{key}")
+    # review
+    rv = ctx.review
+    if isinstance(rv.get("overall_score"), (int, float)):
+        n["ReviewScore"] = m.add("ReviewScore", f"{float(rv['overall_score']):.1f}",
+                                 float(rv["overall_score"]), "review_report.json:overall_score")
+    n["NIssues"] = m.count("NReviewIssues", len(rv.get("issues") or []),
+                           "len(review_report.json:issues)", derived=True)
+    excluded = [p for p in ctx.lit.get("papers", []) or [] if p.get("status") != "VERIFIED"]
+    n["NExcludedRefs"] = m.count("NExcludedReferences", len(excluded),
+                                 "count(literature_context.json:papers[status!=VERIFIED])", derived=True)
+
+
+def _two(value: float) -> str:
+    text = f"{float(value):.2f}"
+    return "$-$" + text[1:] if text.startswith("-") else text
+
+
+def _margin(ctx: Ctx, key: str, name: str, a: str, b: str) -> str:
+    metric = ctx.primary
+    va, vb = ctx.metric_value(a, metric), ctx.metric_value(b, metric)
+    diff = abs(va - vb)
+    ctx.n[key + ":raw"] = str(diff)
+    return ctx.m.metric(macro_name(name, metric), diff,
+                        f"|results.json:models.{a}.metrics.{metric} - "
+                        f"results.json:models.{b}.metrics.{metric}|",
+                        derived=True)
+
+
+def _cis_overlap(ctx: Ctx, a: str, b: str) -> bool | None:
+    ca = (ctx.results["models"][a].get("ci") or {}).get(ctx.primary)
+    cb = (ctx.results["models"][b].get("ci") or {}).get(ctx.primary)
+    if not ca or not cb:
+        return None
+    return not (ca[0] > cb[1] or cb[0] > ca[1])
+
+
+# ---- small shared phrases -----------------------------------------------------------------------
+def metric_name(ctx: Ctx, metric: str | None = None) -> str:
+    metric = metric or ctx.primary
+    return METRIC_LABEL.get(metric, escape_latex(metric.upper()))
+
+
+def primary_stmt(ctx: Ctx, model: str | None = None) -> str:
+    """'AUC = \\XgboostAUC{}, \\XgboostAUCCI{}' for a model (the best by default)."""
+    model = model or ctx.best
+    val = ctx.mac(model, ctx.primary)
+    ci = ctx.ci(model, ctx.primary)
+    text = f"{metric_name(ctx)} = {val}"
+    return f"{text}, {ci}" if ci else text
+
+
+def strength(ctx: Ctx) -> str:
+    v = ctx.metric_value(ctx.best, ctx.primary)
+    if v is None:
+        return "uncertain"
+    if ctx.primary in ("auc", "roc_auc"):
+        if v >= 0.95:
+            return "very high"
+        if v >= 0.8:
+            return "strong"
+        if v >= 0.7:
+            return "acceptable"
+        if v >= 0.6:
+            return "modest"
+        return "weak"
+    if ctx.primary == "r2":
+        if v >= 0.9:
+            return "very high"
+        if v >= 0.5:
+            return "substantial"
+        if v >= 0.3:
+            return "moderate"
+        if v >= 0.1:
+            return "modest"
+        return "weak"
+    return "measurable"
+
+
+def suspiciously_high(ctx: Ctx) -> bool:
+    return strength(ctx) == "very high"
+
+
+def model_list(ctx: Ctx) -> str:
+    return join_list([ctx.model_phrase(x) for x in ctx.results["models"]])
+
+
+def outcome_sentence_np(ctx: Ctx) -> str:
+    o = ctx.spec["outcome"]
+    return f"\\emph{{{ctx.outcome_label}}} (\\texttt{{{escape_latex(o['name'])}}})"
+
+
+def feature_names(ctx: Ctx, k: int = 3, with_values: bool = False) -> list[str]:
+    out = []
+    for i in range(min(k, len(ctx.top_features))):
+        text = f"\\emph{{{ctx.feature_label(i)}}}"
+        if with_values and f"feat|{i}" in ctx.n:
+            text += f" ({ctx.n[f'feat|{i}']})"
+        out.append(text)
+    return out
+
+
+def automation_note(ctx: Ctx) -> str:
+    backend = escape_latex(ctx.spec.get("backend", "offline"))
+    if ctx.offline:
+        return ("This study was generated automatically by EDM-ARS, an automated research system "
+                "for educational data mining, using its offline backend: the research "
+                "specification, the analysis and this text were produced by deterministic code and "
+                "templates conditioned on the run's artifacts, without a language model.")
+    return (f"This study was generated automatically by EDM-ARS, an automated research system for "
+            f"educational data mining, using the {backend} backend; the analysis code is "
+            "deterministic, and every number in the text is generated from the run's artifacts.")
+
+
+# ---- sections -------------------------------------------------------------------------------------
+_SMALL_WORDS = {"a", "an", "and", "as", "at", "by", "for", "in", "of", "on", "or", "the", "to", "vs"}
+
+
+def title_case(text: str) -> str:
+    """Capitalise the words of a (LaTeX) label for a title, leaving control sequences alone."""
+    words = text.split(" ")
+    out = []
+    for i, w in enumerate(words):
+        if w and w[0].isalpha() and w[0].islower() and (i == 0 or w not in _SMALL_WORDS):
+            w = w[0].upper() + w[1:]
+        out.append(w)
+    return " ".join(out)
+
+
+def title(ctx: Ctx) -> str:
+    label = title_case(ctx.outcome_label)
+    return f"Predicting ``{label}'' in {ctx.short}: An Automated, Leakage-Aware Machine Learning Analysis"
+
+
+def authors(ctx: Ctx, name: str | None = None) -> str:
+    """The author line: the configured name, else the system's own."""
+    who = escape_latex(name) if name else "EDM-ARS"
+    return (f"\\author{{{who}}}\n"
+            "\\affiliation{%\n  \\institution{Automated Educational Data Mining Research System}\n"
+            "  \\country{}}\n"
+            f"\\renewcommand{{\\shortauthors}}{{{who}}}")
+
+
+def keywords(ctx: Ctx) -> str:
+    words = ["educational data mining", ctx.short, "student outcome prediction"]
+    fams = {model_family(x) for x in ctx.results["models"]}
+    if "tree" in fams:
+        words.append("tree ensembles")
+    if "linear" in fams:
+        words.append("penalised regression")
+    if ctx.top_features and ctx.importance_key == "mean_abs_shap":
+        words.append("SHAP")
+    words += ["data leakage", "automated research"]
+    return ", ".join(words)
+
+
+def abstract(ctx: Ctx) -> str:
+    n = ctx.n
+    best = ctx.model_phrase(ctx.best)
+    parts: list[tuple[int, str]] = []  # (priority: lower is kept first, sentence)
+    if ctx.binary:
+        parts.append((1, "Predicting which students will reach key educational milestones is a central "
+                         "task of educational data mining, yet many published models are difficult "
+                         "to reproduce, report no uncertainty, and are vulnerable to data leakage."))
+    else:
+        parts.append((1, "Anticipating students' later achievement from earlier records is a central "
+                         "task of educational data mining, yet many published models are difficult "
+                         "to reproduce, report no uncertainty, and are vulnerable to data leakage."))
+    parts.append((3, "We ask: " + ctx.t(ctx.spec["research_question"].rstrip(),
+                                         "research_spec.json:research_question")
+                  + ("" if ctx.spec["research_question"].rstrip().endswith("?") else ".")))
+    parts.append((0, f"Using the {ctx.full_name}, we analysed {n['AnalyticN']} students "
+                     f"and {n['NPredictors']} predictors from {ctx.waves_text}, recoded "
+                     "missing-data reserve codes, split the data into training and test sets "
+                     + ("by reconstructed school clusters " if ctx.school_split_ok else "")
+                     + f"before any encoding or imputation, and compared {n['NModels']} models "
+                     f"({model_list(ctx)})."))
+    res = (f"On a held-out test set of {n['TestN']} students, {best} performed best "
+           f"({primary_stmt(ctx)})")
+    if "runner" in n:
+        res += (f", ahead of {ctx.model_phrase(n['runner'])} "
+                f"({metric_name(ctx)} = {ctx.mac(n['runner'], ctx.primary)})")
+    parts.append((0, res + "."))
+    if ctx.top_features:
+        feats = feature_names(ctx, 3)
+        lead = ("The features with the largest mean absolute SHAP values were "
+                if ctx.importance_key == "mean_abs_shap" else "The most important features were ")
+        parts.append((2, lead + join_list(feats) + "."))
+    s = strength(ctx)
+    if suspiciously_high(ctx):
+        parts.append((0, "Performance this high is unusual for survey-based prediction and calls for "
+                         "scrutiny of possible leakage before the result is relied on."))
+    else:
+        what = "discrimination" if ctx.binary else "explanatory accuracy"
+        parts.append((1, f"Information available before the outcome is measured is thus predictive of "
+                         f"{lc_first(ctx.outcome_label) if ctx.binary else 'later achievement'} with "
+                         f"{s} {what}, although predictive associations do not identify causes."))
+    disclosure = ("This study was generated automatically by the EDM-ARS pipeline with its "
+                  f"{'offline (template-based)' if ctx.offline else escape_latex(ctx.spec['backend'])} "
+                  "backend")
+    if ctx.unverified:
+        disclosure += "; it did not pass automated review and should be read as an unverified draft."
+    else:
+        disclosure += "."
+    parts.append((0, disclosure))
+
+    def words(ps: list[tuple[int, str]]) -> int:
+        return word_count(" ".join(p for _, p in ps))
+
+    kept = list(parts)
+    for prio in (3, 2, 1):
+        if words(kept) <= 250:
+            break
+        kept = [p for p in kept if p[0] != prio]
+    return " ".join(p for _, p in kept)
+
+
+def introduction(ctx: Ctx) -> str:
+    c, n, spec = ctx.cites, ctx.n, ctx.spec
+    o = spec["outcome"]
+    paras = []
+    if ctx.binary:
+        paras.append(
+            "Predicting student outcomes is one of the central tasks of educational data mining "
+            f"(EDM){c.citep('edm', limit=3)}. Early-warning models that estimate whether a student "
+            "will reach a milestone, such as enrolling in postsecondary education or completing a "
+            "credential, can help schools direct advising and support to the students who need it "
+            "before the relevant decisions are made. Such models are only useful, however, if their "
+            "accuracy is estimated honestly, if their uncertainty is reported, and if the variables "
+            "they rely on would actually be available at the time a prediction is needed.")
+    else:
+        paras.append(
+            "Predicting student outcomes is one of the central tasks of educational data mining "
+            f"(EDM){c.citep('edm', limit=3)}. Models that anticipate later achievement from earlier "
+            "records can help educators identify students who may need additional support, and they "
+            "show which early indicators carry information about later performance. Such models are "
+            "only useful, however, if their accuracy is estimated honestly, if their uncertainty is "
+            "reported, and if the variables they rely on precede the outcome in time.")
+    about = f", {ctx.ds['about']}," if ctx.ds.get("about") else ""
+    paras.append(
+        f"Large longitudinal surveys such as the {ctx.full_name}{about} are an "
+        f"attractive basis for such models{c.citep(ctx.dataset_topic, limit=3)}. They follow the same "
+        "students across several waves and record achievement, attitudes, family background and "
+        "school context. They also pose well-known pitfalls for predictive modelling: missing "
+        "responses are stored as negative reserve codes that look like valid numbers, some "
+        "variables are measured after the outcome they would be used to predict, students are "
+        "nested within schools whose identifiers are suppressed in public-use files, and item "
+        f"nonresponse is substantial{c.citep('missing_data', 'leakage', limit=3)}. Analyses that "
+        "ignore these issues can report optimistic accuracy that would not carry over to new "
+        "students or schools.")
+    rq = ctx.t(spec["research_question"].strip(), "research_spec.json:research_question")
+    pop = ctx.t(spec.get("population", "").strip().rstrip("."), "research_spec.json:population")
+    text = (f"This paper addresses the following research question: \\emph{{{rq}}} The outcome is "
+            f"{outcome_sentence_np(ctx)}, recorded in the {ctx.wave(o.get('wave'))}")
+    if ctx.binary and o.get("positive_label"):
+        text += f", with the positive class defined as \\emph{{{ctx.positive}}}"
+    text += "."
+    if pop:
+        text += f" The population is defined as follows: {pop}."
+    text += (f" We use {n['NPredictors']} predictors drawn from {ctx.waves_text}, "
+             "each chosen with a substantive rationale, and compare models that range from "
+             f"penalised linear models{c.citep('elastic_net', limit=2)} to tree ensembles"
+             f"{c.citep('random_forest', 'xgboost', limit=3)}.")
+    paras.append(text)
+    items = [
+        f"A leakage-aware prediction pipeline for {ctx.short} that recodes reserve codes, splits "
+        + ("the data by reconstructed school clusters " if ctx.school_split_ok else "the data ")
+        + "before any encoding, and fits every preprocessing step on the training set only.",
+        f"A comparison of {n['NModels']} models on a held-out test set of {n['TestN']} students, "
+        "with bootstrap confidence intervals for every metric.",
+    ]
+    if ctx.top_features:
+        if ctx.importance_key == "mean_abs_shap":
+            how = "SHAP values" + c.citep("shap", limit=2)
+        else:
+            how = "feature importance scores"
+        items.append(f"An interpretation of the best model with {how}, "
+                     "reported as predictive associations rather than causal effects.")
+    else:
+        items.append("A transparent account of the analytic choices and limitations of the study, "
+                     "so that the result can be reproduced and scrutinised.")
+    paras.append("The contributions of this paper are:\n\\begin{itemize}\n"
+                 + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
+    ec = (spec.get("expected_contribution") or "").strip()
+    tail = ""
+    if ec:
+        tail = (f"In the words of the study specification, the expected contribution is as follows: "
+                f"{ctx.t(ec, 'research_spec.json:expected_contribution')}"
+                + ("" if ec.endswith(".") else ".") + " ")
+    tail += (f"{automation_note(ctx)} Section~\\ref{{sec:related}} reviews related work, "
+             "Section~\\ref{sec:methods} describes the data and methods, Section~\\ref{sec:results} "
+             "reports the results, and Sections~\\ref{sec:discussion} and~\\ref{sec:limitations} "
+             "discuss their implications and limitations.")
+    paras.append(tail)
+    return "\n\n".join(paras)
+
+
+def related_work(ctx: Ctx) -> str:
+    c = ctx.cites
+    if not c.papers:
+        return ("No verified references were available for this run, so this section does not "
+                "cite prior work. The study builds on the general literature on student outcome "
+                "prediction in educational data mining, on tree ensembles and penalised regression "
+                "for tabular data, and on methods for handling missing data and preventing leakage; "
+                "readers should consult that literature directly.")
+    paras = []
+    edm, hsls = c.keys("edm"), c.keys(ctx.dataset_topic)
+    if edm or hsls:
+        text = "\\paragraph{Outcome prediction in EDM}"
+        if edm:
+            text += (" Predicting academic outcomes from administrative, survey and log data has a "
+                     f"long history in educational data mining{c.citep(keys=edm)}, with applications "
+                     "ranging from course performance to persistence and postsecondary enrolment.")
+            if len(edm) >= 2:
+                text += (f" For example, {c.citet(edm[0])} and {c.citet(edm[1])} illustrate how such "
+                         "models are built and evaluated.")
+        if hsls:
+            text += (f" The {ctx.short} data have been used to study students' trajectories from "
+                     f"secondary school into postsecondary education and work{c.citep(keys=hsls)}.")
+        text += (" Much of this work relies on a single model and on preprocessing choices that are "
+                 "rarely reported in enough detail to reproduce; our pipeline makes each choice "
+                 "explicit and records it with the results.")
+        paras.append(text)
+    algo = []
+    en, rf, xg, st = (c.keys("elastic_net"), c.keys("random_forest"), c.keys("xgboost"),
+                      c.keys("stacking"))
+    if en:
+        algo.append("Penalised linear models such as the elastic net, which combines lasso and ridge "
+                    "penalties, remain strong and interpretable baselines for tabular data"
+                    f"{c.citep(keys=en)}.")
+    if rf or xg:
+        s = "Tree ensembles capture nonlinearities and interactions without manual feature engineering"
+        if rf and xg:
+            s += (f": random forests average many decorrelated trees{c.citep(keys=rf)}, while "
+                  f"gradient boosting, as implemented in XGBoost{c.citep(keys=xg)}, fits trees "
+                  "sequentially to the errors of the current ensemble.")
+        elif rf:
+            s += f", as in random forests{c.citep(keys=rf)}."
+        else:
+            s += f", as in gradient boosting with XGBoost{c.citep(keys=xg)}."
+        algo.append(s)
+    if st:
+        algo.append("Stacked generalisation combines the predictions of several learners"
+                    f"{c.citep(keys=st)}.")
+    if algo:
+        algo.append("Comparing these families on the same split shows whether the added flexibility "
+                    "of ensembles is worth their loss of transparency.")
+        paras.append("\\paragraph{Learning algorithms for tabular data} " + " ".join(algo))
+    shap = c.keys("shap")
+    if shap:
+        paras.append(
+            "\\paragraph{Model interpretation} SHAP values attribute each prediction to the input "
+            f"features using Shapley values from cooperative game theory{c.citep(keys=shap)}. "
+            "Averaged over students, their magnitudes rank features by how strongly they are "
+            "associated with the predictions. Because attributions describe the fitted model rather "
+            "than the process that generated the data, they support statements about which "
+            "variables are predictive, not about what causes the outcome.")
+    fair = c.keys("fairness")
+    if fair:
+        groups = [ctx.label_tex(g, "research_spec.json:subgroups") for g in ctx.spec.get("subgroups", [])]
+        text = ("\\paragraph{Fairness} Predictive models in education can be less accurate or "
+                "differently calibrated for some groups of students than for others"
+                f"{c.citep(keys=fair)}, which motivates reporting performance separately for groups")
+        text += f" such as {join_list([lc_first(g) for g in groups])}." if groups else "."
+        paras.append(text)
+    md, lk, bs = c.keys("missing_data"), c.keys("leakage"), c.keys("bootstrap")
+    safe = []
+    if md:
+        safe.append("Missing data are pervasive in large surveys, and how they are handled can bias "
+                    f"both estimates and predictions{c.citep(keys=md)}.")
+    if lk:
+        safe.append("Leakage, where information unavailable at prediction time enters training, is a "
+                    "common source of over-optimistic results in applied machine learning"
+                    f"{c.citep(keys=lk)}.")
+    if bs:
+        safe.append("The bootstrap provides confidence intervals for performance metrics without "
+                    f"distributional assumptions{c.citep(keys=bs)}.")
+    if safe:
+        paras.append("\\paragraph{Methodological safeguards} " + " ".join(safe))
+    rest = c.unused()
+    if rest:
+        cited = [c.citet(k) for k in rest]
+        verb = "includes" if len(cited) == 1 else "include"
+        paras.append(f"Further work relevant to this study {verb} {join_list(cited)}.")
+    if ctx.lit.get("source") == "curated" or ctx.lit.get("retrieval_failed"):
+        paras.append("The references in this section were drawn from a curated bibliography that "
+                     "ships with EDM-ARS rather than from a systematic literature search, so recent "
+                     "or closely related studies may be missing.")
+    return "\n\n".join(paras)
+
+
+def predictor_table(ctx: Ctx) -> str:
+    rows = []
+    for i, p in enumerate(ctx.spec.get("predictors", [])):
+        name = p["name"]
+        label = ctx.t(clean_label(p.get("label") or ctx.var_label(name)),
+                      f"research_spec.json:predictors.{i}.label")
+        wave = escape_latex(str(p.get("wave") or "").replace("_", " ")) or "--"
+        miss = ctx.n.get(f"miss:{name}", "--")
+        rows.append(f"\\texttt{{{escape_latex(name)}}} & {label} & {wave} & {miss} \\\\")
+    return ("\\begin{table}[tbp]\n\\caption{Predictors, the wave in which each was measured, and "
+            "its share of missing values in the analytic sample.}\n\\label{tab:predictors}\n"
+            "\\small\n\\begin{tabularx}{\\columnwidth}{@{}lYZr@{}}\n\\toprule\n"
+            "Variable & Label & Wave & Missing \\\\\n\\midrule\n" + "\n".join(rows)
+            + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
+
+
+def methods(ctx: Ctx) -> str:
+    c, n, d, spec = ctx.cites, ctx.n, ctx.data, ctx.spec
+    o = spec["outcome"]
+    out = []
+    # data
+    agency = f", collected by {ctx.ds['agency']}" if ctx.ds.get("agency") else ""
+    text = (f"\\subsection{{Data and Students}}\nWe used the public-use student file of the "
+            f"{ctx.full_name}{agency}. ")
+    pop = (spec.get("population") or "").strip().rstrip(".")
+    if pop:
+        text += f"The study population consists of {lc_first(ctx.t(pop, 'research_spec.json:population'))}. "
+    text += (f"Of the {n['OriginalN']} students in the file, {n['AnalyticN']} ({n['RetentionPct']}) "
+             "had a valid value of the outcome and formed the analytic sample.")
+    if ctx.binary and "NPositive" in n:
+        text += (f" Of these students, {n['NPositive']}"
+                 + (f" ({n['PositivePct']})" if "PositivePct" in n else "")
+                 + f" belonged to the positive class (\\emph{{{ctx.positive}}}).")
+    elif not ctx.binary and "OutcomeMean" in n:
+        text += f" The outcome had a mean of {n['OutcomeMean']}"
+        if "OutcomeSD" in n:
+            text += f" (SD {n['OutcomeSD']}"
+            if "OutcomeMin" in n and "OutcomeMax" in n:
+                text += f"; range {n['OutcomeMin']} to {n['OutcomeMax']}"
+            text += ")"
+        text += "."
+    out.append(text)
+    # outcome & predictors
+    text = (f"\\subsection{{Outcome and Predictors}}\nThe outcome was {outcome_sentence_np(ctx)}, "
+            f"recorded in the {ctx.wave(o.get('wave'))}; the task was "
+            + ("binary classification." if ctx.binary else "regression.")
+            + f" We used the {n['NPredictors']} predictors listed in Table~\\ref{{tab:predictors}}, all "
+            "measured in waves that precede the outcome, which yielded "
+            f"{n['NFeatures']} model features after one-hot encoding of categorical variables.")
+    preds = spec.get("predictors", [])
+    if preds:
+        first = preds[0]
+        text += (" Each predictor entered the study with a stated rationale; for example, "
+                 f"\\texttt{{{escape_latex(first['name'])}}} was included because "
+                 + lc_first(ctx.t(first["rationale"].strip().rstrip("."),
+                                  "research_spec.json:predictors.0.rationale")) + ".")
+    protected = d.get("protected") or []
+    if protected:
+        used = [p for p in protected if p in d["predictors_before"]]
+        labels = [f"\\emph{{{lc_first(ctx.label_tex(p, 'registry label'))}}}" for p in protected]
+        if used and len(used) == len(protected):
+            text += (f" The protected attributes {join_list(labels)} were used as predictors and "
+                     "are flagged as such in the artifacts.")
+        elif used:
+            text += (f" Of the protected attributes ({join_list(labels)}), only "
+                     f"{join_list([lc_first(ctx.label_tex(p, 'registry label')) for p in used])} "
+                     "entered the models as predictors.")
+        else:
+            text += (f" The protected attributes {join_list(labels)} were not used as predictors "
+                     "and were reserved for checking performance across groups of students.")
+    out.append(text + "\n\n" + predictor_table(ctx))
+    # preprocessing
+    sr_n = n.get("sentinel:n_values_recoded")
+    sr_v = n.get("sentinel:n_variables") or n.get("sentinel:n_variables_recoded")
+    text = ("\\subsection{Preprocessing and Data Splitting}\n"
+            f"{ctx.short} stores item nonresponse, legitimate skips and similar conditions as "
+            "negative reserve (sentinel) codes. Because treating these codes as numbers would distort every "
+            "numeric predictor, we recoded them to missing before any other step")
+    if sr_n:
+        text += f" ({sr_n} values" + (f" in {sr_v} variables" if sr_v else "") + " were recoded)"
+    text += "."
+    split = d["split"]
+    method = escape_latex(str(split.get("method", "")).replace("_", " "))
+    if ctx.school_split_ok:
+        text += (" Students attending the same school share school-level characteristics, so a "
+                 "student-level random split would let a model recognise schools it has already "
+                 "seen. The public-use file suppresses school identifiers; EDM-ARS therefore "
+                 "reconstructed approximate school clusters from a fingerprint of school-level "
+                 "variables"
+                 + (f" ({n['NClusters']} clusters)" if "NClusters" in n else "")
+                 + f" and assigned whole clusters to the training or the test set ({method}; "
+                 f"test share {n['TestFractionPct']}; seed {n['SplitSeed']}). The number of clusters "
+                 f"present in both sets was {n['GroupOverlap']}.")
+    else:
+        status = escape_latex(str(split["school_reconstruction"].get("status", "unavailable")))
+        text += (" School clusters could not be reconstructed from the public-use file (status: "
+                 f"\\emph{{{status}}}), so the data were split at the student level ({method}; "
+                 f"test share {n['TestFractionPct']}; seed {n['SplitSeed']}); students from the same "
+                 "school may therefore appear in both the training and the test set.")
+    text += (f" The split produced {n['TrainN']} training and {n['TestN']} test students, and it was "
+             "made before any encoding, scaling or imputation, so that every preprocessing step was "
+             "fitted on the training set only and then applied unchanged to the test set.")
+    imp = (d.get("imputation_protocol") or "").strip()
+    if imp:
+        text += " " + ctx.t(imp, "data_report.json:imputation_protocol") + ("" if imp.endswith(".") else ".")
+    if "MaxMissingPct" in n:
+        worst = n["MaxMissingVar"]
+        text += (f" Missing values occurred in {n['NVarsMissing']} of the {n['NPredictors']} "
+                 f"predictors, with the highest rate ({n['MaxMissingPct']}) for "
+                 f"\\texttt{{{escape_latex(worst)}}}{c.citep('missing_data', limit=1)}.")
+    text += (f" Before modelling, the pipeline ran {n['NChecks']} automated validation checks, such "
+             "as the temporal ordering of predictors and outcome and the separation of training and "
+             f"test students, of which {n['NChecksPassed']} passed.")
+    failed = [ch["name"] for ch in d.get("checks", []) if not ch.get("passed")]
+    if failed:
+        text += ((" The checks that failed were " if len(failed) > 1 else " The check that failed was ")
+                 + join_list([f"\\texttt{{{escape_latex(x)}}}" for x in failed])
+                 + "; Section~\\ref{sec:limitations} discusses their consequences.")
+    out.append(text)
+    # models
+    text = (f"\\subsection{{Models and Tuning}}\nWe compared {n['NModels']} models: {model_list(ctx)}"
+            f"{c.citep('elastic_net', 'random_forest', 'xgboost', 'stacking', limit=4)}. ")
+    has_cv = any(isinstance(v.get("cv_score"), (int, float)) for v in ctx.results["models"].values())
+    if has_cv:
+        text += ("Hyperparameters were tuned by cross-validation within the training set, so the "
+                 "test set was not used for any modelling decision; the selected values are listed in "
+                 "Appendix~\\ref{app:hyperparameters}. ")
+    else:
+        text += "The test set was not used for any modelling decision. "
+    rule = (ctx.results.get("selection_rule") or "").strip()
+    if rule:
+        text += ("The model reported as best was chosen by the following rule: "
+                 f"{ctx.t(rule, 'results.json:selection_rule')}" + ("" if rule.endswith(".") else "."))
+    out.append(text)
+    # evaluation
+    if ctx.binary:
+        text = ("\\subsection{Evaluation}\nThe primary metric was the area under the ROC curve "
+                "(AUC), which measures how well a model ranks students of the two classes regardless "
+                "of a decision threshold. We also report balanced accuracy and F1 at the default "
+                "threshold, and the Brier score as a measure of probabilistic accuracy.")
+    else:
+        text = ("\\subsection{Evaluation}\nThe primary metric was the coefficient of determination "
+                "(\\Rsq{}) on the test set; we also report the root mean squared error (RMSE) and the "
+                "mean absolute error (MAE) in the units of the outcome.")
+    if "NBootstrap" in n:
+        text += (f" Confidence intervals (95\\%) were obtained from {n['NBootstrap']} bootstrap "
+                 f"resamples of the test set{c.citep('bootstrap', limit=1)}.")
+    if ctx.top_features:
+        if ctx.importance_key == "mean_abs_shap":
+            text += (" We interpreted the best model with SHAP values"
+                     f"{c.citep('shap', limit=1)}, ranking features by their mean absolute SHAP value.")
+        else:
+            text += " We interpreted the best model by ranking features by their importance scores."
+    out.append(text)
+    out.append("\\subsection{Automated Generation}\n" + automation_note(ctx)
+               + " Every number in this paper is a macro generated from the run's artifacts, so "
+               "that it can be traced to its source. The findings describe the students in the "
+               f"{ctx.short} analytic sample and were not checked by a human analyst.")
+    return "\n\n".join(out)
+
+
+def results_table(ctx: Ctx) -> str:
+    metric = ctx.primary
+    if ctx.binary:
+        extras = ["balanced_accuracy", "f1", "brier", "accuracy", "precision", "recall"]
+    else:
+        extras = ["rmse", "mae"]
+    present = {k for v in ctx.results["models"].values() for k in (v.get("metrics") or {})}
+    extras = [e for e in extras if e in present and e != metric][:3]
+    has_ci = any(ctx.ci(x, metric) for x in ctx.results["models"])
+    head = (["Model", metric_name(ctx)] + (["95\\% CI"] if has_ci else [])
+            + [metric_name(ctx, e) for e in extras])
+    rows = []
+    for name in ctx.ranked_models():
+        cells = [ctx.model_label(name), ctx.mac(name, metric) or "--"]
+        if has_ci:
+            lo, hi = ctx.n.get(f"{name}|{metric}|lo"), ctx.n.get(f"{name}|{metric}|hi")
+            cells.append(f"[{lo}, {hi}]" if lo and hi else "--")
+        cells += [ctx.mac(name, e) or "--" for e in extras]
+        if name == ctx.best:
+            cells = [f"\\textbf{{{x}}}" for x in cells]
+        rows.append(" & ".join(cells) + " \\\\")
+    lower = [metric_name(ctx, e) for e in [metric] + extras if e in LOWER_IS_BETTER]
+    higher = [metric_name(ctx, e) for e in [metric] + extras if e not in LOWER_IS_BETTER]
+    if lower and higher:
+        direction = f"Lower is better for {join_list(lower)}; higher is better for {join_list(higher)}."
+    else:
+        direction = "Lower is better for every metric." if lower else "Higher is better for every metric."
+    caption = (f"Test-set performance of all models ({ctx.n['TestN']} students), sorted by "
+               f"{metric_name(ctx)}; the best model is in bold.")
+    if has_ci and "NBootstrap" in ctx.n:
+        caption += f" Intervals come from {ctx.n['NBootstrap']} bootstrap resamples of the test set."
+    caption += " " + direction
+    cols = "l" + "c" * (len(head) - 1)
+    return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:results}\n\\small\n"
+            "\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n" + " & ".join(head)
+            + " \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
+
+
+_FIG_TEXT = {
+    "roc": "shows the receiver operating characteristic curves of the models on the test set",
+    "pr": "shows the precision--recall curves of the models on the test set",
+    "precision_recall": "shows the precision--recall curves of the models on the test set",
+    "calibration": "compares predicted probabilities with observed frequencies on the test set",
+    "importance": "shows the features most strongly associated with the best model's predictions",
+    "shap": "shows the features most strongly associated with the best model's predictions",
+    "residuals": "shows the residuals of the best model on the test set",
+    "predicted_vs_actual": "plots predicted against observed values on the test set",
+    "fairness": "compares performance across groups of students",
+    "subgroup": "compares performance across groups of students",
+}
+
+
+def figure_env(fig: Figure) -> str:
+    return ("\\begin{figure}[tbp]\n\\centering\n"
+            f"\\includegraphics[width=\\columnwidth]{{{fig.file}}}\n"
+            f"\\caption{{{fig.caption}}}\n\\label{{{fig.label}}}\n"
+            f"\\Description{{{fig.caption}}}\n\\end{{figure}}")
+
+
+def results(ctx: Ctx) -> str:
+    n, best, metric = ctx.n, ctx.best, ctx.primary
+    paras = []
+    text = (f"Table~\\ref{{tab:results}} reports the test-set performance of all {n['NModels']} "
+            f"models on {n['TestN']} held-out students. {ctx.model_label(best)} achieved the best "
+            f"{metric_name(ctx)} ({primary_stmt(ctx)}).")
+    if "runner" in n:
+        runner = n["runner"]
+        raw = float(n["MarginRunner:raw"])
+        size = "a negligible" if raw < 0.005 else ("a small" if raw < 0.02 else "a clear")
+        text += (f" The second-best model, {ctx.model_phrase(runner)}, reached "
+                 f"{primary_stmt(ctx, runner)}, {size} difference of {n['MarginRunner']}.")
+        overlap = _cis_overlap(ctx, best, runner)
+        if overlap:
+            text += (" The two confidence intervals overlap, so the ranking of these models should "
+                     "not be over-interpreted.")
+        elif overlap is False:
+            text += " The two confidence intervals do not overlap."
+    if "contrast" in n and n["contrast"] != n.get("runner"):
+        other = n["contrast"]
+        text += (f" The best {'linear' if model_family(other) == 'linear' else 'tree-based'} model, "
+                 f"{ctx.model_phrase(other)}, reached {metric_name(ctx)} = {ctx.mac(other, metric)}"
+                 f" (difference {n['MarginContrast']}).")
+    paras.append(text)
+    s = strength(ctx)
+    if ctx.binary:
+        text = (f"An AUC of this size indicates {s} discrimination between students who did and did "
+                "not reach the outcome.") if metric in ("auc", "roc_auc") else ""
+        extra = []
+        for e, what in (("balanced_accuracy", "balanced accuracy"), ("f1", "F1"),
+                        ("brier", "the Brier score")):
+            if ctx.mac(best, e):
+                extra.append(f"{what} was {ctx.mac(best, e)}")
+        if extra:
+            text += f" At the default threshold, {join_list(extra)} for the best model."
+        share = float(n.get("positive_share", "0.5"))
+        if share < 0.3 or share > 0.7:
+            text += (" Because the classes are imbalanced, accuracy alone would be misleading, which "
+                     "is why we emphasise AUC and balanced accuracy.")
+    else:
+        text = f"An \\Rsq{{}} of this size indicates {s} predictive accuracy for later achievement."
+        if ctx.mac(best, "rmse"):
+            text += f" The best model's RMSE was {ctx.mac(best, 'rmse')}"
+            if "RMSEinSD" in n:
+                text += f", or {n['RMSEinSD']} standard deviations of the outcome"
+            if ctx.mac(best, "mae"):
+                text += f", and its MAE was {ctx.mac(best, 'mae')}"
+            text += "."
+    if suspiciously_high(ctx):
+        text += (" Performance at this level is unusual for survey-based prediction and warrants a "
+                 "check for leakage (Section~\\ref{sec:limitations}).")
+    paras.append(text.strip())
+    if ctx.top_features:
+        k = min(5, len(ctx.top_features))
+        feats = feature_names(ctx, k, with_values=True)
+        what = "mean absolute SHAP value" if ctx.importance_key == "mean_abs_shap" else "importance"
+        fig = next((f for f in ctx.figures if f.kind in ("importance", "shap")), None)
+        ref = f" (Figure~\\ref{{{fig.label}}})" if fig else ""
+        text = (f"Ranked by {what}{ref}, the {number_word(k)} features most predictive of the "
+                f"outcome were {join_list(feats)}.")
+        dirs = []
+        for i in range(min(3, len(ctx.top_features))):
+            d = str(ctx.top_features[i].get("direction") or "").lower()
+            target = (f"a higher predicted probability of the positive class (\\emph{{{ctx.positive}}})"
+                      if ctx.binary else "higher predicted values of the outcome")
+            low_target = ("a lower predicted probability" if ctx.binary else "lower predicted values")
+            name = f"\\emph{{{ctx.feature_label(i)}}}"
+            if d in ("positive", "+", "increasing", "pos"):
+                dirs.append(f"higher values of {name} were associated with {target}")
+            elif d in ("negative", "-", "decreasing", "neg"):
+                dirs.append(f"higher values of {name} were associated with {low_target}")
+        if dirs:
+            text += " In the best model, " + join_list(dirs, "and") + "."
+        text += (" These attributions describe how the fitted model uses each feature; they are "
+                 "associations, not estimates of what would happen if a feature were changed.")
+        paras.append(text)
+    else:
+        paras.append("No feature attributions were reported for this run.")
+    for fig in ctx.figures:
+        if fig.kind in ("importance", "shap"):
+            continue
+        desc = _FIG_TEXT.get(fig.kind)
+        if desc:
+            paras.append(f"Figure~\\ref{{{fig.label}}} {desc}.")
+        else:
+            paras.append(f"Figure~\\ref{{{fig.label}}} presents an additional view of the results: "
+                         f"{lc_first(fig.caption.rstrip('.'))}.")
+    flags = ctx.results.get("flags") or []
+    if flags:
+        k = len(flags)
+        paras.append(f"The analysis stage raised {number_word(k) if k <= 10 else 'several'} "
+                     f"flag{'s' if k != 1 else ''} about these results; "
+                     f"{'they are' if k != 1 else 'it is'} discussed in Section~\\ref{{sec:limitations}}.")
+    body = "\n\n".join(paras)
+    floats = [results_table(ctx)] + [figure_env(f) for f in ctx.figures]
+    return results_table_first(body, floats)
+
+
+def results_table_first(body: str, floats: list[str]) -> str:
+    paras = body.split("\n\n")
+    return "\n\n".join(paras[:1] + floats + paras[1:])
+
+
+def discussion(ctx: Ctx) -> str:
+    n, c, best = ctx.n, ctx.cites, ctx.best
+    paras = []
+    latest = ctx.wave(ctx.predictor_waves[-1]) if ctx.predictor_waves else "the predictor waves"
+    s = strength(ctx)
+    what = "discrimination" if ctx.binary else "accuracy"
+    paras.append(
+        f"Information available by the {latest} was predictive of {outcome_sentence_np(ctx)} with "
+        f"{s} {what}: the best model, {ctx.model_phrase(best)}, reached {primary_stmt(ctx)} on "
+        "students whose "
+        + ("school clusters " if ctx.school_split_ok else "records ")
+        + "were not seen during training. Because the split, encoding and imputation were arranged "
+        "to prevent leakage, this estimate should be a fair guide to performance on similar students "
+        + ("in new schools." if ctx.school_split_ok else "drawn from the same schools."))
+    fam = model_family(best)
+    if "contrast" in n:
+        raw = float(n["MarginContrast:raw"])
+        other = n["contrast"]
+        if fam == "tree" and raw < 0.02:
+            paras.append(
+                f"The tree ensemble improved on {ctx.model_phrase(other)} by only {n['MarginContrast']}. "
+                "Most of the predictive signal is therefore captured by largely additive "
+                "relationships, and where transparency matters, as in advising or early-warning "
+                "settings, the simpler linear model may be preferable at little cost in accuracy.")
+        elif fam == "tree":
+            paras.append(
+                f"The tree ensemble improved on {ctx.model_phrase(other)} by {n['MarginContrast']}, "
+                "which suggests that nonlinear relationships or interactions among the predictors "
+                "carry information that a linear model misses. This gain comes at a cost in "
+                "transparency, which SHAP attributions only partly offset.")
+        elif fam == "linear":
+            paras.append(
+                f"That {ctx.model_phrase(best)} matched or exceeded the tree-based "
+                f"{ctx.model_phrase(other)} (difference {n['MarginContrast']}) indicates that the "
+                "predictors relate to the outcome in largely additive ways. A transparent linear "
+                "model is then a reasonable default, since its coefficients can be inspected directly.")
+    if ctx.top_features:
+        feats = feature_names(ctx, 3)
+        paras.append(
+            f"The features most predictive of the outcome, {join_list(feats)}, are consistent with "
+            "the view that prior achievement, expectations and family background jointly shape "
+            "students' educational trajectories"
+            f"{c.citep(ctx.dataset_topic, 'edm', limit=2)}. These patterns "
+            "should be read as predictive associations: a feature can rank highly because it is "
+            "correlated with unmeasured factors, and the analysis does not show that changing it "
+            "would change the outcome.")
+    if ctx.binary:
+        text = ("For practical use, a decision threshold would need to be chosen to reflect the "
+                "relative costs of overlooking a student who needs support and of a false alarm")
+        if ctx.mac(best, "brier"):
+            text += (", and calibration would need checking (the Brier score of the best model was "
+                     f"{ctx.mac(best, 'brier')})")
+        paras.append(text + ".")
+    subgroups = ctx.spec.get("subgroups") or []
+    if subgroups and not ctx.fairness_reported:
+        labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in subgroups]
+        paras.append(
+            f"The study specification names {join_list(labels)} as groups of interest, but this run "
+            "did not report performance separately for these groups. Before any use in practice, "
+            "accuracy and calibration should be compared across them"
+            f"{c.citep('fairness', limit=2)}, since a model that is accurate on average can still "
+            "serve some groups of students poorly.")
+    elif ctx.fairness_reported:
+        fig = next((f for f in ctx.figures if f.kind in ("fairness", "subgroup", "subgroups")), None)
+        ref = f" (Figure~\\ref{{{fig.label}}})" if fig else ""
+        paras.append(f"Performance was also reported for groups of students{ref}; differences between "
+                     f"groups deserve attention before any use in practice{c.citep('fairness', limit=2)}.")
+    rv = ctx.review
+    verdict = escape_latex(rv.get("verdict", ""))
+    score = n.get("ReviewScore")
+    if ctx.unverified:
+        paras.append(
+            f"The automated review of this study returned the verdict \\textsc{{{verdict.lower()}}}"
+            + (f" with an overall score of {score} out of ten" if score else "")
+            + (" and is marked as unverified" if rv.get("unverified") else "")
+            + "; its issues are listed in Appendix~\\ref{app:review}, and the findings should be "
+            "treated as provisional until they are addressed.")
+    elif score:
+        paras.append(f"An automated review of the study passed it with an overall score of {score} "
+                     "out of ten.")
+    return "\n\n".join(paras)
+
+
+def limitations(ctx: Ctx) -> str:
+    n = ctx.n
+    items = ["The analysis is predictive and observational. Associations between predictors and "
+             "the outcome should not be interpreted as causal."]
+    for i, text in enumerate(ctx.spec.get("limitations") or []):
+        items.append(_sentence(ctx.t(text.strip(), f"research_spec.json:limitations.{i}")))
+    for i, text in enumerate(ctx.data.get("warnings") or []):
+        items.append("Data preparation warning: "
+                     + _sentence(ctx.t(text.strip(), f"data_report.json:warnings.{i}")))
+    for i, text in enumerate(ctx.results.get("flags") or []):
+        items.append("Analysis flag: " + _sentence(ctx.t(str(text).strip().replace("_", " "),
+                                                          f"results.json:flags.{i}")))
+    for i, err in enumerate(ctx.results.get("errors") or []):
+        msg = err.get("message") or err.get("error") or str(err) if isinstance(err, dict) else str(err)
+        items.append("Analysis error: " + _sentence(ctx.t(str(msg)[:300], f"results.json:errors.{i}")))
+    if ctx.school_split_ok:
+        items.append("School clusters were reconstructed from school-level characteristics rather than "
+                     "from school identifiers, so some schools may have been merged or split; the "
+                     "separation of training and test schools is therefore approximate.")
+    else:
+        items.append("Students from the same school may appear in both the training and the test set, "
+                     "which can make the test performance optimistic.")
+    items.append("Performance was estimated on a single train/test split; the confidence intervals "
+                 "reflect sampling variability of the test set but not variability due to the split.")
+    subgroups = ctx.spec.get("subgroups") or []
+    if subgroups and not ctx.fairness_reported:
+        items.append("Performance was not evaluated separately for the subgroups named in the study "
+                     "specification.")
+    lit = ctx.lit
+    if lit.get("retrieval_failed") or lit.get("source") == "curated":
+        text = ("The references come from a curated bibliography rather than a live literature search"
+                + (" because retrieval failed" if lit.get("retrieval_failed") else "")
+                + ", so the related work may be incomplete.")
+        items.append(text)
+    if ctx.lit.get("papers") and n.get("NExcludedRefs") and any(
+            p.get("status") != "VERIFIED" for p in ctx.lit.get("papers", [])):
+        k = sum(1 for p in ctx.lit.get("papers", []) if p.get("status") != "VERIFIED")
+        items.append(f"{n['NExcludedRefs']} candidate "
+                     + ("reference could not be verified and was" if k == 1
+                        else "references could not be verified and were") + " not cited.")
+    items.append("The study was generated automatically; its analytic choices and text were not "
+                 "reviewed by a human expert.")
+    return ("The findings should be read with the following limitations in mind.\n\\begin{itemize}\n"
+            + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
+def hyperparameter_table(ctx: Ctx) -> str:
+    rows = []
+    for name, info in ctx.results["models"].items():
+        params = info.get("best_params") or {}
+        if not params:
+            continue
+        for k, (p, v) in enumerate(sorted(params.items())):
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                val = ctx.m.add(macro_name(name, "Param", p), fmt_plain(v), v,
+                                f"results.json:models.{name}.best_params.{p}")
+            else:
+                val = ctx.t(str(v), f"results.json:models.{name}.best_params.{p}")
+            pname = escape_latex(p.split("__")[-1])
+            rows.append(f"{ctx.model_label(name) if k == 0 else ''} & \\texttt{{{pname}}} & {val} \\\\")
+        rows.append("\\addlinespace")
+    if not rows:
+        return ""
+    if rows[-1] == "\\addlinespace":
+        rows.pop()
+    cv = []
+    for name in ctx.results["models"]:
+        if f"{name}|cv" in ctx.n:
+            cv.append(f"{ctx.model_phrase(name)} {ctx.n[f'{name}|cv']}")
+    text = ("\\section{Tuned Hyperparameters}\\label{app:hyperparameters}\n"
+            "Table~\\ref{tab:hyperparameters} lists the hyperparameters selected by cross-validation "
+            "on the training set.")
+    if cv:
+        text += f" The mean cross-validated {metric_name(ctx)} was {join_list(cv)}."
+    return (text + "\n\n\\begin{table}[tbp]\n\\caption{Hyperparameters selected on the training set.}\n"
+            "\\label{tab:hyperparameters}\n\\small\n\\fitcolumn{%\n\\begin{tabular}{llr}\n\\toprule\n"
+            "Model & Parameter & Value \\\\\n\\midrule\n" + "\n".join(rows)
+            + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
+
+
+def review_appendix(ctx: Ctx) -> str:
+    rv = ctx.review
+    verdict = escape_latex(rv.get("verdict", ""))
+    text = ("\\section{Automated Review Issues}\\label{app:review}\n"
+            f"The automated review (round "
+            f"{ctx.m.count('ReviewRound', rv.get('round', 0), 'review_report.json:round')}, "
+            f"{escape_latex(rv.get('backend', ''))} backend) returned the verdict \\textbf{{{verdict}}}")
+    if "ReviewScore" in ctx.n:
+        text += f" with an overall score of {ctx.n['ReviewScore']} out of ten"
+    text += "."
+    dims = rv.get("dimension_scores") or {}
+    if dims:
+        parts = []
+        for k, v in dims.items():
+            if isinstance(v, (int, float)):
+                mac = ctx.m.add(macro_name("ReviewDim", k), f"{float(v):.1f}", float(v),
+                                f"review_report.json:dimension_scores.{k}")
+                parts.append(f"{escape_latex(k.replace('_', ' '))} {mac}")
+        text += " Dimension scores: " + "; ".join(parts) + "."
+    issues = rv.get("issues") or []
+    if not issues:
+        return text + " The review listed no issues."
+    lines = []
+    for i, iss in enumerate(issues):
+        src = f"review_report.json:issues.{i}"
+        line = (f"\\textbf{{{escape_latex(iss.get('id', ''))}}} "
+                f"({escape_latex(iss.get('severity', ''))}; stage: "
+                f"{escape_latex(iss.get('target_stage', ''))}): "
+                + _sentence(ctx.t(iss.get("description", ""), src + ".description")))
+        if iss.get("recommendation"):
+            line += (" \\emph{Recommendation:} "
+                     + _sentence(ctx.t(iss["recommendation"], src + ".recommendation")))
+        lines.append("  \\item " + line)
+    return text + "\n\\begin{itemize}\n" + "\n".join(lines) + "\n\\end{itemize}"
+
+
+def unverified_block(ctx: Ctx) -> str:
+    rv = ctx.review
+    verdict = escape_latex(rv.get("verdict", ""))
+    why = []
+    if rv.get("verdict") != "PASS":
+        why.append(f"the automated review returned \\textbf{{{verdict}}}")
+    if rv.get("unverified"):
+        why.append("the review itself is marked as unverified")
+    return ("\\unverifiedbox{\\textbf{Unverified draft.} This paper was generated automatically by "
+            f"EDM-ARS and has not passed review: {join_list(why)}. Its findings are provisional; the "
+            "reviewer's issues are listed in Appendix~\\ref{app:review}.}")
+
+
+# ---- word counts ---------------------------------------------------------------------------------
+def word_count(tex: str) -> int:
+    """Approximate words of running text: floats, comments, labels and citations are dropped;
+    a macro use (\\BestAUC{}) or a reference counts as one word."""
+    text = re.sub(r"\\begin\{(table|figure)\}.*?\\end\{\1\}", " ", tex, flags=re.S)
+    text = re.sub(r"(?<!\\)%.*$", " ", text, flags=re.M)
+    text = re.sub(r"\\(?:label|cite[tp]?|begin|end)\{[^}]*\}", " ", text)
+    text = re.sub(r"\\ref\{[^}]*\}", " X ", text)
+    text = re.sub(r"\\[A-Za-z]+\{\}", " X ", text)
+    text = re.sub(r"\\[A-Za-z]+", " ", text)
+    text = re.sub(r"[{}\[\]~]", " ", text)
+    return len([w for w in text.split() if re.search(r"[A-Za-z0-9]", w)])

@@ -1,0 +1,48 @@
+"""Rule engineer (DataEngineer): leakage-safe preparation of the analytic data."""
+
+from edm_ars.artifacts import read_json, write_csv, write_json
+from edm_ars.datasets.adapters import read_raw
+from edm_ars.engineer import Protocol, prepare
+from edm_ars.errors import DataError
+from edm_ars.layout import load_layout
+from edm_ars.registry import load_registry
+from edm_ars.rule_io import log, run
+
+
+def main(smk):
+    reg = load_registry(smk.params.registry, tier2=read_json(smk.input.tier2, "tier2"))
+    spec = read_json(smk.input.spec, "research_spec")
+    p = smk.params.protocol
+    proto = Protocol(test_fraction=p["test_fraction"], seed=smk.params.seed, simple_below=p["simple_below"],
+                     warn_above=p["warn_above"], min_analytic_n=p["min_analytic_n"],
+                     min_retention=p["min_retention"], max_categories=p["max_categories"])
+    outcome = spec["outcome"]["name"]
+    rec = reg.variable(outcome) or {}
+    source = rec["derive"]["from"] if rec.get("derive") else outcome
+    columns = list(dict.fromkeys([p["name"] for p in spec["predictors"]] + [source] + spec["subgroups"]
+                                 + reg.dataset.get("school_fingerprint", [])))
+    manifest = read_json(smk.input.manifest)
+    available = set(manifest["columns"])
+    absent = [c for c in [p["name"] for p in spec["predictors"]] + [source] if c not in available]
+    if absent:
+        raise DataError(f"{smk.input.raw}: columns named by the specification are not in the data: {absent}")
+    raw = read_raw(smk.input.raw, usecols=[c for c in columns if c in available])
+    prepared = prepare(raw, spec, reg, load_layout(smk.input.layout), proto)
+    report = prepared.report
+    if "previous_review" in smk.input.keys():
+        review = read_json(smk.input.previous_review, "review_report")
+        report["revision_notes"] = review["revision_instructions"].get("engineer", [])
+    log.info("analytic n %d (train %d, test %d), %d features; checks passed: %s", report["analytic_n"],
+             report["train_n"], report["test_n"], len(report["predictors_after"]), report["validation_passed"])
+    for w in report["warnings"]:
+        log.warning(w)
+    write_csv(smk.output.train_X, prepared.train_X)
+    write_csv(smk.output.train_y, prepared.train_y.to_frame(outcome))
+    write_csv(smk.output.train_groups, prepared.train_groups.to_frame("pseudo_school_id"))
+    write_csv(smk.output.test_X, prepared.test_X)
+    write_csv(smk.output.test_y, prepared.test_y.to_frame(outcome))
+    write_csv(smk.output.test_protected, prepared.test_protected)
+    write_json(smk.output.report, report, "data_report")
+
+
+run(snakemake, main)  # noqa: F821

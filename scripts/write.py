@@ -1,0 +1,28 @@
+"""Rule write (Writer): the paper's LaTeX from the fixed template, numbers from artifacts."""
+
+from pathlib import Path
+
+from edm_ars.artifacts import read_json
+from edm_ars.errors import EdmArsError
+from edm_ars.registry import load_registry
+from edm_ars.rule_io import log, run
+from edm_ars.writer import build_paper
+
+
+def main(smk):
+    if "abort" in smk.input.keys():
+        review = read_json(smk.input.review, "review_report")
+        raise EdmArsError(f"the Critic aborted the study in round {review['round']}: {review['abort_reason']} "
+                          f"(see {smk.input.abort}); no paper is written")
+    reg = load_registry(smk.params.registry)
+    labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
+    summary = build_paper(
+        read_json(smk.input.spec, "research_spec"), read_json(smk.input.literature, "literature_context"),
+        read_json(smk.input.report, "data_report"), read_json(smk.input.results, "results"),
+        read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures),
+        template=Path(smk.input.template), out_dir=Path(smk.output.tex).parent, registry_labels=labels,
+        authors=smk.params.authors)
+    log.info("paper written: %s", summary)
+
+
+run(snakemake, main)  # noqa: F821

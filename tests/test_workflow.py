@@ -1,0 +1,133 @@
+"""The whole workflow, offline, in temporary directories: paper, revision loop, reruns, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from workflow import jobs_run, snakemake
+
+pytestmark = pytest.mark.workflow
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("run")
+    result = snakemake(workdir, "output/paper.pdf")
+    assert result.returncode == 0, result.stderr[-5000:]
+    return workdir, result
+
+
+def read(path: Path):
+    return json.loads(path.read_text())
+
+
+def test_full_offline_run_builds_the_paper(base_run):
+    workdir, result = base_run
+    out = workdir / "output"
+    assert (out / "paper.pdf").stat().st_size > 20_000
+    assert sorted(set(jobs_run(result))) == sorted({"synthesize", "dataset", "registry_tier2", "formulate",
+                                                    "engineer", "fit_model", "analyze", "critique", "write",
+                                                    "compile_pdf", "all"})
+    spec = read(out / "round_0" / "research_spec.json")
+    report = read(out / "round_0" / "data" / "data_report.json")
+    results = read(out / "round_0" / "results.json")
+    review = read(out / "round_0" / "review_report.json")
+    assert spec["outcome"]["name"] == "X4EVRATNDCLG"
+    assert report["validation_passed"] and report["split"]["group_overlap"] == 0
+    assert set(results["models"]) == {"logistic", "xgboost"}
+    for m in results["models"].values():
+        low, high = m["ci"]["auc"]
+        assert low <= m["metrics"]["auc"] <= high
+    assert review["verdict"] == "PASS"
+    assert not (out / "round_1").exists()
+    text = subprocess.run(["pdftotext", str(out / "paper.pdf"), "-"], capture_output=True, text=True).stdout
+    for section in ("Introduction", "Methods", "Results", "Discussion", "Limitations", "References"):
+        assert section in text
+    assert "??" not in text
+    assert (workdir / "logs" / "engineer" / "round_0.log").exists()
+
+
+def test_second_run_does_nothing(base_run):
+    workdir, _ = base_run
+    again = snakemake(workdir, "output/paper.pdf")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Nothing to be done" in again.stderr
+    assert jobs_run(again) == []
+
+
+@pytest.fixture(scope="module")
+def revised_run(base_run, tmp_path_factory):
+    """The finished base run, copied, then re-run with a forced revision of the engineer stage."""
+    src, _ = base_run
+    workdir = tmp_path_factory.mktemp("revised")
+    shutil.copytree(src, workdir, dirs_exist_ok=True, symlinks=True)
+    before = {p: p.stat().st_mtime_ns for p in (workdir / "output" / "round_0").rglob("*") if p.is_file()}
+    result = snakemake(workdir, "output/paper.pdf", config={"force_revise": "engineer"})
+    assert result.returncode == 0, result.stderr[-5000:]
+    return workdir, result, before
+
+
+def test_forced_revision_reruns_only_the_target_and_downstream(revised_run):
+    workdir, result, before = revised_run
+    out = workdir / "output"
+    ran = jobs_run(result)
+    assert "formulate" not in ran and "synthesize" not in ran and "dataset" not in ran
+    assert ran.count("engineer") == 1 and ran.count("critique") == 2 and "write" in ran
+    review0 = read(out / "round_0" / "review_report.json")
+    assert review0["verdict"] == "REVISE" and review0["rerun_from"] == "engineer" and review0["forced"]
+    # round 1 re-ran engineer and analysis; the specification is reused by path, not copied
+    assert (out / "round_1" / "data" / "data_report.json").exists()
+    assert (out / "round_1" / "results.json").exists()
+    assert not (out / "round_1" / "research_spec.json").exists()
+    assert read(out / "round_1" / "data" / "data_report.json")["revision_notes"]
+    review1 = read(out / "round_1" / "review_report.json")
+    assert review1["verdict"] == "PASS" and not review1["forced"]
+    # the earlier round's artifacts are kept (only its review was re-made)
+    for path, mtime in before.items():
+        if path.name != "review_report.json":
+            assert path.stat().st_mtime_ns == mtime, path
+    assert (out / "paper.pdf").exists()
+
+
+def test_rerun_one_stage_and_downstream(base_run, tmp_path_factory):
+    src, _ = base_run
+    workdir = tmp_path_factory.mktemp("forcerun")
+    shutil.copytree(src, workdir, dirs_exist_ok=True, symlinks=True)
+    result = snakemake(workdir, "output/paper.pdf", "-R", "analyze")
+    assert result.returncode == 0, result.stderr[-3000:]
+    ran = set(jobs_run(result))
+    assert {"analyze", "critique", "write", "compile_pdf"} <= ran
+    assert not ran & {"synthesize", "formulate", "engineer", "fit_model"}
+
+
+def test_missing_real_data_file_is_explained(tmp_path):
+    result = snakemake(tmp_path, "output/paper.pdf", config={"dataset": "hsls09"})
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "hsls_17_student_pets_sr_v1_0.csv" in message and "does not exist" in message
+    assert "nces.ed.gov" in message.lower()
+
+
+def test_malformed_and_incomplete_data_files(tmp_path):
+    raw = tmp_path / "data" / "raw"
+    raw.mkdir(parents=True)
+    csv = raw / "hsls_17_student_pets_sr_v1_0.csv"
+    csv.write_text("this is not,a survey\n1,2\n")
+    result = snakemake(tmp_path, "output/data/dataset.json", config={"dataset": "hsls09"})
+    assert result.returncode != 0
+    assert "STU_ID" in result.stdout + result.stderr
+
+
+def test_too_few_cases_stop_the_run_and_keep_earlier_outputs(tmp_path):
+    result = snakemake(tmp_path, "output/paper.pdf", config={"synthetic": "{n_students: 1100, n_schools: 60}"})
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "analytic cases are required" in message
+    assert (tmp_path / "output" / "data" / "raw.csv").exists()
+    assert (tmp_path / "output" / "round_0" / "research_spec.json").exists()
+    assert not (tmp_path / "output" / "round_0" / "data" / "data_report.json").exists()
