@@ -1,11 +1,14 @@
 # EDM-ARS: educational data mining research as a Snakemake workflow.
 # Wiring only: helpers and input functions live in rules/common.smk.
+import os
+
 from snakemake.utils import min_version, validate
 
 min_version("9.21.1")
 
 
-configfile: "config/config.yaml"
+# The default configuration ships with the workflow; --configfile adds to or overrides it.
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 validate(config, schema="config/config.schema.yaml")

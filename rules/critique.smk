@@ -14,7 +14,6 @@ checkpoint critique:
     resources:
         llm_api=1,
     params:
-        registry=REGISTRY_DIR,
         max_revisions=lookup(dpath="max_revisions", within=config),
         force_revise=lookup(dpath="force_revise", within=config),
         critic=lookup(dpath="critic", within=config),

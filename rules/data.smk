@@ -12,7 +12,6 @@ rule synthesize:
     conda:
         "../envs/data.yaml"
     params:
-        registry=REGISTRY_DIR,
         seed=lookup(dpath="seed", within=config),
         n_students=lookup(dpath="synthetic/n_students", within=config),
         n_schools=lookup(dpath="synthetic/n_schools", within=config),
@@ -32,7 +31,6 @@ rule dataset:
         "../envs/data.yaml"
     params:
         dataset=lookup(dpath="dataset", within=config),
-        registry=REGISTRY_DIR,
     script:
         "../scripts/dataset.py"
 
@@ -49,7 +47,5 @@ rule registry_tier2:
         "logs/registry_tier2.log",
     conda:
         "../envs/data.yaml"
-    params:
-        registry=REGISTRY_DIR,
     script:
         "../scripts/registry_tier2.py"

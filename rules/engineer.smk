@@ -22,7 +22,6 @@ rule engineer:
     conda:
         "../envs/data.yaml"
     params:
-        registry=REGISTRY_DIR,
         seed=lookup(dpath="seed", within=config),
         protocol=lookup(dpath="engineer", within=config),
     script:

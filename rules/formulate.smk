@@ -15,7 +15,6 @@ rule formulate:
     resources:
         llm_api=1,
     params:
-        registry=REGISTRY_DIR,
         prompt=lookup(dpath="prompt", within=config),
         question=lookup(dpath="question", within=config),
         backend=lookup(dpath="backend", within=config),

@@ -1,6 +1,7 @@
 rule write:
     input:
         unpack(paper_inputs),
+        registry=REGISTRY_FILES,
     output:
         tex="output/paper/paper.tex",
         bib="output/paper/references.bib",
@@ -15,7 +16,6 @@ rule write:
         llm_api=1,
     params:
         authors=lookup(dpath="paper/authors", within=config),
-        registry=REGISTRY_DIR,
     script:
         "../scripts/write.py"
 

@@ -2,12 +2,11 @@
 
 from edm_ars.artifacts import read_json, write_json
 from edm_ars.critic import review
-from edm_ars.registry import load_registry
-from edm_ars.rule_io import log, run
+from edm_ars.rule_io import log, registry_of, run
 
 
 def main(smk):
-    reg = load_registry(smk.params.registry, tier2=read_json(smk.input.tier2, "tier2"))
+    reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     report = review(read_json(smk.input.spec, "research_spec"), read_json(smk.input.report, "data_report"),
                     read_json(smk.input.results, "results"), reg, round_=int(smk.wildcards.round),
                     max_revisions=smk.params.max_revisions, force_revise=smk.params.force_revise or None,

@@ -2,12 +2,11 @@
 
 from edm_ars.artifacts import write_json
 from edm_ars.datasets.adapters import check_raw, read_raw
-from edm_ars.registry import load_registry
-from edm_ars.rule_io import log, run
+from edm_ars.rule_io import log, registry_of, run
 
 
 def main(smk):
-    reg = load_registry(smk.params.registry)
+    reg = registry_of(smk)
     frame = read_raw(smk.input.raw)
     manifest = check_raw(frame, reg, smk.input.raw) | {"dataset": smk.params.dataset}
     log.info("%s: %d rows, %d columns, %d curated variables present", smk.input.raw, manifest["n_rows"],

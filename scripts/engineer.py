@@ -5,12 +5,11 @@ from edm_ars.datasets.adapters import read_raw
 from edm_ars.engineer import Protocol, prepare
 from edm_ars.errors import DataError
 from edm_ars.layout import load_layout
-from edm_ars.registry import load_registry
-from edm_ars.rule_io import log, run
+from edm_ars.rule_io import log, registry_of, run
 
 
 def main(smk):
-    reg = load_registry(smk.params.registry, tier2=read_json(smk.input.tier2, "tier2"))
+    reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     spec = read_json(smk.input.spec, "research_spec")
     p = smk.params.protocol
     proto = Protocol(test_fraction=p["test_fraction"], seed=smk.params.seed, simple_below=p["simple_below"],

@@ -3,12 +3,11 @@
 from edm_ars.artifacts import read_json, write_json
 from edm_ars.errors import SpecError
 from edm_ars.formulate import curated_literature, offline_spec, validate_spec
-from edm_ars.registry import load_registry
-from edm_ars.rule_io import log, run
+from edm_ars.rule_io import log, registry_of, run
 
 
 def main(smk):
-    reg = load_registry(smk.params.registry, tier2=read_json(smk.input.tier2, "tier2"))
+    reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     manifest = read_json(smk.input.manifest)
     r = int(smk.wildcards.round)
     notes = []

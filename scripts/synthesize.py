@@ -3,12 +3,11 @@
 from edm_ars.artifacts import write_csv, write_json
 from edm_ars.datasets.synthetic import generate
 from edm_ars.layout import load_layout
-from edm_ars.registry import load_registry
-from edm_ars.rule_io import log, run
+from edm_ars.rule_io import log, registry_of, run
 
 
 def main(smk):
-    reg = load_registry(smk.params.registry)
+    reg = registry_of(smk)
     layout = load_layout(smk.input.layout)
     frame, dgp = generate(reg, layout, n_students=smk.params.n_students, n_schools=smk.params.n_schools,
                           seed=smk.params.seed)

@@ -4,8 +4,7 @@ from pathlib import Path
 
 from edm_ars.artifacts import read_json
 from edm_ars.errors import EdmArsError
-from edm_ars.registry import load_registry
-from edm_ars.rule_io import log, run
+from edm_ars.rule_io import log, registry_of, run
 from edm_ars.writer import build_paper
 
 
@@ -14,7 +13,7 @@ def main(smk):
         review = read_json(smk.input.review, "review_report")
         raise EdmArsError(f"the Critic aborted the study in round {review['round']}: {review['abort_reason']} "
                           f"(see {smk.input.abort}); no paper is written")
-    reg = load_registry(smk.params.registry)
+    reg = registry_of(smk)
     labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
     summary = build_paper(
         read_json(smk.input.spec, "research_spec"), read_json(smk.input.literature, "literature_context"),

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from workflow import jobs_run, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -32,7 +31,7 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert (out / "paper.pdf").stat().st_size > 20_000
     assert sorted(set(jobs_run(result))) == sorted({"synthesize", "dataset", "registry_tier2", "formulate",
                                                     "engineer", "fit_model", "analyze", "critique", "write",
-                                                    "compile_pdf", "all"})
+                                                    "compile_pdf"})
     spec = read(out / "round_0" / "research_spec.json")
     report = read(out / "round_0" / "data" / "data_report.json")
     results = read(out / "round_0" / "results.json")
@@ -46,8 +45,9 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert review["verdict"] == "PASS"
     assert not (out / "round_1").exists()
     text = subprocess.run(["pdftotext", str(out / "paper.pdf"), "-"], capture_output=True, text=True).stdout
-    for section in ("Introduction", "Methods", "Results", "Discussion", "Limitations", "References"):
-        assert section in text
+    for section in ("INTRODUCTION", "RELATED WORK", "METHODS", "RESULTS", "DISCUSSION", "LIMITATIONS",
+                    "REFERENCES"):
+        assert section in text.upper()
     assert "??" not in text
     assert (workdir / "logs" / "engineer" / "round_0.log").exists()
 
@@ -124,10 +124,35 @@ def test_malformed_and_incomplete_data_files(tmp_path):
 
 
 def test_too_few_cases_stop_the_run_and_keep_earlier_outputs(tmp_path):
-    result = snakemake(tmp_path, "output/paper.pdf", config={"synthetic": "{n_students: 1100, n_schools: 60}"})
+    result = snakemake(tmp_path, "output/paper.pdf", overrides="synthetic: {n_students: 1100, n_schools: 60}\n")
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "analytic cases are required" in message
     assert (tmp_path / "output" / "data" / "raw.csv").exists()
     assert (tmp_path / "output" / "round_0" / "research_spec.json").exists()
     assert not (tmp_path / "output" / "round_0" / "data" / "data_report.json").exists()
+
+
+def test_outcome_absent_from_a_real_data_file_is_named(tmp_path):
+    """The hsls09 adapter with a user's CSV that lacks the outcome column: the spec gate names it."""
+    import sys
+
+    from workflow import ROOT
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from edm_ars.datasets.synthetic import generate
+    from edm_ars.layout import load_layout
+    from edm_ars.registry import load_registry
+
+    reg = load_registry(ROOT / "registry" / "hsls09")
+    frame, _ = generate(reg, load_layout(ROOT / "registry" / "hsls09" / "Layout_STUDENT.txt"), n_students=1500,
+                        n_schools=60, seed=3)
+    raw = tmp_path / "data" / "raw"
+    raw.mkdir(parents=True)
+    frame.drop(columns=["X4EVRATNDCLG"]).to_csv(raw / "hsls_17_student_pets_sr_v1_0.csv", index=False)
+    result = snakemake(tmp_path, "output/paper.pdf", config={"dataset": "hsls09"})
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "research specification rejected" in message and "X4EVRATNDCLG" in message
+    assert (tmp_path / "output" / "data" / "dataset.json").exists()
+    assert not (tmp_path / "output" / "round_0" / "research_spec.json").exists()

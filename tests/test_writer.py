@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from edm_ars.writer import (
     LatexError,
     build_paper,

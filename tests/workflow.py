@@ -10,11 +10,18 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_CONFIG = ROOT / "tests" / "workflow_config.yaml"
 
 
-def snakemake(workdir: Path, *args: str, config: dict[str, str] | None = None, cores: int = 2,
-              timeout: int = 900) -> subprocess.CompletedProcess:
-    """Run snakemake on the repository's workflow in `workdir`; targets go before --config."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--cores", str(cores), "--configfile", str(TEST_CONFIG), *args]
+def snakemake(workdir: Path, *args: str, config: dict[str, str] | None = None, overrides: str | None = None,
+              cores: int = 2, timeout: int = 900) -> subprocess.CompletedProcess:
+    """Run snakemake on the repository's workflow in `workdir`; targets go before --config.
+
+    `config` sets top-level keys; `overrides` is YAML text for nested keys, given as a second
+    config file (Snakemake merges config files in order)."""
+    cmd = [sys.executable, "-m", "snakemake", *args, "--snakefile", str(ROOT / "Snakefile"),
+           "--directory", str(workdir), "--cores", str(cores), "--configfile", str(TEST_CONFIG)]
+    if overrides:
+        extra = Path(workdir) / "overrides.yaml"
+        extra.write_text(overrides)
+        cmd.append(str(extra.resolve()))
     if config:
         cmd += ["--config", *[f"{k}={v}" for k, v in config.items()]]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import pandas as pd
 from .errors import SchemaError
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema(kind: str) -> dict[str, Any]:
     text = resources.files("edm_ars.schemas").joinpath(f"{kind}.json").read_text()
     return json.loads(text)

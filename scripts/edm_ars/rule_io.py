@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from .errors import EdmArsError
+from .registry import Registry, load_registry
 
 log = logging.getLogger("edm_ars")
 
@@ -31,3 +34,8 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
     except Exception:
         log.error("%s failed with an unexpected error:\n%s", rule, traceback.format_exc())
         raise
+
+
+def registry_of(smk: Any, tier2: dict[str, Any] | None = None) -> Registry:
+    """The registry whose files the rule declares as `registry` input."""
+    return load_registry(Path(smk.input.registry[0]).parent, tier2=tier2)
