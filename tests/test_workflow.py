@@ -52,6 +52,14 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert (workdir / "logs" / "engineer" / "round_0.log").exists()
 
 
+def test_status_reports_the_run(base_run):
+    workdir, _ = base_run
+    result = subprocess.run(["edm-ars", "status", "--directory", str(workdir)], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert "round 0: ran formulate, engineer, analyze; review PASS" in result.stdout
+    assert "paper.pdf" in result.stdout
+
+
 def test_second_run_does_nothing(base_run):
     workdir, _ = base_run
     again = snakemake(workdir, "output/paper.pdf")

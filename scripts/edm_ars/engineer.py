@@ -318,7 +318,8 @@ def fit_encoder(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> 
 
 def data_checks(train_X: pd.DataFrame, test_X: pd.DataFrame, train_y: pd.Series, test_y: pd.Series, task: str,
                 outcome: str, n_predictors: int, analytic_n: int, retention: float, overlap: int,
-                proto: Protocol, structural: bool) -> list[dict[str, Any]]:
+                proto: Protocol, structural: bool, outcome_range: list[float] | None = None
+                ) -> list[dict[str, Any]]:
     checks = []
 
     def check(name: str, passed: bool, detail: Any) -> None:
@@ -350,7 +351,12 @@ def data_checks(train_X: pd.DataFrame, test_X: pd.DataFrame, train_y: pd.Series,
         check("outcome_binary_0_1", values <= {0.0, 1.0} and len(values) == 2, sorted(values))
         check("both_classes_in_test", test_y.nunique() == 2, int(test_y.nunique()))
     else:
-        check("outcome_finite", np.isfinite(pd.concat([train_y, test_y])).all(), None)
+        both = pd.concat([train_y, test_y])
+        check("outcome_finite", np.isfinite(both).all(), None)
+        if outcome_range:
+            lo, hi = outcome_range
+            outside = int(((both < lo) | (both > hi)).sum())
+            check("outcome_within_codebook_range", outside == 0, {"range": [lo, hi], "outside": outside})
     return checks
 
 
@@ -465,7 +471,7 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     test_protected = data.iloc[test_idx][present_sub].reset_index(drop=True)
 
     checks = data_checks(train_X, test_X, train_y, test_y, task, outcome, len(kinds), analytic_n, retention,
-                         split["group_overlap"], proto, structural)
+                         split["group_overlap"], proto, structural, rec.get("range"))
     analytic_missing = {c: round(float(X[c].isna().mean() * 100), 2) for c in kinds}
     report = {
         "original_n": original_n,
