@@ -1,9 +1,14 @@
+# Stacking is a model of the others: its own rule, never a fit_model job.
+ruleorder: fit_stacking > fit_model
+
+
 rule fit_model:
     input:
         unpack(training_for),
     output:
         model="output/round_{round}/models/{model}.joblib",
         meta="output/round_{round}/models/{model}.json",
+        oof="output/round_{round}/models/{model}.oof.csv",
     log:
         "logs/fit_model/round_{round}/{model}.log",
     benchmark:
@@ -18,23 +23,147 @@ rule fit_model:
         "../scripts/fit_model.py"
 
 
-rule analyze:
+rule fit_stacking:
+    input:
+        unpack(stacking_inputs),
+    output:
+        model="output/round_{round}/models/stacking.joblib",
+        meta="output/round_{round}/models/stacking.json",
+    log:
+        "logs/fit_stacking/round_{round}.log",
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        bases=base_models(),
+        seed=lookup(dpath="seed", within=config),
+        cv_folds=lookup(dpath="analysis/cv_folds", within=config),
+    script:
+        "../scripts/fit_stacking.py"
+
+
+rule evaluate:
     input:
         unpack(fitted_models),
         unpack(engineered_for),
     output:
-        results="output/round_{round}/results.json",
-        figures=directory("output/round_{round}/figures"),
-        tables=directory("output/round_{round}/tables"),
+        evaluation="output/round_{round}/analysis/evaluation.json",
+        predictions="output/round_{round}/analysis/test_predictions.csv",
+        metrics_table="output/round_{round}/tables/metrics.csv",
+        figures=directory("output/round_{round}/figures/evaluate"),
     log:
-        "logs/analyze/round_{round}.log",
+        "logs/evaluate/round_{round}.log",
     benchmark:
-        "benchmarks/analyze/round_{round}.tsv"
+        "benchmarks/evaluate/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
     params:
         seed=lookup(dpath="seed", within=config),
         n_bootstrap=lookup(dpath="analysis/n_bootstrap", within=config),
         models=lookup(dpath="analysis/models", within=config),
+    script:
+        "../scripts/evaluate.py"
+
+
+rule explain:
+    input:
+        unpack(fitted_models),
+        unpack(engineered_for),
+        evaluation="output/round_{round}/analysis/evaluation.json",
+        registry=REGISTRY_FILES,
+    output:
+        explain="output/round_{round}/analysis/explain.json",
+        figures=directory("output/round_{round}/figures/explain"),
+    log:
+        "logs/explain/round_{round}.log",
+    benchmark:
+        "benchmarks/explain/round_{round}.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        seed=lookup(dpath="seed", within=config),
+        shap=lookup(dpath="analysis/shap", within=config),
+    script:
+        "../scripts/explain.py"
+
+
+rule fairness:
+    input:
+        unpack(spec_for),
+        unpack(engineered_for),
+        evaluation="output/round_{round}/analysis/evaluation.json",
+        predictions="output/round_{round}/analysis/test_predictions.csv",
+        registry=REGISTRY_FILES,
+    output:
+        fairness="output/round_{round}/analysis/fairness.json",
+        table="output/round_{round}/tables/fairness.csv",
+        figures=directory("output/round_{round}/figures/fairness"),
+    log:
+        "logs/fairness/round_{round}.log",
+    benchmark:
+        "benchmarks/fairness/round_{round}.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        seed=lookup(dpath="seed", within=config),
+        n_bootstrap=lookup(dpath="analysis/n_bootstrap", within=config),
+        fairness=lookup(dpath="analysis/fairness", within=config),
+    script:
+        "../scripts/fairness.py"
+
+
+rule stability_run:
+    input:
+        unpack(fitted_models),
+        unpack(engineered_for),
+        unpack(spec_for),
+        evaluation="output/round_{round}/analysis/evaluation.json",
+        raw=raw_data,
+        manifest="output/data/dataset.json",
+        tier2="output/registry/tier2.json",
+        registry=REGISTRY_FILES,
+        layout=LAYOUT_FILE,
+    output:
+        run="output/round_{round}/analysis/stability/{perturbation}.json",
+    log:
+        "logs/stability_run/round_{round}/{perturbation}.log",
+    benchmark:
+        "benchmarks/stability_run/round_{round}/{perturbation}.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        seed=lookup(dpath="seed", within=config),
+        shap=lookup(dpath="analysis/shap", within=config),
+        protocol=lookup(dpath="engineer", within=config),
+    script:
+        "../scripts/stability_run.py"
+
+
+rule stability:
+    input:
+        runs=stability_runs,
+        evaluation="output/round_{round}/analysis/evaluation.json",
+        explain="output/round_{round}/analysis/explain.json",
+    output:
+        stability="output/round_{round}/analysis/stability.json",
+    log:
+        "logs/stability/round_{round}.log",
+    conda:
+        "../envs/analysis.yaml"
+    script:
+        "../scripts/stability.py"
+
+
+rule analyze:
+    input:
+        evaluation="output/round_{round}/analysis/evaluation.json",
+        explain="output/round_{round}/analysis/explain.json",
+        fairness="output/round_{round}/analysis/fairness.json",
+        stability="output/round_{round}/analysis/stability.json",
+    output:
+        results="output/round_{round}/results.json",
+    log:
+        "logs/analyze/round_{round}.log",
+    conda:
+        "../envs/analysis.yaml"
     script:
         "../scripts/analyze.py"

@@ -10,7 +10,9 @@ sys.path.insert(0, str(BASE / "scripts"))
 
 from edm_ars.datasets.adapters import adapter as _adapter  # noqa: E402
 from edm_ars.errors import DataError  # noqa: E402
+from edm_ars.models import STACKING  # noqa: E402
 from edm_ars.registry import load_registry  # noqa: E402
+from edm_ars.stability import perturbations  # noqa: E402
 
 STAGES = ["formulate", "engineer", "analyze"]
 ADAPTER = _adapter(config["dataset"])
@@ -32,11 +34,13 @@ BIBLIOGRAPHY = [
     for name in ("references.bib", "topics.yaml")
 ]
 PAPER_TEMPLATE = str(BASE / "config" / "paper_template.tex")
+FIGURE_PHASES = ["evaluate", "explain", "fairness"]
 
 
 wildcard_constraints:
     round=r"\d+",
     model=r"[a-z_]+",
+    perturbation=r"[a-z]+_[a-z0-9]+",
 
 
 def final_targets():
@@ -53,6 +57,11 @@ def raw_data(wildcards=None):
 
 def models():
     return list(config["analysis"]["models"])
+
+
+def base_models():
+    """The configured model families other than stacking (which is built from them)."""
+    return [m for m in models() if m != STACKING]
 
 
 # ---- the revision loop --------------------------------------------------------------------
@@ -123,11 +132,27 @@ def abort_review(wildcards):
 
 
 def fitted_models(wildcards):
-    return {
-        m: f"output/round_{wildcards.round}/models/{m}.joblib" for m in models()
-    } | {
-        f"{m}_meta": f"output/round_{wildcards.round}/models/{m}.json" for m in models()
+    d = f"output/round_{wildcards.round}/models"
+    return {m: f"{d}/{m}.joblib" for m in models()} | {
+        f"{m}_meta": f"{d}/{m}.json" for m in models()
     }
+
+
+def stacking_inputs(wildcards):
+    d = f"output/round_{wildcards.round}/models"
+    files = training_for(wildcards)
+    return (
+        files
+        | {f"{m}_oof": f"{d}/{m}.oof.csv" for m in base_models()}
+        | {f"{m}_meta": f"{d}/{m}.json" for m in base_models()}
+    )
+
+
+def stability_runs(wildcards):
+    names = perturbations(config["analysis"]["stability"])
+    return [
+        f"output/round_{wildcards.round}/analysis/stability/{p}.json" for p in names
+    ]
 
 
 def final_round():
@@ -151,7 +176,7 @@ def paper_inputs(wildcards):
         "literature": spec["literature"],
         "report": data["report"],
         "results": f"output/round_{r}/results.json",
-        "figures": f"output/round_{r}/figures",
+        "figures": [f"output/round_{r}/figures/{phase}" for phase in FIGURE_PHASES],
         "review": f"output/round_{r}/review_report.json",
         "template": PAPER_TEMPLATE,
     }

@@ -1,10 +1,15 @@
-"""Rule fit_model (Analyst, fit phase): tune one model family on training rows only."""
+"""Rule fit_model (Analyst, fit phase): tune one model family on training rows only.
+
+A recorded failure (memory, a library error) is written into the model's record instead of a
+model, so the other families and the later phases go on."""
 
 import joblib
+import numpy as np
 import pandas as pd
 
-from edm_ars.artifacts import read_json, write_json
-from edm_ars.models import tune
+from edm_ars.artifacts import read_json, write_csv, write_json
+from edm_ars.models import label_of, tune
+from edm_ars.phases import recorded
 from edm_ars.rule_io import log, run
 
 
@@ -13,11 +18,21 @@ def main(smk):
     X = pd.read_csv(smk.input.train_X)
     y = pd.read_csv(smk.input.train_y).iloc[:, 0]
     groups = pd.read_csv(smk.input.train_groups).iloc[:, 0].to_numpy()
-    name = smk.wildcards.model
-    fit = tune(name, report["task"], X, y, groups, seed=smk.params.seed, n_folds=smk.params.cv_folds)
-    log.info("%s: best %s %.4f with %s (%d candidates, %.1f s)", name, fit["cv_metric"], fit["cv_score"],
-             fit["best_params"], fit["n_candidates"], fit["fit_seconds"])
+    name, task = smk.wildcards.model, report["task"]
+    errors = []
+    fit = None
+    with recorded(errors, "fit", name):
+        fit = tune(name, task, X, y, groups, seed=smk.params.seed, n_folds=smk.params.cv_folds)
+    if fit is None:
+        joblib.dump(None, smk.output.model)
+        write_csv(smk.output.oof, pd.DataFrame({"oof": np.full(len(y), np.nan)}))
+        write_json(smk.output.meta, {"family": name, "label": label_of(name, task), "failed": errors[0],
+                                     "features": list(X.columns)})
+        return
+    log.info("%s: CV %s %.4f with %s (%s; %.1f CPU s)", name, fit["cv_metric"], fit["cv_score"], fit["best_params"],
+             fit["search"], fit["fit_cpu_seconds"])
     joblib.dump(fit.pop("model"), smk.output.model)
+    write_csv(smk.output.oof, pd.DataFrame({"oof": fit.pop("oof")}))
     write_json(smk.output.meta, fit | {"features": list(X.columns)})
 
 

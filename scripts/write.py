@@ -18,7 +18,7 @@ def main(smk):
     summary = build_paper(
         read_json(smk.input.spec, "research_spec"), read_json(smk.input.literature, "literature_context"),
         read_json(smk.input.report, "data_report"), read_json(smk.input.results, "results"),
-        read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures),
+        read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures[0]).parent,
         template=Path(smk.input.template), out_dir=Path(smk.output.tex).parent, registry_labels=labels,
         authors=smk.params.authors)
     log.info("paper written: %s", summary)

@@ -6,46 +6,95 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import HIGHER_IS_BETTER, PRIMARY, bootstrap_counts, evaluate
-from .models import FAMILIES
+from .metrics import HIGHER_IS_BETTER, PRIMARY, binary_metrics, bootstrap_counts, regression_metrics
+from .models import COMPLEXITY, STACKING
 
 LEAKAGE_AUC = 0.95
+QUALITY_FLOOR = {"auc": 0.60, "r2": 0.05}
+ORDER_TEXT = "logistic/ridge < elastic net < random forest < XGBoost < MLP"
 
 
 def overlaps(a: list[float], b: list[float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-def select_best(models: dict[str, dict[str, Any]], primary: str) -> tuple[str, str]:
-    """The best model by the primary metric; among models whose intervals overlap the best one's,
-    the simplest family wins (logistic < random forest < XGBoost)."""
-    sign = 1 if HIGHER_IS_BETTER[primary] else -1
-    top = max(models, key=lambda m: sign * models[m]["metrics"][primary])
-    tied = [m for m in models if overlaps(models[m]["ci"][primary], models[top]["ci"][primary])]
-    simplest = min(tied, key=lambda m: (FAMILIES[m].complexity if m in FAMILIES else 99,
-                                         -sign * models[m]["metrics"][primary]))
-    rule = (f"highest held-out {primary.upper()}; among models whose 95% intervals overlap the top model's, "
-            "the simplest family is preferred (logistic < random forest < XGBoost)")
-    return simplest, rule
+def evaluate_models(task: str, y: np.ndarray, predictions: dict[str, np.ndarray], *, n_resamples: int,
+                    seed: int) -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
+    """Metrics and 95% intervals for every model on the same bootstrap resamples (paired).
 
-
-def evaluate_models(task: str, y_test: np.ndarray, predictions: dict[str, np.ndarray], *, n_resamples: int,
-                    seed: int) -> dict[str, dict[str, Any]]:
-    """Metrics and intervals for every model, on the same bootstrap resamples (paired)."""
-    counts = bootstrap_counts(len(y_test), n_resamples, seed)
-    out = {}
+    Returns the per-model summary and the primary metric's bootstrap distribution per model."""
+    y = np.asarray(y, dtype=float)
+    fn = binary_metrics if task == "binary_classification" else regression_metrics
+    counts = bootstrap_counts(len(y), n_resamples, seed)
+    ones = np.ones((1, len(y)))
+    primary = PRIMARY[task]
+    out, dist = {}, {}
     for name, pred in predictions.items():
-        point, ci = evaluate(task, y_test, pred, counts=counts)
+        pred = np.asarray(pred, dtype=float)
+        point = {k: float(v[0]) for k, v in fn(y, pred, ones).items()}
+        boot = fn(y, pred, counts)
+        ci = {k: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for k, v in boot.items()}
         out[name] = {"metrics": point, "ci": ci}
-    return out
+        dist[name] = boot[primary]
+    return out, dist
+
+
+def paired_difference(dist: dict[str, np.ndarray], a: str, b: str) -> dict[str, float]:
+    """The bootstrap distribution of metric(a) - metric(b) on the same resamples."""
+    diff = dist[a] - dist[b]
+    return {"mean": float(diff.mean()), "ci": [float(np.percentile(diff, 2.5)), float(np.percentile(diff, 97.5))]}
+
+
+def select_best(models: dict[str, dict[str, Any]], primary: str, dist: dict[str, np.ndarray] | None = None
+                ) -> tuple[str, str, dict[str, Any]]:
+    """The selected model, the rule as a sentence, and the evidence.
+
+    Among single models: the highest primary metric; among those whose 95% intervals overlap the
+    top one's, the simplest family wins. Stacking is selected only when it is clearly better: the
+    95% interval of its paired bootstrap difference to the selected single model lies above zero."""
+    sign = 1 if HIGHER_IS_BETTER[primary] else -1
+    singles = [m for m in models if m != STACKING]
+    top = max(singles, key=lambda m: sign * models[m]["metrics"][primary])
+    tied = [m for m in singles if overlaps(models[m]["ci"][primary], models[top]["ci"][primary])]
+    chosen = min(tied, key=lambda m: (COMPLEXITY.get(m, 99), -sign * models[m]["metrics"][primary]))
+    evidence: dict[str, Any] = {"top_single": top, "overlapping_top": sorted(tied, key=lambda m: COMPLEXITY.get(m, 99))}
+    if STACKING in models and dist is not None:
+        diff = paired_difference(dist, STACKING, chosen)
+        evidence["stacking_minus_selected"] = diff
+        if sign * diff["ci"][0] > 0:
+            chosen = STACKING
+    rule = (f"highest held-out {primary.upper()}; among models whose 95% intervals overlap the top model's, the "
+            f"simplest family is preferred ({ORDER_TEXT}); stacking only when the 95% interval of its paired "
+            "bootstrap difference to that model lies above zero")
+    return chosen, rule, evidence
+
+
+def above_floor(models: dict[str, dict[str, Any]], primary: str) -> list[str]:
+    """Models good enough to interpret (AUC >= 0.60 or R2 >= 0.05), stacking excluded."""
+    floor = QUALITY_FLOOR[primary]
+    return [m for m, r in models.items() if m != STACKING and r["metrics"][primary] >= floor]
+
+
+def best_interpretable(models: dict[str, dict[str, Any]], primary: str, selected: str) -> str | None:
+    """The model whose SHAP values are reported: the selected one unless it is stacking."""
+    eligible = above_floor(models, primary)
+    if selected in eligible:
+        return selected
+    if not eligible:
+        return None
+    sign = 1 if HIGHER_IS_BETTER[primary] else -1
+    return max(eligible, key=lambda m: sign * models[m]["metrics"][primary])
 
 
 def flags_for(task: str, models: dict[str, dict[str, Any]]) -> list[str]:
     flags = []
-    if task == "binary_classification":
-        for name, m in models.items():
-            if m["metrics"]["auc"] > LEAKAGE_AUC:
-                flags.append(f"possible_leakage: {name} AUC {m['metrics']['auc']:.3f} > {LEAKAGE_AUC}")
+    primary = PRIMARY[task]
+    for name, m in models.items():
+        if task == "binary_classification" and m["metrics"]["auc"] > LEAKAGE_AUC:
+            flags.append(f"possible_leakage: {name} AUC {m['metrics']['auc']:.3f} > {LEAKAGE_AUC}")
+        if m["metrics"][primary] < QUALITY_FLOOR[primary]:
+            flags.append(f"below_quality_floor: {name} {primary.upper()} {m['metrics'][primary]:.3f} < "
+                         f"{QUALITY_FLOOR[primary]} (not interpreted)")
     return flags
 
 

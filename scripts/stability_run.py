@@ -1,0 +1,82 @@
+"""Rule stability_run: refit the interpreted model family under one perturbation; score and rank features."""
+
+import numpy as np
+import pandas as pd
+
+from edm_ars.artifacts import read_json, write_json
+from edm_ars.datasets.adapters import read_raw
+from edm_ars.engineer import Protocol, prepare
+from edm_ars.explain import shap_values, top_features
+from edm_ars.layout import load_layout
+from edm_ars.metrics import PRIMARY
+from edm_ars.models import family, predict, score
+from edm_ars.phases import recorded
+from edm_ars.rule_io import log, registry_of, run
+from edm_ars.stability import bootstrap_rows
+
+
+def perturbed_data(smk, kind, arg, seed):
+    """Training and test features under the perturbation (same split, same test students)."""
+    X, y = pd.read_csv(smk.input.train_X), pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy(dtype=float)
+    Xt = pd.read_csv(smk.input.test_X)
+    sources = read_json(smk.input.report, "data_report")["feature_sources"]
+    if kind == "bootstrap":
+        rows = bootstrap_rows(len(y), int(arg), seed)
+        return X.iloc[rows].reset_index(drop=True), y[rows], Xt, sources
+    if kind == "impute":
+        if arg != "simple":
+            raise ValueError(f"unknown imputation perturbation '{arg}' (known: simple)")
+        reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
+        spec = read_json(smk.input.spec, "research_spec")
+        p = smk.params.protocol
+        # every variable imputed by median/mode (missing category above the threshold stays off)
+        proto = Protocol(test_fraction=p["test_fraction"], seed=seed, simple_below=101.0, warn_above=101.0,
+                         min_analytic_n=p["min_analytic_n"], min_retention=p["min_retention"],
+                         max_categories=p["max_categories"])
+        manifest = read_json(smk.input.manifest)
+        outcome = reg.variable(spec["outcome"]["name"]) or {}
+        source = outcome["derive"]["from"] if outcome.get("derive") else spec["outcome"]["name"]
+        cols = list(dict.fromkeys([q["name"] for q in spec["predictors"]] + [source] + spec["subgroups"]
+                                  + reg.dataset.get("school_fingerprint", [])))
+        raw = read_raw(smk.input.raw, usecols=[c for c in cols if c in set(manifest["columns"])])
+        prep = prepare(raw, spec, reg, load_layout(smk.input.layout), proto)
+        if len(prep.test_y) != len(Xt):
+            raise ValueError("the alternative imputation changed the test rows")
+        return prep.train_X, prep.train_y.to_numpy(dtype=float), prep.test_X, prep.report["feature_sources"]
+    if kind == "seed":
+        return X, y, Xt, sources
+    raise ValueError(f"unknown perturbation '{kind}'")
+
+
+def main(smk):
+    evaluation = read_json(smk.input.evaluation)
+    task, name = evaluation["task"], evaluation["interpreted_model"]
+    pert = smk.wildcards.perturbation
+    kind, _, arg = pert.partition("_")
+    seed = smk.params.seed
+    out = {"perturbation": pert, "kind": kind, "family": name, "metric": None, "top_features": [], "errors": []}
+    if name is None:
+        out["errors"].append({"phase": "stability", "what": pert, "type": "ValueError",
+                              "message": "no model passed the quality floor; nothing to perturb"})
+        write_json(smk.output.run, out)
+        return
+    params = read_json(smk.input[f"{name}_meta"])["best_params"]
+    yt = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
+    with recorded(out["errors"], "stability", pert):
+        X, y, Xt, sources = perturbed_data(smk, kind, arg, seed)
+        fit_seed = seed + 1000 * int(arg) if kind == "seed" else seed
+        model = family(name).build(task, fit_seed, params).fit(X, y)
+        out["metric"] = score(task, yt, predict(model, task, Xt))
+        cfg = smk.params.shap
+        values, rows, info = shap_values(model, name, task, X.sample(min(len(X), 500), random_state=seed), Xt,
+                                         max_samples=cfg["stability_samples"], kernel_samples=cfg["kernel_samples"],
+                                         timeout_s=cfg["timeout_s"], seed=seed)
+        out["top_features"] = top_features(values, rows, sources, k=10)
+        out["explainer"] = info.get("explainer")
+        log.info("%s: %s %s %.4f; top 5 %s", pert, name, PRIMARY[task], out["metric"],
+                 [f["feature"] for f in out["top_features"][:5]])
+    out["metric"] = None if out["metric"] is None or np.isnan(out["metric"]) else out["metric"]
+    write_json(smk.output.run, out)
+
+
+run(snakemake, main)  # noqa: F821

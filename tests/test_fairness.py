@@ -1,0 +1,218 @@
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import confusion_matrix, roc_auc_score
+
+from edm_ars.fairness import audit, disparity_flagged, fairness_figure
+
+WHITE = "White, non-Hispanic"
+BLACK = "Black/African-American, non-Hispanic"
+HISP = "Hispanic, race specified"
+NHPI = "Native Hawaiian/Pacific Islander, non-Hispanic"
+
+
+def _binary_data(n=4000, noisy_group=None, extra_noise=2.5, seed=0, n_small=0):
+    """Scores from a shared latent signal; optionally one race group gets extra noise on its scores."""
+    rng = np.random.default_rng(seed)
+    race = rng.choice([WHITE, BLACK, HISP], size=n, p=[0.5, 0.25, 0.25]).astype(object)
+    if n_small:
+        race[:n_small] = NHPI
+    sex = rng.choice(["Male", "Female"], size=n).astype(object)
+    latent = rng.normal(size=n)
+    y = (latent + rng.normal(scale=0.8, size=n) > 0).astype(int)
+    noise = rng.normal(scale=0.6, size=n)
+    if noisy_group is not None:
+        noise = np.where(race == noisy_group, rng.normal(scale=extra_noise, size=n), noise)
+    prob = 1 / (1 + np.exp(-(1.5 * latent + noise)))
+    protected = pd.DataFrame({"X1RACE": race, "X1SEX": sex})
+    return y, prob, protected
+
+
+def test_planted_disparity_flagged():
+    y, prob, prot = _binary_data(noisy_group=BLACK)
+    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], n_resamples=200)
+    gap = res["attributes"]["X1RACE"]["gaps"]["auc"]
+    assert gap["flagged"] and gap["min_group"] == BLACK
+    assert gap["ci"][0] > 0.05  # the planted gap is well beyond sampling noise
+    assert disparity_flagged(res, "X1RACE", BLACK)
+    assert not disparity_flagged(res, "X1SEX", "Male")
+    assert any(f.startswith("X1RACE: AUC gap") and f"'{BLACK}'" in f for f in res["flags"])
+    assert res["primary_metric"] == "auc"
+
+
+def test_fair_setting_no_primary_flag():
+    y, prob, prot = _binary_data(n=12000, noisy_group=None, seed=1)
+    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], n_resamples=100)
+    for name in ("X1RACE", "X1SEX", "X1RACE x X1SEX"):
+        gap = res["attributes"][name]["gaps"]["auc"]
+        assert gap is not None and not gap["flagged"], (name, gap)
+    assert not any("AUC gap" in f for f in res["flags"])
+
+
+def test_small_group_unreliable_and_excluded():
+    y, prob, prot = _binary_data(noisy_group=None, seed=2, n_small=12)
+    # make the tiny group extreme so it would dominate the gap if it were included
+    prob = prob.copy()
+    prob[:12] = 1 - prob[:12]
+    res = audit("binary_classification", y, prob, prot, ["X1RACE"], n_resamples=100, min_group=50)
+    rec = res["attributes"]["X1RACE"]
+    small = next(g for g in rec["groups"] if g["group"] == NHPI)
+    assert small["n"] == 12 and small["reliable"] is False
+    assert NHPI not in (rec["gaps"]["auc"]["min_group"], rec["gaps"]["auc"]["max_group"])
+    assert rec["gaps"]["auc"]["n_groups"] == 3
+    assert f"X1RACE: group '{NHPI}' has 12 test students (< 50): unreliable" in rec["flags"]
+    assert not disparity_flagged(res, "X1RACE", NHPI)
+
+
+def test_single_class_group_metric_null():
+    y = np.array([0, 1] * 100 + [1] * 60)
+    prob = np.linspace(0.01, 0.99, len(y))
+    prot = pd.DataFrame({"X1SEX": ["Male"] * 200 + ["Female"] * 60})
+    res = audit("binary_classification", y, prob, prot, ["X1SEX"], n_resamples=50)
+    fem = next(g for g in res["attributes"]["X1SEX"]["groups"] if g["group"] == "Female")
+    assert fem["metric"] is None and fem["auc"] is None and fem["reliable"] is False
+    assert "one outcome class" in fem["reason"]
+    assert fem["fpr"] is None and fem["tpr"] == pytest.approx(1.0)
+    assert res["attributes"]["X1SEX"]["gaps"]["auc"] is None
+    assert any("'Female'" in f and "unreliable" in f for f in res["flags"])
+
+
+def test_rates_match_confusion_matrix():
+    rng = np.random.default_rng(3)
+    n = 400
+    y = rng.integers(0, 2, n)
+    prob = np.clip(0.3 * y + rng.uniform(0, 0.7, n), 0, 1)
+    sex = np.where(rng.uniform(size=n) < 0.4, "Female", "Male")
+    prot = pd.DataFrame({"X1SEX": sex})
+    thr = 0.45
+    res = audit("binary_classification", y, prob, prot, ["X1SEX"], threshold=thr, n_resamples=50, min_group=10)
+    rec = res["attributes"]["X1SEX"]
+    expect = {}
+    for g in rec["groups"]:
+        m = sex == g["group"]
+        tn, fp, fn, tp = confusion_matrix(y[m], (prob[m] >= thr).astype(int), labels=[0, 1]).ravel()
+        expect[g["group"]] = {"tpr": tp / (tp + fn), "fpr": fp / (fp + tn), "selection_rate": (tp + fp) / m.sum(),
+                              "base_rate": y[m].mean(), "auc": roc_auc_score(y[m], prob[m])}
+        for k, v in expect[g["group"]].items():
+            assert g[k] == pytest.approx(v, abs=1e-12), (g["group"], k)
+    tpr_gap = abs(expect["Male"]["tpr"] - expect["Female"]["tpr"])
+    fpr_gap = abs(expect["Male"]["fpr"] - expect["Female"]["fpr"])
+    assert rec["gaps"]["tpr"]["gap"] == pytest.approx(tpr_gap)
+    assert rec["gaps"]["fpr"]["gap"] == pytest.approx(fpr_gap)
+    assert rec["gaps"]["equalized_odds"]["gap"] == pytest.approx(max(tpr_gap, fpr_gap))
+    sel_gap = abs(expect["Male"]["selection_rate"] - expect["Female"]["selection_rate"])
+    assert rec["gaps"]["selection_rate"]["gap"] == pytest.approx(sel_gap)
+
+
+def test_ci_contains_point_and_deterministic():
+    y, prob, prot = _binary_data(seed=4)
+    kw = {"n_resamples": 200, "seed": 7}
+    a = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], **kw)
+    b = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], **kw)
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    for rec in a["attributes"].values():
+        for g in rec["groups"]:
+            if g["reliable"]:
+                lo, hi = g["ci"]
+                assert lo <= g["metric"] <= hi
+                assert lo < hi
+    c = audit("binary_classification", y, prob, prot, ["X1RACE"], n_resamples=200, seed=8)
+    assert c["attributes"]["X1RACE"]["groups"][0]["ci"] != a["attributes"]["X1RACE"]["groups"][0]["ci"]
+
+
+def test_regression_error_gaps_and_bias_sign():
+    rng = np.random.default_rng(5)
+    n = 3000
+    sex = rng.choice(["Male", "Female"], size=n)
+    y = rng.normal(50, 10, n)
+    pred = y + rng.normal(0, 4, n)
+    pred = np.where(sex == "Female", pred + 3.0, pred)  # biased upward for one group
+    prot = pd.DataFrame({"X1SEX": sex})
+    res = audit("regression", y, pred, prot, ["X1SEX"], n_resamples=200)
+    assert res["primary_metric"] == "r2"
+    rec = res["attributes"]["X1SEX"]
+    by = {g["group"]: g for g in rec["groups"]}
+    assert by["Female"]["mean_error"] == pytest.approx(3.0, abs=0.5)
+    assert abs(by["Male"]["mean_error"]) < 0.5
+    f = sex == "Female"
+    assert by["Female"]["rmse"] == pytest.approx(np.sqrt(np.mean((y[f] - pred[f]) ** 2)))
+    assert by["Female"]["mae"] == pytest.approx(np.mean(np.abs(y[f] - pred[f])))
+    assert set(rec["gaps"]) == {"r2", "rmse", "mae", "mean_error"}
+    me = rec["gaps"]["mean_error"]
+    assert me["max_group"] == "Female" and me["gap"] == pytest.approx(3.0, abs=0.5) and me["flagged"]
+    assert rec["gaps"]["rmse"]["gap"] > 0 and rec["gaps"]["mae"]["gap"] > 0
+    assert disparity_flagged(res, "X1SEX", "Female")
+    assert by["Female"]["ci"][0] <= by["Female"]["metric"] <= by["Female"]["ci"][1]
+
+
+def test_intersections_and_missing_values():
+    y, prob, prot = _binary_data(seed=6)
+    prot = prot.copy()
+    prot.loc[:29, "X1SEX"] = np.nan
+    prot.loc[30:49, "X1RACE"] = np.nan
+    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], n_resamples=50)
+    assert res["attributes"]["X1SEX"]["n_missing"] == 30
+    # the same frame after a CSV round trip (pandas string dtype, NaN for missing) gives the same audit
+    back = pd.read_csv(io.StringIO(prot.to_csv(index=False)))
+    res_csv = audit("binary_classification", y, prob, back, ["X1RACE", "X1SEX"], n_resamples=50)
+    assert json.dumps(res_csv, sort_keys=True) == json.dumps(res, sort_keys=True)
+    assert res["attributes"]["X1RACE"]["n_missing"] == 20
+    inter = res["attributes"]["X1RACE x X1SEX"]
+    assert inter["kind"] == "intersection" and inter["n_missing"] == 50
+    names = {g["group"] for g in inter["groups"]}
+    assert f"{BLACK} x Female" in names and len(names) == 6
+    assert sum(g["n"] for g in inter["groups"]) == len(y) - 50
+    assert sum(g["n"] for g in res["attributes"]["X1SEX"]["groups"]) == len(y) - 30
+    # explicit intersections, a missing attribute, and labels
+    res2 = audit("binary_classification", y, prob, prot, ["X1SEX", "X1SESQ5"], intersections=[("X1SEX", "X1SESQ5")],
+                 n_resamples=20, labels={"X1SEX": "Sex"})
+    assert "X1SESQ5" in res2["skipped"] and "X1SEX x X1SESQ5" in res2["skipped"]
+    assert res2["attributes"]["X1SEX"]["label"] == "Sex"
+    assert "X1RACE x X1SEX" not in res2["attributes"]
+
+
+def test_continuous_attribute_binned_into_quintiles():
+    y, prob, prot = _binary_data(seed=7)
+    prot = prot.copy()
+    ses = np.random.default_rng(8).normal(size=len(y))
+    ses[:10] = np.nan
+    prot["X1SES"] = ses
+    res = audit("binary_classification", y, prob, prot, ["X1SES"], n_resamples=20)
+    rec = res["attributes"]["X1SES"]
+    labels = [g["group"] for g in rec["groups"]]
+    assert labels == ["Q1 (lowest)", "Q2", "Q3", "Q4", "Q5 (highest)"]
+    assert rec["n_missing"] == 10 and rec["binned"]["bins"] == 5
+    assert all(abs(g["n"] - (len(y) - 10) / 5) <= 1 for g in rec["groups"])
+
+
+def test_ordinal_text_labels_in_natural_order():
+    rng = np.random.default_rng(9)
+    q = ["First quintile (lowest)", "Second quintile", "Third quintile", "Fourth quintile",
+         "Fifth quintile (highest)"]
+    n = 1000
+    y = rng.integers(0, 2, n)
+    prob = rng.uniform(size=n)
+    prot = pd.DataFrame({"X1SESQ5": rng.choice(q, size=n)})
+    res = audit("binary_classification", y, prob, prot, ["X1SESQ5"], n_resamples=10)
+    assert [g["group"] for g in res["attributes"]["X1SESQ5"]["groups"]] == q
+
+
+def test_json_serialisable_and_figure(tmp_path):
+    y, prob, prot = _binary_data(noisy_group=HISP, seed=10, n_small=20)
+    prot = prot.copy()
+    prot["X1SES"] = np.random.default_rng(11).normal(size=len(y))
+    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX", "X1SES", "X1PAREDU"], n_resamples=50)
+    text = json.dumps(res, allow_nan=False)
+    assert json.loads(text) == res
+    out = tmp_path / "fig" / "fairness.pdf"
+    fairness_figure(res, out)
+    assert out.exists() and out.stat().st_size > 1000
+    png = tmp_path / "fairness.png"
+    fairness_figure(res, png, attributes=["X1SEX"])
+    assert png.exists()
+    empty = tmp_path / "empty.pdf"
+    fairness_figure({"primary_metric": "auc", "attributes": {}}, empty)
+    assert empty.exists()
