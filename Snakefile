@@ -14,6 +14,14 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 validate(config, schema="config/config.schema.yaml")
 
 
+# The key is read from the environment by the client; declared only when it is needed, because a
+# declared variable that is unset fails even a dry-run.
+if config["backend"] == "anthropic" and not config.get("api_key_env"):
+
+    envvars:
+        "ANTHROPIC_API_KEY",
+
+
 # One Apptainer image for every rule (--sdm apptainer); build it from containers/edm-ars.def.
 container: "containers/edm-ars.sif"
 
@@ -25,6 +33,16 @@ include: "rules/engineer.smk"
 include: "rules/analyze.smk"
 include: "rules/critique.smk"
 include: "rules/write.smk"
+
+
+# Compute nodes often have no internet: agent rules stay on the submitting host.
+if config["local_agents"]:
+
+    localrules:
+        formulate,
+        critique,
+        write,
+        costs,
 
 
 rule all:

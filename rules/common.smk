@@ -44,7 +44,53 @@ wildcard_constraints:
 
 
 def final_targets():
-    return ["output/paper.pdf"]
+    return ["output/paper.pdf", "output/costs.json"]
+
+
+# ---- agents and their language models -------------------------------------------------------
+
+PROMPTS_DIR = BASE / "config" / "prompts"
+
+
+def prompt_file(agent):
+    return str(PROMPTS_DIR / f"{agent}.yaml")
+
+
+def prompt_hash(agent):
+    """Content hash of an agent's prompt file: editing the prompt reruns exactly that stage."""
+    import hashlib
+
+    return hashlib.sha256(Path(prompt_file(agent)).read_bytes()).hexdigest()[:16]
+
+
+def agent_settings(agent):
+    """The model settings given to an agent's job; never a key, only the name of its variable.
+    Offline, nothing about models is passed, so changing a model id reruns nothing."""
+    if config["backend"] == "offline":
+        return {"agent": agent, "backend": "offline"}
+    llm = config.get("llm", {})
+    per_agent = llm.get("agents", {}).get(agent, {})
+    return {
+        "agent": agent,
+        "backend": config["backend"],
+        "model": config.get("model") or per_agent.get("model", ""),
+        "temperature": per_agent.get("temperature", 0.0),
+        "max_tokens": per_agent.get("max_tokens", 4000),
+        "timeout_s": llm.get("timeout_s", 120),
+        "max_retries": llm.get("max_retries", 4),
+        "base_url": config.get("base_url") or None,
+        "api_key_env": config.get("api_key_env") or None,
+    }
+
+
+def ledgers(wildcards=None):
+    """The LLM call ledgers of every agent job of the run (one file per job)."""
+    last = final_round()
+    return [
+        f"output/ledger/formulate/round_{r}.jsonl"
+        for r in range(last + 1)
+        if r == 0 or STAGES.index(rerun_from(r)) == 0
+    ]
 
 
 def raw_data(wildcards=None):

@@ -5,9 +5,12 @@ rule formulate:
         manifest="output/data/dataset.json",
         registry=REGISTRY_FILES,
         bibliography=BIBLIOGRAPHY,
+        prompts=prompt_file("formulate"),
     output:
         spec="output/round_{round}/research_spec.json",
         literature="output/round_{round}/literature_context.json",
+        ledger="output/ledger/formulate/round_{round}.jsonl",
+        transcripts=directory("output/prompts/formulate/round_{round}"),
     log:
         "logs/formulate/round_{round}.log",
     conda:
@@ -17,6 +20,12 @@ rule formulate:
     params:
         prompt=lookup(dpath="prompt", within=config),
         question=lookup(dpath="question", within=config),
-        backend=lookup(dpath="backend", within=config),
+        llm=agent_settings("formulate"),
+        prompt_hash=prompt_hash("formulate"),
+        candidates=lookup(dpath="candidates", within=config),
+        budget_usd=lookup(dpath="budget_usd", within=config),
+        prices=lookup(dpath="llm/prices", within=config),
+        cache_dir=lookup(dpath="llm/cache_dir", within=config),
+        literature=lookup(dpath="literature", within=config),
     script:
         "../scripts/formulate.py"

@@ -47,3 +47,17 @@ rule compile_pdf:
         "../envs/writer.yaml"
     script:
         "../scripts/compile_pdf.py"
+
+
+rule costs:
+    input:
+        ledgers=ledgers,
+    output:
+        calls="output/llm_calls.jsonl",
+        costs="output/costs.json",
+    log:
+        "logs/costs.log",
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/costs.py"

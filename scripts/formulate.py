@@ -1,30 +1,88 @@
-"""Rule formulate (ProblemFormulator): research specification, spec gate, literature context."""
+"""Rule formulate (ProblemFormulator): research specification, spec gate, literature context.
 
-from edm_ars.artifacts import read_json, write_json
+Offline: a deterministic expert system picks a supported canonical question and the curated
+bibliography. With a model: a structured debate and a synthesized specification (same gate, one
+revision), then Semantic Scholar retrieval verified against CrossRef (curated fallback)."""
+
+import json
+from pathlib import Path
+
+from edm_ars.artifacts import atomic_write_text, read_json, write_json
 from edm_ars.errors import SpecError
 from edm_ars.formulate import curated_literature, offline_spec, validate_spec
 from edm_ars.rule_io import log, registry_of, run
 
 
+def spent_usd(ledger_root: Path):
+    """Spend so far in this run: every priced call in the per-job ledgers."""
+    def total():
+        cost = 0.0
+        for path in ledger_root.rglob("*.jsonl"):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    cost += json.loads(line).get("cost_usd") or 0.0
+        return cost
+    return total
+
+
+def model_client(smk, round_):
+    from edm_ars.llm import AgentSettings, LLMClient
+
+    s = smk.params.llm
+    settings = AgentSettings(agent=s["agent"], backend=s["backend"], model=s["model"], temperature=s["temperature"],
+                             max_tokens=s["max_tokens"], timeout_s=s["timeout_s"], max_retries=s["max_retries"],
+                             base_url=s["base_url"], api_key_env=s["api_key_env"])
+    ledger = Path(smk.output.ledger)
+    return LLMClient(settings, run_round=round_, cache_dir=Path(smk.params.cache_dir), ledger_path=ledger,
+                     transcript_dir=Path(smk.output.transcripts), prices=smk.params.prices,
+                     budget_usd=smk.params.budget_usd or None, spent_usd=spent_usd(ledger.parents[1]))
+
+
+def model_literature(smk, spec, fallback):
+    from edm_ars.literature import CrossRef, SemanticScholar, retrieve
+
+    cfg = smk.params.literature
+    cache = Path(smk.params.cache_dir) / "literature"
+    return retrieve(spec, scholar=SemanticScholar(base_url=cfg["semantic_scholar_url"], cache_dir=cache),
+                    crossref=CrossRef(base_url=cfg["crossref_url"], cache_dir=cache), n_min=cfg["n_min"],
+                    n_max=cfg["n_max"], fallback=fallback)
+
+
 def main(smk):
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     manifest = read_json(smk.input.manifest)
+    columns = set(manifest.get("columns", [])) or None
     r = int(smk.wildcards.round)
+    Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(smk.output.ledger, "")
     notes = []
     if "previous_review" in smk.input.keys():
-        review = read_json(smk.input.previous_review, "review_report")
-        notes = review["revision_instructions"].get("formulate", [])
+        notes = read_json(smk.input.previous_review, "review_report")["revision_instructions"].get("formulate", [])
         log.info("round %d revises the specification: %s", r, notes)
-    spec = offline_spec(reg, prompt=smk.params.prompt or None, question_id=smk.params.question or None,
-                        round_=r, revision_notes=notes)
-    columns = set(manifest.get("columns", [])) or None
-    violations = validate_spec(spec, reg, columns)
-    if violations:
-        raise SpecError(violations)
-    log.info("spec: %s -> %s with %d predictors", spec["question_id"], spec["outcome"]["name"],
-             len(spec["predictors"]))
     bib, topics = smk.input.bibliography
-    literature = curated_literature(bib, topics, spec["question_id"])
+    backend = smk.params.llm["backend"]
+    if backend == "offline":
+        spec = offline_spec(reg, prompt=smk.params.prompt or None, question_id=smk.params.question or None,
+                            round_=r, revision_notes=notes)
+        violations = validate_spec(spec, reg, columns)
+        if violations:
+            raise SpecError(violations)
+        literature = curated_literature(bib, topics, spec["question_id"])
+    else:
+        from edm_ars.formulate_model import formulate_with_model
+        from edm_ars.llm import load_prompt
+
+        client = model_client(smk, r)
+        curated = curated_literature(bib, topics, "model")
+        spec, record = formulate_with_model(client, load_prompt(smk.input.prompts), reg,
+                                            prompt=smk.params.prompt or None, round_=r, backend=backend,
+                                            revision_notes=notes, literature=curated, data_columns=columns,
+                                            n_candidates=smk.params.candidates)
+        log.info("debate and synthesis: %s", {k: v for k, v in record.items() if k != "debate"})
+        literature = model_literature(smk, spec, lambda note: curated_literature(bib, topics, spec["question_id"],
+                                                                                 note=note))
+    log.info("spec: %s -> %s with %d predictors; literature: %s, %d papers", spec["question_id"],
+             spec["outcome"]["name"], len(spec["predictors"]), literature["source"], len(literature["papers"]))
     write_json(smk.output.spec, spec, "research_spec")
     write_json(smk.output.literature, literature, "literature_context")
 

@@ -6,7 +6,7 @@ import pandas as pd
 from edm_ars.artifacts import read_json, write_json
 from edm_ars.datasets.adapters import read_raw
 from edm_ars.engineer import Protocol, prepare
-from edm_ars.explain import shap_values, top_features
+from edm_ars.explain import ExplainSkipped, shap_values, top_features
 from edm_ars.layout import load_layout
 from edm_ars.metrics import PRIMARY
 from edm_ars.models import family, predict, score
@@ -62,17 +62,23 @@ def main(smk):
         return
     params = read_json(smk.input[f"{name}_meta"])["best_params"]
     yt = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
+    fitted = None
     with recorded(out["errors"], "stability", pert):
         X, y, Xt, sources = perturbed_data(smk, kind, arg, seed)
         fit_seed = seed + 1000 * int(arg) if kind == "seed" else seed
         model = family(name).build(task, fit_seed, params).fit(X, y)
         out["metric"] = score(task, yt, predict(model, task, Xt))
-        cfg = smk.params.shap
-        values, rows, info = shap_values(model, name, task, X.sample(min(len(X), 500), random_state=seed), Xt,
-                                         max_samples=cfg["stability_samples"], kernel_samples=cfg["kernel_samples"],
-                                         timeout_s=cfg["timeout_s"], seed=seed)
-        out["top_features"] = top_features(values, rows, sources, k=10)
-        out["explainer"] = info.get("explainer")
+        fitted = model
+    if fitted is not None:
+        # a failed or timed-out explanation keeps the refit's metric
+        with recorded(out["errors"], "stability", f"{pert} SHAP", extra=(ExplainSkipped,)):
+            cfg = smk.params.shap
+            values, rows, info = shap_values(fitted, name, task, X.sample(min(len(X), 500), random_state=seed), Xt,
+                                             max_samples=cfg["stability_samples"],
+                                             kernel_samples=cfg["kernel_samples"], timeout_s=cfg["timeout_s"],
+                                             seed=seed)
+            out["top_features"] = top_features(values, rows, sources, k=10)
+            out["explainer"] = info.get("explainer")
         log.info("%s: %s %s %.4f; top 5 %s", pert, name, PRIMARY[task], out["metric"],
                  [f["feature"] for f in out["top_features"][:5]])
     out["metric"] = None if out["metric"] is None or np.isnan(out["metric"]) else out["metric"]

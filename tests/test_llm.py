@@ -1,0 +1,464 @@
+"""The LLM client against fake Anthropic and OpenAI-compatible servers on 127.0.0.1 (no network, no real key)."""
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import pytest
+from fakes.llm_servers import FakeAnthropic, FakeOpenAI
+
+from edm_ars.llm import (
+    AgentSettings,
+    LLMClient,
+    LLMError,
+    cache_key,
+    extract_json,
+    fill,
+    ledger_spent,
+    load_prompt,
+    prompt_hash,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "sk-test-not-secret-123"
+MODEL = {"anthropic": "claude-test", "openai_compatible": "gpt-test"}
+PRICES = {"claude-test": {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
+          "gpt-test": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}}
+FAKE = {"anthropic": FakeAnthropic, "openai_compatible": FakeOpenAI}
+LEDGER_KEYS = {"time", "agent", "round", "tag", "backend", "model", "input_tokens", "output_tokens", "cost_usd",
+               "latency_s", "cache_hit", "attempts"}
+SCHEMA = {"type": "object", "required": ["question", "n"], "additionalProperties": False,
+          "properties": {"question": {"type": "string"}, "n": {"type": "integer"}}}
+USER = [{"role": "user", "content": "Propose one research question as JSON."}]
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch):
+    for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_PROFILE",
+                "ANTHROPIC_CONFIG_DIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+
+
+@pytest.fixture(params=["anthropic", "openai_compatible"])
+def api(request):
+    return request.param
+
+
+@pytest.fixture
+def sleeps():
+    return []
+
+
+@pytest.fixture
+def make(tmp_path, sleeps):
+    """A client for a running fake server; keyword arguments go to AgentSettings or LLMClient."""
+    setting_names = {"temperature", "max_tokens", "timeout_s", "max_retries", "api_key_env", "model", "base_url"}
+
+    def _make(server, **kw):
+        backend = "anthropic" if isinstance(server, FakeAnthropic) else "openai_compatible"
+        options = {"model": MODEL[backend], "temperature": 0.2, "max_tokens": 512, "timeout_s": 5.0,
+                   "max_retries": 2, "base_url": server.url if backend == "anthropic" else f"{server.url}/v1"}
+        options.update({k: kw.pop(k) for k in list(kw) if k in setting_names})
+        settings = AgentSettings(agent="formulate", backend=backend, **options)
+        client_kw = {"run_round": 1, "cache_dir": tmp_path / "cache", "ledger_path": tmp_path / "ledger.jsonl",
+                     "transcript_dir": tmp_path / "transcripts", "prices": PRICES, "sleep": sleeps.append,
+                     "rng": random.Random(0)}
+        client_kw.update(kw)
+        return LLMClient(settings, **client_kw)
+
+    return _make
+
+
+def ledger(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def conversation(server, i):
+    """The user/assistant messages of the i-th request (the OpenAI system message left out)."""
+    return [m for m in server.requests[i]["messages"] if m["role"] != "system"]
+
+
+def sent_key(server, i=0):
+    headers = server.headers[i]
+    return headers.get("x-api-key") == KEY or headers.get("authorization") == f"Bearer {KEY}"
+
+
+# ------------------------------------------------------------------------------------------ happy paths
+def test_anthropic_happy_path(make, tmp_path):
+    reply = {"text": "Hello from the fake.", "usage": {"input_tokens": 1200, "output_tokens": 300}}
+    with FakeAnthropic([reply]) as server:
+        client = make(server)
+        comp = client.complete("You are terse.", [{"role": "user", "content": "Say hello."}], tag="hello")
+        assert server.count == 1
+    assert (comp.text, comp.stop_reason, comp.cache_hit) == ("Hello from the fake.", "end_turn", False)
+    assert comp.attempts == 1
+    assert (comp.model, comp.backend, comp.input_tokens, comp.output_tokens) == ("claude-test", "anthropic", 1200, 300)
+    assert comp.cost_usd == pytest.approx(1200 * 3.0 / 1e6 + 300 * 15.0 / 1e6)
+    assert comp.latency_s >= 0
+    body = server.requests[0]
+    assert server.paths[0] == "/v1/messages"
+    assert body["model"] == "claude-test" and body["system"] == "You are terse." and body["max_tokens"] == 512
+    assert body["messages"] == [{"role": "user", "content": "Say hello."}]
+    # SDK 2.x (API 2026-10-21) has no sampling parameters: temperature is sent only when the SDK takes it
+    assert ("temperature" in body) == client.backend.sends_temperature
+    assert sent_key(server)
+    [line] = ledger(tmp_path)
+    assert LEDGER_KEYS <= set(line)
+    assert (line["agent"], line["round"], line["tag"], line["backend"], line["model"]) == (
+        "formulate", 1, "hello", "anthropic", "claude-test")
+    assert (line["input_tokens"], line["output_tokens"], line["cache_hit"], line["attempts"]) == (1200, 300, False, 1)
+    assert line["cost_usd"] == pytest.approx(comp.cost_usd)
+    prompt = json.loads((tmp_path / "transcripts" / "hello-1.prompt.json").read_text())
+    assert prompt["system"] == "You are terse." and prompt["messages"] == body["messages"]
+    assert prompt["model"] == "claude-test" and prompt["temperature"] == 0.2
+    assert (tmp_path / "transcripts" / "hello-1.response.txt").read_text() == "Hello from the fake."
+
+
+def test_openai_compatible_happy_path(make, tmp_path):
+    with FakeOpenAI(["Hi there, friend."]) as server:
+        comp = make(server).complete("Be kind.", [{"role": "user", "content": "Greet me."}], tag="greet")
+    body = server.requests[0]
+    assert server.paths[0] == "/v1/chat/completions"
+    assert body["messages"] == [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Greet me."}]
+    assert (body["model"], body["temperature"], body["max_tokens"]) == ("gpt-test", 0.2, 512)
+    assert server.headers[0]["authorization"] == f"Bearer {KEY}"
+    # the fake's default usage: all request text // 4 in, answer // 4 out
+    assert comp.input_tokens == len("Be kind." + "Greet me.") // 4
+    assert comp.output_tokens == len("Hi there, friend.") // 4
+    assert comp.cost_usd == pytest.approx(comp.input_tokens * 0.5 / 1e6 + comp.output_tokens * 1.5 / 1e6)
+    assert comp.cost_usd > 0
+    assert (comp.text, comp.stop_reason, comp.backend) == ("Hi there, friend.", "stop", "openai_compatible")
+    assert ledger(tmp_path)[0]["cost_usd"] == pytest.approx(comp.cost_usd)
+
+
+def test_openai_compatible_without_a_key_sends_no_authorization(make, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with FakeOpenAI(["local answer"]) as server:
+        assert make(server).complete("s", USER, tag="local").text == "local answer"
+    assert "authorization" not in server.headers[0]
+
+
+def test_key_from_a_named_environment_variable(make, monkeypatch):
+    monkeypatch.setenv("EDM_TEST_LOCAL_KEY", "sk-other-test-key-456")
+    with FakeOpenAI(["ok"]) as server:
+        make(server, api_key_env="EDM_TEST_LOCAL_KEY").complete("s", USER, tag="named")
+    assert server.headers[0]["authorization"] == "Bearer sk-other-test-key-456"
+
+
+def test_anthropic_missing_key_names_the_variable(make, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with FakeAnthropic(["never"]) as server:
+        with pytest.raises(LLMError, match="ANTHROPIC_API_KEY") as info:
+            make(server).complete("s", USER, tag="nokey")
+        assert server.count == 0
+    assert "formulate" in str(info.value) and "claude-test" in str(info.value)
+
+
+def test_settings_errors(tmp_path):
+    common = {"run_round": 0, "cache_dir": tmp_path, "ledger_path": tmp_path / "l.jsonl", "transcript_dir": None}
+    with pytest.raises(LLMError, match="base_url"):
+        LLMClient(AgentSettings("write", "openai_compatible", "m", 0.0, 10), **common)
+    with pytest.raises(LLMError, match="unknown backend 'carrier_pigeon'"):
+        LLMClient(AgentSettings("write", "carrier_pigeon", "m", 0.0, 10), **common)
+
+
+def test_callable_script(make):
+    with FakeAnthropic(lambda request: f"echo: {request['messages'][-1]['content']}") as server:
+        assert make(server).complete("s", [{"role": "user", "content": "ping"}], tag="echo").text == "echo: ping"
+
+
+# ------------------------------------------------------------------------------------------ retries
+def test_rate_limit_honours_retry_after(api, make, sleeps, tmp_path):
+    with FAKE[api]([{"status": 429, "headers": {"retry-after": "1.5"}}, "after the wait"]) as server:
+        comp = make(server).complete("s", USER, tag="limited")
+        assert server.count == 2
+    assert comp.text == "after the wait" and comp.attempts == 2
+    assert sleeps == [1.5]
+    assert ledger(tmp_path)[-1]["attempts"] == 2
+
+
+def test_server_errors_until_retries_run_out(api, make, sleeps, tmp_path):
+    with FAKE[api]([{"status": 500}] * 3) as server:
+        with pytest.raises(LLMError) as info:
+            make(server, max_retries=2).complete("s", USER, tag="broken")
+        assert server.count == 3
+    message = str(info.value)
+    assert "formulate" in message and MODEL[api] in message and "HTTP 500" in message and "3 attempt" in message
+    assert len(sleeps) == 2
+    assert all(0 <= s <= 2 ** i for i, s in enumerate(sleeps))  # full jitter: uniform(0, base * 2^attempt)
+    assert "HTTP 500" in ledger(tmp_path)[-1]["error"]
+
+
+def test_overloaded_529_is_retried(api, make):
+    with FAKE[api]([{"status": 529}, {"status": 503}, "made it"]) as server:
+        assert make(server).complete("s", USER, tag="busy").text == "made it"
+        assert server.count == 3
+
+
+def test_client_errors_are_not_retried(api, make, sleeps):
+    with FAKE[api]([{"status": 400, "error": "messages: bad field"}, "unused"]) as server:
+        with pytest.raises(LLMError, match="HTTP 400.*not retried"):
+            make(server).complete("s", USER, tag="bad")
+        assert server.count == 1
+    assert sleeps == []
+
+
+def test_timeout_is_retried_then_fails(api, make, sleeps):
+    with FAKE[api]([{"sleep": 3.0, "text": "too late"}] * 2) as server:
+        with pytest.raises(LLMError, match="timeout") as info:
+            make(server, timeout_s=0.3, max_retries=1).complete("s", USER, tag="slow")
+        assert server.count == 2
+    assert "formulate" in str(info.value) and MODEL[api] in str(info.value)
+    assert len(sleeps) == 1
+
+
+def test_dropped_connection_is_retried(api, make):
+    with FAKE[api]([{"drop": True}, "after the drop"]) as server:
+        comp = make(server).complete("s", USER, tag="dropped")
+        assert server.count == 2
+    assert comp.text == "after the drop" and comp.attempts == 2
+
+
+# ------------------------------------------------------------------------------------------ structured output
+def test_malformed_json_is_repaired(api, make, tmp_path):
+    bad = '{"question": "Does 9th-grade math efficacy predict GPA?", "n": 3,'
+    good = '{"question": "Does 9th-grade math efficacy predict GPA?", "n": 3}'
+    with FAKE[api]([bad, good]) as server:
+        value, comp = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 2
+    assert value == json.loads(good) and comp.text == good
+    repair = conversation(server, 1)
+    assert repair[:-2] == USER
+    assert repair[-2] == {"role": "assistant", "content": bad}
+    assert repair[-1]["role"] == "user"
+    assert "no complete JSON" in repair[-1]["content"] and "corrected JSON only" in repair[-1]["content"]
+    assert [line["tag"] for line in ledger(tmp_path)] == ["spec", "spec-repair"]
+
+
+def test_schema_problems_are_named_in_the_repair(make):
+    with FakeAnthropic(['{"question": "q", "n": "three"}', '{"question": "q", "n": 3}']) as server:
+        value, _ = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+    assert value == {"question": "q", "n": 3}
+    assert "n: 'three' is not of type 'integer'" in conversation(server, 1)[-1]["content"]
+
+
+def test_check_problems_are_named_in_the_repair(make):
+    def check(value):
+        return [] if value["n"] <= 5 else [f"n must be at most 5, got {value['n']}"]
+
+    with FakeOpenAI(['{"question": "q", "n": 9}', '{"question": "q", "n": 4}']) as server:
+        value, _ = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA, check=check)
+    assert value["n"] == 4
+    assert "n must be at most 5, got 9" in conversation(server, 1)[-1]["content"]
+
+
+def test_still_unusable_after_one_repair_fails(make):
+    with FakeAnthropic(["I would rather chat.", '{"question": 1}', "unused"]) as server:
+        with pytest.raises(LLMError, match="still unusable after one repair") as info:
+            make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 2
+    assert "question: 1 is not of type 'string'" in str(info.value)
+
+
+@pytest.mark.parametrize("text", [
+    'Here is the specification you asked for:\n{"question": "q", "n": 1}\nLet me know if it helps.',
+    '```json\n{"question": "q", "n": 1}\n```',
+    'Sure.\n```\n{"question": "q", "n": 1}\n```\nDone.',
+    '<thinking>Maybe {"question": "draft", "n": 0}? No.</thinking>\n{"question": "q", "n": 1}',
+    '<think>draft [0] {"n": 0}</think>```json\n{"question": "q", "n": 1}\n```',
+    'First try: {"question": "old", "n": 0}\nCorrected:\n```json\n{"question": "q", "n": 1}\n```',
+    '{"question": "old", "n": 0}\n\nRevised answer: {"question": "q", "n": 1} (see [1])',
+], ids=["prose", "fence", "bare-fence", "thinking", "think", "several-fenced", "several-prose"])
+def test_json_found_in_prose_fences_and_after_thinking(make, text):
+    with FakeAnthropic([text]) as server:
+        value, _ = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 1
+    assert value == {"question": "q", "n": 1}
+
+
+def test_extract_json_edge_cases():
+    assert extract_json("[1, 2]\n[3, 4]") == [3, 4]
+    assert extract_json('{"a": {"b": "}"}}') == {"a": {"b": "}"}}
+    assert extract_json('[see below] {"a": 1}') == {"a": 1}
+    assert extract_json('reasoning without an opening tag {"a": 0}</think>{"a": 1}') == {"a": 1}
+    assert extract_json('draft {"a": 1}, final {"a": [{"b": 1}, {"c"') == {"a": 1}  # not a fragment of the cut one
+    for text in ['{"a": {"b": 1}, "c": [', "no JSON here", "", '<thinking>{"a": 1}</thinking>', "<think>{"]:
+        with pytest.raises(ValueError, match="no complete JSON"):
+            extract_json(text)
+
+
+def test_truncated_answer_is_repaired_once_then_fails(api, make):
+    cut = [{"stop_reason": "max_tokens", "text": '{"question": "q", "n": '},
+           {"stop_reason": "max_tokens", "text": '{"question": '}, "unused"]
+    with FAKE[api](cut) as server:
+        with pytest.raises(LLMError, match="truncated") as info:
+            make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 2
+    assert "max_tokens=512" in str(info.value)
+    assert "truncated" in conversation(server, 1)[-1]["content"]
+
+
+def test_truncated_answer_then_complete(make):
+    script = [{"stop_reason": "max_tokens", "text": '{"question": "q", "n"'}, '{"question": "q", "n": 2}']
+    with FakeOpenAI(script) as server:
+        value, comp = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 2
+    assert value == {"question": "q", "n": 2} and comp.stop_reason == "stop"
+
+
+def test_refusal_fails_at_once(api, make, tmp_path):
+    with FAKE[api]([{"stop_reason": "refusal", "text": "I can't help with that."}, "unused"]) as server:
+        with pytest.raises(LLMError, match="refused") as info:
+            make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 1
+    assert "formulate" in str(info.value) and MODEL[api] in str(info.value)
+    assert not list((tmp_path / "cache").rglob("*.json"))  # a refusal is not cached
+
+
+# ------------------------------------------------------------------------------------------ cache, cost, budget
+def test_cached_rerun_makes_no_request(api, make, tmp_path):
+    with FAKE[api](['{"question": "q", "n": 1}']) as server:
+        first, _ = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 1
+    with FAKE[api]([]) as server:
+        again, comp = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 0
+    assert again == first
+    assert comp.cache_hit and comp.cost_usd == 0.0 and comp.attempts == 0
+    lines = ledger(tmp_path)
+    assert [line["cache_hit"] for line in lines] == [False, True]
+    assert lines[1]["cost_usd"] == 0.0 and lines[1]["attempts"] == 0
+    key = cache_key(api, MODEL[api], "s", USER, 0.2, 512)
+    assert (tmp_path / "cache" / key[:2] / f"{key}.json").exists()
+    assert sorted(p.name for p in (tmp_path / "transcripts").iterdir()) == [
+        "spec-1.prompt.json", "spec-1.response.txt", "spec-2.prompt.json", "spec-2.response.txt"]
+
+
+def test_another_temperature_is_another_cache_entry(make):
+    with FakeOpenAI(["a", "b"]) as server:
+        assert make(server).complete("s", USER, tag="t").text == "a"
+        assert make(server, temperature=0.9).complete("s", USER, tag="t").text == "b"
+        assert make(server).complete("s", USER, tag="t").text == "a"
+        assert server.count == 2
+
+
+def test_unpriced_model_has_null_cost(api, make, tmp_path):
+    with FAKE[api](["answer"]) as server:
+        comp = make(server, prices={}).complete("s", USER, tag="free")
+    assert comp.cost_usd is None
+    assert ledger(tmp_path)[0]["cost_usd"] is None
+
+
+def test_budget_stops_before_the_call(api, make):
+    with FAKE[api](["unused"]) as server:
+        client = make(server, budget_usd=0.01, spent_usd=lambda: 0.0095,
+                      prices={MODEL[api]: {"input_per_mtok": 3.0, "output_per_mtok": 15.0}})
+        with pytest.raises(LLMError, match=r"budget of \$0\.0100 would be exceeded: spent \$0\.0095 of \$0\.0100"):
+            client.complete("s", USER, tag="expensive")
+        assert server.count == 0
+
+
+def test_budget_allows_a_call_that_fits_and_reads_the_ledger_by_default(make, tmp_path):
+    with FakeAnthropic(["cheap", "unused"]) as server:
+        client = make(server, budget_usd=1.0)
+        assert client.complete("s", USER, tag="fits").text == "cheap"
+        spent = ledger_spent(tmp_path / "ledger.jsonl")
+        assert spent > 0
+        (tmp_path / "ledger.jsonl").open("a").write(json.dumps({"cost_usd": 1.0 - spent}) + "\n")
+        with pytest.raises(LLMError, match="would be exceeded"):
+            client.complete("s", [{"role": "user", "content": "another"}], tag="over")
+        assert server.count == 1
+        # a cached answer costs nothing and is not stopped by the budget
+        assert client.complete("s", USER, tag="fits").cache_hit
+
+
+def test_budget_on_an_unpriced_model_is_refused(make):
+    with FakeOpenAI(["unused"]) as server:
+        with pytest.raises(LLMError, match="cannot enforce the budget"):
+            make(server, prices={}, budget_usd=5.0).complete("s", USER, tag="x")
+        assert server.count == 0
+
+
+# ------------------------------------------------------------------------------------------ secrecy, transcripts
+def test_api_key_is_never_written_or_raised(make, tmp_path, capsys, caplog):
+    caplog.set_level("DEBUG")
+    errors = []
+    with FakeAnthropic(['{"question": "q", "n": 1}', "not json", '{"question": "q", "n": 2}',
+                        {"status": 429, "headers": {"retry-after": "0"}}, {"status": 500},
+                        {"status": 401, "error": f"invalid key {KEY}"},  # a server echoing the key
+                        {"stop_reason": "refusal", "text": "no"}]) as anthropic_server:
+        client = make(anthropic_server, max_retries=1)
+        client.complete_json("s", USER, tag="ok", schema=SCHEMA)
+        client.complete_json("s", USER, tag="ok", schema=SCHEMA)  # cached
+        client.complete_json("s", [{"role": "user", "content": "again"}], tag="repair", schema=SCHEMA)
+        for tag in ("server-error", "auth", "refusal"):
+            with pytest.raises(LLMError) as info:
+                client.complete_json("s", [{"role": "user", "content": tag}], tag=tag)
+            errors.append(str(info.value))
+        with pytest.raises(LLMError) as info:
+            over_budget = make(anthropic_server, budget_usd=0.5, spent_usd=lambda: 1.0)
+            over_budget.complete("s", [{"role": "user", "content": "$"}], tag="budget")
+        errors.append(str(info.value))
+    with FakeOpenAI(["plain", {"drop": True}, {"drop": True}]) as openai_server:
+        client = make(openai_server, max_retries=1)
+        client.complete("s", USER, tag="openai")
+        with pytest.raises(LLMError) as info:
+            client.complete("s", [{"role": "user", "content": "drop"}], tag="drop")
+        errors.append(str(info.value))
+    assert sent_key(anthropic_server) and sent_key(openai_server)  # the key did go out, in the headers only
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".jsonl" for p in files) and any(p.name.endswith(".prompt.json") for p in files)
+    assert len(list((tmp_path / "cache").rglob("*.json"))) >= 3
+    leaked = [str(p) for p in files if KEY.encode() in p.read_bytes()]
+    assert leaked == []
+    assert len(errors) == 5 and not [e for e in errors if KEY in e]
+    out, err = capsys.readouterr()
+    assert KEY not in out + err + caplog.text
+
+
+def test_transcripts_are_numbered_per_tag(make, tmp_path):
+    with FakeOpenAI(["one", "two", "three"]) as server:
+        client = make(server)
+        client.complete("sys", [{"role": "user", "content": "1"}], tag="debate-methodologist")
+        client.complete("sys", [{"role": "user", "content": "2"}], tag="debate-methodologist")
+        client.complete("sys", [{"role": "user", "content": "3"}], tag="synthesize 1/2")
+    folder = tmp_path / "transcripts"
+    assert (folder / "debate-methodologist-2.response.txt").read_text() == "two"
+    assert (folder / "synthesize_1_2-1.response.txt").read_text() == "three"
+    prompt = json.loads((folder / "debate-methodologist-1.prompt.json").read_text())
+    assert prompt["messages"] == [{"role": "user", "content": "1"}] and prompt["system"] == "sys"
+
+
+def test_no_transcripts_when_no_folder(make, tmp_path):
+    with FakeOpenAI(["x"]) as server:
+        make(server, transcript_dir=None).complete("s", USER, tag="quiet")
+    assert not (tmp_path / "transcripts").exists()
+
+
+# ------------------------------------------------------------------------------------------ prompt files
+def test_load_prompt_and_hash(tmp_path):
+    path = tmp_path / "agent.yaml"
+    path.write_text("system: |\n  You study {dataset}.\nuser: 'Question: {question}'\n", encoding="utf-8")
+    prompt = load_prompt(path)
+    assert prompt["system"].format(dataset="HSLS:09") == "You study HSLS:09.\n"
+    assert fill(prompt["user"], question="why?") == "Question: why?"
+    with pytest.raises(LLMError, match="question"):
+        fill(prompt["user"])
+    assert prompt_hash(path) == hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    assert len(prompt_hash(path)) == 16
+    (tmp_path / "bad.yaml").write_text("user: hi\n")
+    with pytest.raises(LLMError, match="system"):
+        load_prompt(tmp_path / "bad.yaml")
+    with pytest.raises(LLMError, match="not found"):
+        load_prompt(tmp_path / "missing.yaml")
+
+
+def test_the_project_prompt_files_load():
+    for path in sorted((ROOT / "config" / "prompts").glob("*.yaml")):
+        assert isinstance(load_prompt(path)["system"], str)

@@ -1,0 +1,126 @@
+"""The workflow with a language model: the real Anthropic SDK and an OpenAI-compatible client talk to
+fake servers on 127.0.0.1, as do the Semantic Scholar and CrossRef clients. No network, no real key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakes.llm_servers import FakeAnthropic, FakeOpenAI
+from fakes.scholar_servers import CROSSREF_WORKS, S2_PAPERS, FakeCrossRef, FakeSemanticScholar
+from workflow import ROOT, jobs_run, snakemake
+
+from edm_ars.formulate import offline_spec
+from edm_ars.registry import load_registry
+
+pytestmark = pytest.mark.workflow
+KEY = "sk-ant-test-not-a-real-key-0123456789"
+
+
+def spec_draft() -> dict:
+    reg = load_registry(ROOT / "registry" / "hsls09")
+    spec = offline_spec(reg, prompt=None, question_id="college_attendance", round_=0)
+    return {"research_question": spec["research_question"], "outcome": {"name": "X4EVRATNDCLG"},
+            "predictors": [{"name": p["name"], "rationale": p["rationale"]} for p in spec["predictors"][:12]],
+            "population": spec["population"], "subgroups": spec["subgroups"],
+            "expected_contribution": spec["expected_contribution"], "limitations": spec["limitations"],
+            "novelty_score": 3.5}
+
+
+def agent(request: dict) -> str:
+    """A scripted model: debate turns in prose, the synthesizer's specification as JSON in prose."""
+    messages = request["messages"]
+    last = messages[-1]["content"]
+    text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
+    if "As the synthesizer" in text:
+        return "Here is the specification.\n```json\n" + json.dumps(spec_draft()) + "\n```\nThat is all."
+    return "I would predict postsecondary attendance (X4EVRATNDCLG) from earlier-wave indicators."
+
+
+def literature_overrides(s2: FakeSemanticScholar, cr: FakeCrossRef) -> str:
+    return (f"literature: {{semantic_scholar_url: '{s2.base_url}', crossref_url: '{cr.base_url}', "
+            "n_min: 5, n_max: 12}\n")
+
+
+def files_under(workdir: Path):
+    for top in ("output", "logs", ".snakemake", ".cache"):
+        for path in (workdir / top).rglob("*"):
+            if path.is_file():
+                yield path
+
+
+def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    with FakeAnthropic(agent) as llm, FakeSemanticScholar(S2_PAPERS) as s2, FakeCrossRef(CROSSREF_WORKS) as cr:
+        result = snakemake(tmp_path, config={"backend": "anthropic", "base_url": llm.url},
+                           overrides=literature_overrides(s2, cr))
+        assert result.returncode == 0, result.stderr[-5000:]
+        out = tmp_path / "output"
+        spec = json.loads((out / "round_0" / "research_spec.json").read_text())
+        assert spec["backend"] == "anthropic" and spec["outcome"]["name"] == "X4EVRATNDCLG"
+        literature = json.loads((out / "round_0" / "literature_context.json").read_text())
+        assert literature["source"] == "semantic_scholar" and not literature["retrieval_failed"]
+        assert all(p["status"] != "HALLUCINATED" for p in literature["papers"])
+        assert (out / "paper.pdf").exists()
+
+        # costs.json agrees with the usage the fake server reported, priced from config
+        calls = [json.loads(line) for line in (out / "llm_calls.jsonl").read_text().splitlines()]
+        costs = json.loads((out / "costs.json").read_text())
+        reported_in = sum(llm.request_chars(r) // 4 for r in llm.requests)
+        assert llm.count == 4 == costs["agents"]["formulate"]["calls"]  # three debaters and the synthesizer
+        assert costs["agents"]["formulate"]["input_tokens"] == reported_in == sum(c["input_tokens"] for c in calls)
+        out_tokens = costs["agents"]["formulate"]["output_tokens"]
+        assert costs["total"]["cost_usd"] == pytest.approx(reported_in * 3.0 / 1e6 + out_tokens * 15.0 / 1e6)
+        assert {c["model"] for c in calls} == {"claude-sonnet-4-5"}
+
+        # forcing the stage again is answered from the cache: zero requests
+        n_llm, n_s2 = llm.count, s2.request_count
+        again = snakemake(tmp_path, "output/round_0/research_spec.json", "-R", "formulate",
+                          config={"backend": "anthropic", "base_url": llm.url},
+                          overrides=literature_overrides(s2, cr))
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert jobs_run(again) == ["formulate"]
+        assert llm.count == n_llm and s2.request_count == n_s2
+        ledger = [json.loads(line) for line in
+                  (out / "ledger" / "formulate" / "round_0.jsonl").read_text().splitlines()]
+        assert len(ledger) == 4 and all(c["cache_hit"] for c in ledger)
+    # the key reached the server but is never written anywhere
+    assert any(KEY in " ".join(h.values()) for h in llm.headers)
+    leaked = [p for p in files_under(tmp_path) if KEY.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_openai_compatible_backend_and_unpriced_cost(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAI(agent) as llm, FakeSemanticScholar(S2_PAPERS) as s2, FakeCrossRef(CROSSREF_WORKS) as cr:
+        result = snakemake(tmp_path, "output/ledger/formulate/round_0.jsonl",
+                           config={"backend": "openai_compatible", "base_url": f"{llm.url}/v1",
+                                   "model": "local-llama"}, overrides=literature_overrides(s2, cr))
+        assert result.returncode == 0, result.stderr[-5000:]
+        assert llm.count == 4
+    ledger = [json.loads(line) for line in
+              (tmp_path / "output" / "ledger" / "formulate" / "round_0.jsonl").read_text().splitlines()]
+    assert {c["model"] for c in ledger} == {"local-llama"} and all(c["cost_usd"] is None for c in ledger)
+    spec = json.loads((tmp_path / "output" / "round_0" / "research_spec.json").read_text())
+    assert spec["backend"] == "openai_compatible"
+
+
+def test_model_that_keeps_breaking_the_gate_stops_the_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+    def leaky(request):
+        reply = agent(request)
+        if "```json" in reply or "rejected by the registry" in json.dumps(request["messages"][-1]):
+            draft = spec_draft()
+            draft["predictors"].append({"name": "X4EVRAPPCLG", "rationale": "same-wave proxy"})
+            return json.dumps(draft)
+        return reply
+
+    with FakeAnthropic(leaky) as llm:
+        result = snakemake(tmp_path, "output/round_0/research_spec.json",
+                           config={"backend": "anthropic", "base_url": llm.url})
+        assert llm.count == 5  # debate, synthesis, one revision
+    assert result.returncode != 0
+    assert "X4EVRAPPCLG" in result.stderr and "same wave" in result.stderr
+    assert not (tmp_path / "output" / "round_0" / "research_spec.json").exists()
