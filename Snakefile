@@ -33,6 +33,7 @@ include: "rules/engineer.smk"
 include: "rules/analyze.smk"
 include: "rules/critique.smk"
 include: "rules/write.smk"
+include: "rules/gates.smk"
 
 
 # Compute nodes often have no internet: agent rules stay on the submitting host.
@@ -43,6 +44,8 @@ if config["local_agents"]:
         critique,
         write,
         costs,
+        gate,
+        lessons,
 
 
 rule all:

@@ -5,6 +5,7 @@ ruleorder: fit_stacking > fit_model
 rule fit_model:
     input:
         unpack(training_for),
+        unpack(analysis_gate),
     output:
         model="output/round_{round}/models/{model}.joblib",
         meta="output/round_{round}/models/{model}.json",
@@ -26,6 +27,7 @@ rule fit_model:
 rule fit_stacking:
     input:
         unpack(stacking_inputs),
+        unpack(analysis_gate),
     output:
         model="output/round_{round}/models/stacking.joblib",
         meta="output/round_{round}/models/stacking.json",

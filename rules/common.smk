@@ -10,6 +10,7 @@ sys.path.insert(0, str(BASE / "scripts"))
 
 from edm_ars.datasets.adapters import adapter as _adapter  # noqa: E402
 from edm_ars.errors import DataError  # noqa: E402
+from edm_ars.gates import MODES, subjects  # noqa: E402
 from edm_ars.models import STACKING  # noqa: E402
 from edm_ars.registry import load_registry  # noqa: E402
 from edm_ars.stability import perturbations  # noqa: E402
@@ -41,10 +42,21 @@ wildcard_constraints:
     round=r"\d+",
     model=r"[a-z_]+",
     perturbation=r"[a-z]+_[a-z0-9]+",
+    gate=r"formulate|engineer|analyze|critique|write",
 
 
 def final_targets():
-    return ["output/paper.pdf", "output/costs.json"]
+    return ["output/paper.pdf", "output/costs.json", "output/lessons.json"]
+
+
+def lessons_store():
+    from edm_ars.lessons import default_store_path
+
+    return config["lessons"]["store"] or str(default_store_path())
+
+
+def run_reviews(wildcards=None):
+    return [review_path(r) for r in range(final_round() + 1)]
 
 
 # ---- agents and their language models -------------------------------------------------------
@@ -110,6 +122,65 @@ def base_models():
     return [m for m in models() if m != STACKING]
 
 
+# ---- human gates ----------------------------------------------------------------------------
+
+GATES = MODES[config["hitl"]]
+
+
+def gate_subject(wildcards):
+    files = subjects(wildcards.gate, int(wildcards.round))
+    named = {f"subject_{i}": f for i, f in enumerate(files)}
+    if wildcards.gate == "formulate":
+        named["spec"] = files[0]
+    return named
+
+
+def gate_approval(gate, r):
+    """The approval a downstream job waits for, when the configured mode has this gate."""
+    return (
+        {f"gate_{gate}": f"output/gates/round_{r}/{gate}.approved.json"}
+        if gate in GATES
+        else {}
+    )
+
+
+def human_notes(stage, r):
+    """A rejection note for a stage, as an input: when one appears, the stage reruns with it."""
+    path = Path("approvals") / f"round_{r}" / f"{stage}.notes.json"
+    return {"human_notes": str(path)} if stage in GATES and path.exists() else {}
+
+
+def formulate_extras(wildcards):
+    r = int(wildcards.round)
+    return previous_review_input(wildcards) | human_notes("formulate", r)
+
+
+def engineer_extras(wildcards):
+    r = int(wildcards.round)
+    return (
+        previous_review_input(wildcards)
+        | gate_approval("formulate", producing_round("formulate", r))
+        | human_notes("engineer", r)
+    )
+
+
+def analysis_gate(wildcards):
+    return gate_approval("engineer", producing_round("engineer", int(wildcards.round)))
+
+
+def critique_gate(wildcards):
+    return gate_approval("analyze", int(wildcards.round))
+
+
+def write_gates(wildcards):
+    r = final_round()
+    return (
+        gate_approval("critique", r)
+        | gate_approval("write", r)
+        | human_notes("write", r)
+    )
+
+
 # ---- the revision loop --------------------------------------------------------------------
 
 
@@ -139,9 +210,12 @@ def producing_round(stage, r):
 
 
 def previous_review_input(wildcards):
-    """Round r > 0 re-runs because of review r-1: the revised stage reads its instructions."""
+    """Round r > 0 re-runs because of review r-1: the revised stage reads its instructions
+    (after the researcher approved that review, when the mode gates the Critic)."""
     r = int(wildcards.round)
-    return {"previous_review": review_path(r - 1)} if r > 0 else {}
+    if r == 0:
+        return {}
+    return {"previous_review": review_path(r - 1)} | gate_approval("critique", r - 1)
 
 
 def spec_for(wildcards):

@@ -2,6 +2,7 @@ checkpoint critique:
     input:
         unpack(spec_for),
         unpack(engineered_for),
+        unpack(critique_gate),
         results="output/round_{round}/results.json",
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,

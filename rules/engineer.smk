@@ -1,7 +1,7 @@
 rule engineer:
     input:
         unpack(spec_for),
-        unpack(previous_review_input),
+        unpack(engineer_extras),
         raw=raw_data,
         manifest="output/data/dataset.json",
         tier2="output/registry/tier2.json",

@@ -1,6 +1,6 @@
 rule formulate:
     input:
-        unpack(previous_review_input),
+        unpack(formulate_extras),
         tier2="output/registry/tier2.json",
         manifest="output/data/dataset.json",
         registry=REGISTRY_FILES,
@@ -27,5 +27,7 @@ rule formulate:
         prices=lookup(dpath="llm/prices", within=config),
         cache_dir=lookup(dpath="llm/cache_dir", within=config),
         literature=lookup(dpath="literature", within=config),
+        lessons_store=lessons_store(),
+        lessons_k=lookup(dpath="lessons/k", within=config),
     script:
         "../scripts/formulate.py"

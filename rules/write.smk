@@ -1,6 +1,7 @@
 rule write:
     input:
         unpack(paper_inputs),
+        unpack(write_gates),
         registry=REGISTRY_FILES,
     output:
         tex="output/paper/paper.tex",
@@ -61,3 +62,19 @@ rule costs:
         "../envs/data.yaml"
     script:
         "../scripts/costs.py"
+
+
+rule lessons:
+    input:
+        reviews=run_reviews,
+        pdf="output/paper.pdf",
+    output:
+        lessons="output/lessons.json",
+    log:
+        "logs/lessons.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        store=lessons_store(),
+    script:
+        "../scripts/lessons.py"

@@ -4,6 +4,7 @@ from edm_ars.artifacts import read_json, write_csv, write_json
 from edm_ars.datasets.adapters import read_raw
 from edm_ars.engineer import Protocol, prepare
 from edm_ars.errors import DataError
+from edm_ars.gates import read_notes
 from edm_ars.layout import load_layout
 from edm_ars.rule_io import log, registry_of, run
 
@@ -28,9 +29,13 @@ def main(smk):
     raw = read_raw(smk.input.raw, usecols=[c for c in columns if c in available])
     prepared = prepare(raw, spec, reg, load_layout(smk.input.layout), proto)
     report = prepared.report
+    notes = []
     if "previous_review" in smk.input.keys():
-        review = read_json(smk.input.previous_review, "review_report")
-        report["revision_notes"] = review["revision_instructions"].get("engineer", [])
+        notes += read_json(smk.input.previous_review, "review_report")["revision_instructions"].get("engineer", [])
+    if "human_notes" in smk.input.keys():
+        notes += [f"Researcher: {n}" for n in read_notes(smk.input.human_notes)]
+    if notes:
+        report["revision_notes"] = notes
     log.info("analytic n %d (train %d, test %d), %d features; checks passed: %s", report["analytic_n"],
              report["train_n"], report["test_n"], len(report["predictors_after"]), report["validation_passed"])
     for w in report["warnings"]:

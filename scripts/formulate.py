@@ -5,11 +5,14 @@ bibliography. With a model: a structured debate and a synthesized specification 
 revision), then Semantic Scholar retrieval verified against CrossRef (curated fallback)."""
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from edm_ars.artifacts import atomic_write_text, read_json, write_json
 from edm_ars.errors import SpecError
 from edm_ars.formulate import curated_literature, offline_spec, validate_spec
+from edm_ars.gates import read_notes
+from edm_ars.lessons import load, relevant, render
 from edm_ars.rule_io import log, registry_of, run
 
 
@@ -59,6 +62,15 @@ def main(smk):
     if "previous_review" in smk.input.keys():
         notes = read_json(smk.input.previous_review, "review_report")["revision_instructions"].get("formulate", [])
         log.info("round %d revises the specification: %s", r, notes)
+    if "human_notes" in smk.input.keys():
+        human = read_notes(smk.input.human_notes)
+        log.info("the researcher sent the specification back: %s", human)
+        notes = notes + [f"Researcher: {n}" for n in human]
+    ranked = relevant(load(Path(smk.params.lessons_store)), datetime.now(UTC), stage="formulate",
+                      k=smk.params.lessons_k)
+    lessons = render(ranked)
+    if lessons:
+        log.info("%s", lessons)
     bib, topics = smk.input.bibliography
     backend = smk.params.llm["backend"]
     if backend == "offline":
@@ -77,7 +89,7 @@ def main(smk):
         spec, record = formulate_with_model(client, load_prompt(smk.input.prompts), reg,
                                             prompt=smk.params.prompt or None, round_=r, backend=backend,
                                             revision_notes=notes, literature=curated, data_columns=columns,
-                                            n_candidates=smk.params.candidates)
+                                            n_candidates=smk.params.candidates, lessons=lessons)
         log.info("debate and synthesis: %s", {k: v for k, v in record.items() if k != "debate"})
         literature = model_literature(smk, spec, lambda note: curated_literature(bib, topics, spec["question_id"],
                                                                                  note=note))

@@ -196,3 +196,47 @@ def test_outcome_absent_from_a_real_data_file_is_named(tmp_path):
     assert "research specification rejected" in message and "X4EVRATNDCLG" in message
     assert (tmp_path / "output" / "data" / "dataset.json").exists()
     assert not (tmp_path / "output" / "round_0" / "research_spec.json").exists()
+
+
+def test_gates_block_until_approved_and_a_rejection_reaches_the_stage(tmp_path):
+    def status():
+        return subprocess.run(["edm-ars", "status", "-d", str(tmp_path)], capture_output=True, text=True).stdout
+
+    def edm(*args):
+        done = subprocess.run(["edm-ars", *args, "-d", str(tmp_path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    first = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
+    assert first.returncode != 0
+    message = first.stdout + first.stderr
+    assert "gate 'formulate' (round 0) is waiting for your review" in message
+    assert "edm-ars approve formulate --round 0" in message
+    ran = jobs_run(first)
+    assert "formulate" in ran and not {"engineer", "fit_model", "write"} & set(ran)
+    assert not (tmp_path / "output" / "round_0" / "data").exists()
+    assert "waiting for the researcher: formulate (round 0)" in status()
+
+    # a rejection note reaches the stage, which reruns with it; the gate then waits again
+    edm("reject", "formulate", "--note", "Justify the school-level predictors")
+    second = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
+    assert second.returncode != 0 and "formulate" in jobs_run(second)
+    spec = read(tmp_path / "output" / "round_0" / "research_spec.json")
+    assert "Researcher: Justify the school-level predictors" in spec["revision_notes"]
+    assert not (tmp_path / "output" / "round_0" / "data").exists()
+
+    edm("approve", "formulate")
+    third = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
+    assert third.returncode != 0 and "engineer" in jobs_run(third) and "fit_model" not in jobs_run(third)
+    assert "gate 'engineer' (round 0) is waiting" in third.stdout + third.stderr
+
+    edm("approve", "engineer")
+    fourth = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
+    assert fourth.returncode != 0 and "critique" in jobs_run(fourth) and "write" not in jobs_run(fourth)
+    assert "gate 'write' (round 0) is waiting" in fourth.stdout + fourth.stderr
+
+    edm("approve", "write", "--note", "Results read fine")
+    last = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
+    assert last.returncode == 0, last.stderr[-3000:]
+    assert (tmp_path / "output" / "paper.pdf").exists()
+    assert "waiting for the researcher" not in status()

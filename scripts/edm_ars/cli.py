@@ -1,4 +1,4 @@
-"""`edm-ars`: chores around the workflow (status, validate-spec)."""
+"""`edm-ars`: chores around the workflow (status, validate-spec, approve, reject)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from .artifacts import read_json
 from .errors import EdmArsError
 from .formulate import validate_spec
+from .gates import MODES, approve, latest_round, pending, reject
 from .registry import load_registry
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -69,12 +70,44 @@ def cmd_status(args: argparse.Namespace) -> int:
         else:
             line += "; review pending"
         print(line)
+    waiting = pending(Path(args.directory))
+    if waiting:
+        print("waiting for the researcher: " + ", ".join(waiting) + " (edm-ars approve <gate>)")
     if (out / "abort_report.json").exists():
         print(f"ABORTED: {json.loads((out / 'abort_report.json').read_text())['reason']}")
     elif (out / "paper.pdf").exists():
         print(f"paper: {out / 'paper.pdf'}")
     else:
         print("paper: not built yet (run: snakemake --cores 8 output/paper.pdf)")
+    return 0
+
+
+def _gate_round(args: argparse.Namespace) -> int:
+    return args.round if args.round is not None else latest_round(args.gate, Path(args.directory))
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    r = _gate_round(args)
+    path = approve(args.gate, r, Path(args.directory), note=args.note)
+    print(f"approved gate '{args.gate}' (round {r}): {path}\nContinue with: snakemake --cores 8 output/paper.pdf")
+    return 0
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    r = _gate_round(args)
+    path = reject(args.gate, r, Path(args.directory), args.note)
+    print(f"sent '{args.gate}' (round {r}) back with your note ({path}); the stage reruns with it.\n"
+          "Continue with: snakemake --cores 8 output/paper.pdf")
+    return 0
+
+
+def cmd_lessons(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from .lessons import cli_lessons, default_store_path
+
+    store = Path(args.store) if args.store else default_store_path()
+    print(cli_lessons(store, datetime.now(UTC), stage=args.stage, k=args.k, all_=args.all))
     return 0
 
 
@@ -90,6 +123,20 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("status", help="where the run in a workflow directory stands")
     s.add_argument("--directory", "-d", default=".")
     s.set_defaults(func=cmd_status)
+    for name, helptext in (("approve", "approve a human gate so the run continues"),
+                           ("reject", "send a gated stage back with a note (its revision instruction)")):
+        g = sub.add_parser(name, help=helptext)
+        g.add_argument("gate", choices=MODES["step-by-step"])
+        g.add_argument("--round", type=int, default=None, help="round (default: the latest with artifacts)")
+        g.add_argument("--note", required=name == "reject")
+        g.add_argument("--directory", "-d", default=".")
+        g.set_defaults(func=cmd_approve if name == "approve" else cmd_reject)
+    ls = sub.add_parser("lessons", help="lessons from earlier runs, ranked by severity x recency")
+    ls.add_argument("--store", help="the store (default: the user's data directory)")
+    ls.add_argument("--stage", choices=["formulate", "engineer", "analyze", "write"])
+    ls.add_argument("-k", type=int, default=10)
+    ls.add_argument("--all", action="store_true", help="every stored lesson, expired ones too")
+    ls.set_defaults(func=cmd_lessons)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

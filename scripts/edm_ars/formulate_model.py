@@ -130,7 +130,7 @@ def choose(candidates: list[dict[str, Any]], reg: Registry) -> tuple[int, dict[s
 
 def formulate_with_model(client: Any, prompts: dict[str, Any], reg: Registry, *, prompt: str | None, round_: int,
                          backend: str, revision_notes: list[str], literature: dict[str, Any] | None = None,
-                         data_columns: set[str] | None = None, n_candidates: int = 1
+                         data_columns: set[str] | None = None, n_candidates: int = 1, lessons: str = ""
                          ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Debate, synthesize (one or several candidates), gate, one revision; returns (spec, record)."""
     ctx = registry_context(reg, literature)
@@ -141,7 +141,8 @@ def formulate_with_model(client: Any, prompts: dict[str, Any], reg: Registry, *,
     debate = []
     for role in ROLES:
         text = prompts["debate_user"].format(prompt=user_prompt, questions=ctx["questions"],
-                                             literature=ctx["literature"], revision=revision, role=role,
+                                             literature=ctx["literature"], revision=revision, lessons=lessons,
+                                             role=role,
                                              role_brief=prompts["roles"][role])
         answer = client.complete(system, [{"role": "user", "content": text}], tag=f"debate-{role}")
         debate.append(f"[{role}] {answer.text.strip()}")

@@ -1,0 +1,13 @@
+rule gate:
+    input:
+        unpack(gate_subject),
+        tier2="output/registry/tier2.json",
+        registry=REGISTRY_FILES,
+    output:
+        approved="output/gates/round_{round}/{gate}.approved.json",
+    log:
+        "logs/gate/round_{round}/{gate}.log",
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/gate.py"
