@@ -35,6 +35,7 @@ BIBLIOGRAPHY = [
     for name in ("references.bib", "topics.yaml")
 ]
 PAPER_TEMPLATE = str(BASE / "config" / "paper_template.tex")
+RUBRIC = str(BASE / "config" / "rubric.yaml")
 FIGURE_PHASES = ["evaluate", "explain", "fairness"]
 
 
@@ -98,10 +99,13 @@ def agent_settings(agent):
 def ledgers(wildcards=None):
     """The LLM call ledgers of every agent job of the run (one file per job)."""
     last = final_round()
-    return [
+    formulate = [
         f"output/ledger/formulate/round_{r}.jsonl"
         for r in range(last + 1)
         if r == 0 or STAGES.index(rerun_from(r)) == 0
+    ]
+    return formulate + [
+        f"output/ledger/critique/round_{r}.jsonl" for r in range(last + 1)
     ]
 
 

@@ -6,8 +6,12 @@ checkpoint critique:
         results="output/round_{round}/results.json",
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
+        rubric=RUBRIC,
+        prompts=prompt_file("critique"),
     output:
         review="output/round_{round}/review_report.json",
+        ledger="output/ledger/critique/round_{round}.jsonl",
+        transcripts=directory("output/prompts/critique/round_{round}"),
     log:
         "logs/critique/round_{round}.log",
     conda:
@@ -18,6 +22,11 @@ checkpoint critique:
         max_revisions=lookup(dpath="max_revisions", within=config),
         force_revise=lookup(dpath="force_revise", within=config),
         critic=lookup(dpath="critic", within=config),
-        min_analytic_n=lookup(dpath="engineer/min_analytic_n", within=config),
+        llm=agent_settings("critique"),
+        prompt_hash=prompt_hash("critique"),
+        budget_usd=lookup(dpath="budget_usd", within=config),
+        prices=lookup(dpath="llm/prices", within=config),
+        cache_dir=lookup(dpath="llm/cache_dir", within=config),
+        min_analytic_n=lookup(dpath="critic/abort_below_n", within=config),
     script:
         "../scripts/critique.py"

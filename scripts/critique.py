@@ -1,21 +1,58 @@
-"""Checkpoint critique (Critic): rubric checks in code and the computed verdict."""
+"""Checkpoint critique (Critic): rubric checks in code, then (with a model) the three-lens review;
+the verdict is always computed by rule from the merged issues."""
 
-from edm_ars.artifacts import read_json, write_json
-from edm_ars.critic import review
+import json
+from pathlib import Path
+
+from edm_ars.artifacts import atomic_write_text, read_json, write_json
+from edm_ars.critic import key_figure_paths, load_rubric, review, review_with_model
 from edm_ars.rule_io import log, registry_of, run
+
+
+def model_review(smk, code_review, spec, report, results, rubric):
+    from edm_ars.llm import AgentSettings, LLMClient, load_prompt
+
+    s = smk.params.llm
+    ledger = Path(smk.output.ledger)
+
+    def spent():
+        return sum(json.loads(line).get("cost_usd") or 0.0 for path in ledger.parents[1].rglob("*.jsonl")
+                   for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+    client = LLMClient(AgentSettings(agent="critique", backend=s["backend"], model=s["model"],
+                                     temperature=s["temperature"], max_tokens=s["max_tokens"],
+                                     timeout_s=s["timeout_s"], max_retries=s["max_retries"], base_url=s["base_url"],
+                                     api_key_env=s["api_key_env"]),
+                       run_round=int(smk.wildcards.round), cache_dir=Path(smk.params.cache_dir), ledger_path=ledger,
+                       transcript_dir=Path(smk.output.transcripts), prices=smk.params.prices,
+                       budget_usd=smk.params.budget_usd or None, spent_usd=spent)
+    figures = key_figure_paths(results, Path(smk.input.results).parent)
+    return review_with_model(client, load_prompt(smk.input.prompts), spec, report, results, figures, code_review,
+                             max_revisions=smk.params.max_revisions, rubric=rubric,
+                             images=s["backend"] == "anthropic")
 
 
 def main(smk):
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
-    report = review(read_json(smk.input.spec, "research_spec"), read_json(smk.input.report, "data_report"),
-                    read_json(smk.input.results, "results"), reg, round_=int(smk.wildcards.round),
+    Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(smk.output.ledger, "")
+    spec = read_json(smk.input.spec, "research_spec")
+    report = read_json(smk.input.report, "data_report")
+    results = read_json(smk.input.results, "results")
+    rubric = load_rubric(smk.input.rubric)
+    result = review(spec, report, results, reg, round_=int(smk.wildcards.round),
                     max_revisions=smk.params.max_revisions, force_revise=smk.params.force_revise or None,
-                    min_models=smk.params.critic["min_models"], min_analytic_n=smk.params.min_analytic_n)
-    log.info("round %s verdict %s (score %.2f, %d issues); rerun from %s", report["round"], report["verdict"],
-             report["overall_score"], len(report["issues"]), report["rerun_from"])
-    for issue in report["issues"]:
+                    min_models=smk.params.critic["min_models"], min_analytic_n=smk.params.min_analytic_n,
+                    rubric=rubric)
+    if smk.params.llm["backend"] != "offline":
+        result = model_review(smk, result, spec, report, results, rubric)
+    log.info("round %s verdict %s (score %.2f, %d issues); rerun from %s", result["round"], result["verdict"],
+             result["overall_score"], len(result["issues"]), result["rerun_from"])
+    for issue in result["issues"]:
         log.info("  [%s] %s -> %s", issue["severity"], issue["description"], issue["target_stage"])
-    write_json(smk.output.review, report, "review_report")
+    for note in result.get("notes", []):
+        log.info("  note: %s", note)
+    write_json(smk.output.review, result, "review_report")
 
 
 run(snakemake, main)  # noqa: F821

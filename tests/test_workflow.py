@@ -240,3 +240,18 @@ def test_gates_block_until_approved_and_a_rejection_reaches_the_stage(tmp_path):
     assert last.returncode == 0, last.stderr[-3000:]
     assert (tmp_path / "output" / "paper.pdf").exists()
     assert "waiting for the researcher" not in status()
+
+
+def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
+    """Too few analytic cases for a defensible study: the engineer's floor was lowered, the Critic's is not."""
+    result = snakemake(tmp_path, "output/paper.pdf", overrides=(
+        "synthetic: {n_students: 1150, n_schools: 60}\n"
+        "engineer: {test_fraction: 0.2, simple_below: 5.0, warn_above: 20.0, min_analytic_n: 500,"
+        " min_retention: 0.6, max_categories: 100}\n"))
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "the Critic aborted the study in round 0" in message and "analytic cases" in message
+    report = read(tmp_path / "output" / "abort_report.json")
+    assert report["round"] == 0 and report["critical_issues"]
+    assert not (tmp_path / "output" / "paper.pdf").exists()
+    assert not (tmp_path / "output" / "paper" / "paper.tex").exists()

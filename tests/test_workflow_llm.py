@@ -28,8 +28,21 @@ def spec_draft() -> dict:
             "novelty_score": 3.5}
 
 
+CRITIC_REVIEW = {"overall_score": 8.5, "dimension_scores": {"problem_formulation": 8.5, "data_preparation": 9,
+                                                             "analysis": 8.5, "substantive_validity": 8},
+                 "issues": [{"id": "model_generalisability", "severity": "minor", "category": "substantive_validity",
+                             "description": "Findings generalize to survey respondents only.",
+                             "recommendation": "State the population restriction.", "target_stage": "write"}],
+                 "revision_instructions": {}, "verdict": "PASS"}
+
+
 def agent(request: dict) -> str:
-    """A scripted model: debate turns in prose, the synthesizer's specification as JSON in prose."""
+    """A scripted model: debate turns in prose, the synthesizer's specification as JSON in prose, and
+    the Critic's three-lens review as JSON after its reasoning."""
+    system = request.get("system") or ""
+    system = system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
+    if "You are the Critic" in system:
+        return "<thinking>methodologist, skeptic, synthesizer</thinking>\n" + json.dumps(CRITIC_REVIEW)
     messages = request["messages"]
     last = messages[-1]["content"]
     text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
@@ -39,8 +52,9 @@ def agent(request: dict) -> str:
 
 
 def literature_overrides(s2: FakeSemanticScholar, cr: FakeCrossRef) -> str:
+    # lessons off (k: 0): the store changes between runs, which would (rightly) change the prompts
     return (f"literature: {{semantic_scholar_url: '{s2.base_url}', crossref_url: '{cr.base_url}', "
-            "n_min: 5, n_max: 12}\n")
+            "n_min: 5, n_max: 12}\nlessons: {store: .lessons/lessons.jsonl, k: 0}\n")
 
 
 def files_under(workdir: Path):
@@ -68,11 +82,18 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         calls = [json.loads(line) for line in (out / "llm_calls.jsonl").read_text().splitlines()]
         costs = json.loads((out / "costs.json").read_text())
         reported_in = sum(llm.request_chars(r) // 4 for r in llm.requests)
-        assert llm.count == 4 == costs["agents"]["formulate"]["calls"]  # three debaters and the synthesizer
-        assert costs["agents"]["formulate"]["input_tokens"] == reported_in == sum(c["input_tokens"] for c in calls)
-        out_tokens = costs["agents"]["formulate"]["output_tokens"]
-        assert costs["total"]["cost_usd"] == pytest.approx(reported_in * 3.0 / 1e6 + out_tokens * 15.0 / 1e6)
-        assert {c["model"] for c in calls} == {"claude-sonnet-4-5"}
+        # three debaters and the synthesizer, then the Critic (an Opus-class model)
+        assert costs["agents"]["formulate"]["calls"] == 4 and costs["agents"]["critique"]["calls"] == 1
+        assert llm.count == 5 == costs["total"]["calls"]
+        assert costs["total"]["input_tokens"] == reported_in == sum(c["input_tokens"] for c in calls)
+        price = {"claude-sonnet-4-5": (3.0, 15.0), "claude-opus-4-1": (15.0, 75.0)}
+        expected = sum(c["input_tokens"] * price[c["model"]][0] / 1e6 + c["output_tokens"] * price[c["model"]][1] / 1e6
+                       for c in calls)
+        assert costs["total"]["cost_usd"] == pytest.approx(expected)
+        assert {c["model"] for c in calls if c["agent"] == "critique"} == {"claude-opus-4-1"}
+        review = json.loads((out / "round_0" / "review_report.json").read_text())
+        assert review["model_verdict"] == "PASS" and review["backend"] == "anthropic"
+        assert any(i["id"] == "model_generalisability" for i in review["issues"])
 
         # forcing the stage again is answered from the cache: zero requests
         n_llm, n_s2 = llm.count, s2.request_count

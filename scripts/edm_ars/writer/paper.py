@@ -9,7 +9,7 @@ from typing import Any
 
 from ..artifacts import atomic_write_text, validate
 from ..errors import EdmArsError
-from . import prose
+from . import analyses, prose
 from .macros import MacroTable
 
 SLOTS = ("TITLE", "AUTHORS", "ABSTRACT", "KEYWORDS", "MACROS", "UNVERIFIED", "INTRODUCTION",
@@ -61,7 +61,7 @@ def cited_keys(tex: str) -> list[str]:
 
 _STRIP = re.compile(
     r"(?<!\\)%.*$"  # comments
-    r"|\\(?:label|ref|eqref|cite[tp]?|begin|end|includegraphics|texttt|bibliography\w*)"
+    r"|\\(?:label|ref|eqref|cite[tp]?|begin|end|includegraphics|texttt|bibliography\w*|multicolumn)"
     r"(?:\[[^\]]*\])?\{[^}]*\}"  # commands whose argument is not prose
     r"|\\[A-Za-z]+"  # any other control sequence (number macros included)
     r"|95\\%",  # the fixed confidence level
@@ -151,18 +151,20 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     prose.register_numbers(ctx)
     missing = _collect_figures(ctx, figures_dir, out_dir)
 
+    # Related work is written last so that its list of further references leaves out the papers the
+    # other sections cite; the order of the slots in the paper is the template's.
     content = {
         "TITLE": prose.title(ctx),
         "AUTHORS": prose.authors(ctx, authors),
         "KEYWORDS": prose.keywords(ctx),
         "ABSTRACT": prose.abstract(ctx),
         "INTRODUCTION": prose.introduction(ctx),
-        "RELATED_WORK": prose.related_work(ctx),
         "METHODS": prose.methods(ctx),
-        "RESULTS": prose.results(ctx),
+        "RESULTS": analyses.results(ctx, prose.results_table(ctx)),
         "DISCUSSION": prose.discussion(ctx),
         "LIMITATIONS": prose.limitations(ctx),
     }
+    content["RELATED_WORK"] = prose.related_work(ctx)
     appendix = [prose.hyperparameter_table(ctx)]
     if ctx.unverified:
         content["UNVERIFIED"] = prose.unverified_block(ctx)

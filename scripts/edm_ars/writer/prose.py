@@ -99,6 +99,10 @@ def lc_first(text: str) -> str:
     return text
 
 
+def _cap_first(text: str) -> str:
+    return text[0].upper() + text[1:] if text else text
+
+
 def number_word(n: int) -> str:
     return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
 
@@ -148,6 +152,18 @@ class Citations:
         self._use(keys)
         return "~\\citep{" + ",".join(keys) + "}"
 
+    def present(self, *keys: str) -> list[str]:
+        """The given keys that are citable in this run, in the given order."""
+        have = set(self.keys_all)
+        return [k for k in keys if k in have]
+
+    def cite_keys(self, *keys: str, topics: tuple[str, ...] = (), limit: int = 2) -> str:
+        """' \\citep{...}' for the named keys that are citable, else for papers on `topics`."""
+        found = self.present(*keys)
+        if not found and topics:
+            found = self.keys(*topics, limit=limit)
+        return self.citep(keys=found) if found else ""
+
     def citet(self, key: str) -> str:
         self._use([key])
         return "\\citet{" + key + "}"
@@ -187,6 +203,7 @@ class Ctx:
     registry_labels: dict[str, str]
     figures: list[Figure] = field(default_factory=list)
     n: dict[str, str] = field(default_factory=dict)  # named number uses, e.g. n["TestN"]
+    fig_refs: dict[str, str] = field(default_factory=dict)  # figure label -> Results subsection citing it
 
     # -- basic facts ---------------------------------------------------------------------
     @property
@@ -233,6 +250,29 @@ class Ctx:
     @property
     def best(self) -> str:
         return self.results["best_model"]
+
+    @property
+    def interpreted(self) -> str | None:
+        """The model whose SHAP values are reported (never stacking)."""
+        if "interpreted_model" in self.results:
+            name = self.results.get("interpreted_model")
+            return name if name in self.results["models"] else None
+        return None if model_family(self.best) == "stacking" else self.best
+
+    @property
+    def fairness(self) -> dict[str, Any]:
+        fa = self.results.get("fairness")
+        return fa if isinstance(fa, dict) and isinstance(fa.get("attributes"), dict) else {}
+
+    @property
+    def stability(self) -> dict[str, Any]:
+        st = self.results.get("stability")
+        return st if isinstance(st, dict) else {}
+
+    @property
+    def shap_by_model(self) -> dict[str, dict[str, Any]]:
+        by = (self.results.get("shap") or {}).get("by_model") or {}
+        return {k: v for k, v in by.items() if isinstance(v, dict)}
 
     @property
     def unverified(self) -> bool:
@@ -637,6 +677,10 @@ def keywords(ctx: Ctx) -> str:
         words.append("penalised regression")
     if ctx.top_features and ctx.importance_key == "mean_abs_shap":
         words.append("SHAP")
+    if ctx.fairness:
+        words.append("algorithmic fairness")
+    if ctx.stability.get("runs"):
+        words.append("stability")
     words += ["data leakage", "automated research"]
     return ", ".join(words)
 
@@ -661,25 +705,39 @@ def abstract(ctx: Ctx) -> str:
                      "missing-data reserve codes, split the data into training and test sets "
                      + ("by reconstructed school clusters " if ctx.school_split_ok else "")
                      + f"before any encoding or imputation, and compared {n['NModels']} models "
-                     f"({model_list(ctx)})."))
-    res = (f"On a held-out test set of {n['TestN']} students, {best} performed best "
-           f"({primary_stmt(ctx)})")
-    if "runner" in n:
-        res += (f", ahead of {ctx.model_phrase(n['runner'])} "
-                f"({metric_name(ctx)} = {ctx.mac(n['runner'], ctx.primary)})")
+                     f"({model_list(ctx) if len(ctx.results['models']) <= 4 else _families_phrase(ctx)})."))
+    res = (f"On a held-out test set of {n['TestN']} students, the selected model, {best}, reached "
+           f"{primary_stmt(ctx)}")
+    others = [x for x in ctx.results["models"] if x != ctx.best and ctx.mac(x, ctx.primary)]
+    if others:
+        vals = sorted(others, key=lambda x: ctx.metric_value(x, ctx.primary))
+        lo, hi = ctx.mac(vals[0], ctx.primary), ctx.mac(vals[-1], ctx.primary)
+        res += (f"; the other models reached {metric_name(ctx)} = {lo}" if lo == hi else
+                f"; the other models reached {metric_name(ctx)} between {lo} and {hi}")
     parts.append((0, res + "."))
     if ctx.top_features:
         feats = feature_names(ctx, 3)
         lead = ("The features with the largest mean absolute SHAP values were "
                 if ctx.importance_key == "mean_abs_shap" else "The most important features were ")
-        parts.append((2, lead + join_list(feats) + "."))
+        parts.append((1, lead + join_list(feats) + "."))
+    fair = _abstract_fairness(ctx)
+    if fair:
+        parts.append((2, fair))
+    st = ctx.stability
+    if st.get("runs") and st.get("unstable") is not None:
+        from .analyses import _nperturb  # noqa: PLC0415
+
+        k = _nperturb(ctx)
+        parts.append((3, (f"Across {k} perturbations of the training data, the ranking of the top features "
+                          + ("changed substantially, so it should not be read as a robust finding."
+                             if st.get("unstable") else "was stable."))))
     s = strength(ctx)
     if suspiciously_high(ctx):
         parts.append((0, "Performance this high is unusual for survey-based prediction and calls for "
                          "scrutiny of possible leakage before the result is relied on."))
     else:
         what = "discrimination" if ctx.binary else "explanatory accuracy"
-        parts.append((1, f"Information available before the outcome is measured is thus predictive of "
+        parts.append((2, f"Information available before the outcome is measured is thus predictive of "
                          f"{lc_first(ctx.outcome_label) if ctx.binary else 'later achievement'} with "
                          f"{s} {what}, although predictive associations do not identify causes."))
     disclosure = ("This study was generated automatically by the EDM-ARS pipeline with its "
@@ -694,12 +752,46 @@ def abstract(ctx: Ctx) -> str:
     def words(ps: list[tuple[int, str]]) -> int:
         return word_count(" ".join(p for _, p in ps))
 
+    # Drop sentences one at a time, least important (then latest) first, until the abstract fits.
     kept = list(parts)
-    for prio in (3, 2, 1):
-        if words(kept) <= 250:
+    for item in sorted(parts, key=lambda p: (-p[0], -parts.index(p))):
+        if words(kept) <= 250 or item[0] == 0:
             break
-        kept = [p for p in kept if p[0] != prio]
+        kept.remove(item)
     return " ".join(p for _, p in kept)
+
+
+def _families_phrase(ctx: Ctx) -> str:
+    """'from penalised regression to tree ensembles, a neural network and a stacked ensemble'."""
+    fams = {model_family(x) for x in ctx.results["models"]}
+    extra = (["a neural network"] if "mlp" in ctx.results["models"] else []) + (
+        ["a stacked ensemble"] if "stacking" in fams else [])
+    head = ("from penalised regression to tree ensembles" if {"linear", "tree"} <= fams
+            else "of several families")
+    return head + (", " + join_list(extra) if extra else "")
+
+
+def _abstract_fairness(ctx: Ctx) -> str:
+    """One sentence on the largest primary-metric gap among the audited single attributes."""
+    fa = ctx.fairness
+    primary = fa.get("primary_metric") or ctx.primary
+    best = None
+    for attr, rec in fa.get("attributes", {}).items():
+        g = (rec.get("gaps") or {}).get(primary)
+        if rec.get("kind") == "intersection" or not isinstance(g, dict) or not isinstance(g.get("gap"), (int, float)):
+            continue
+        if best is None or g["gap"] > best[1]["gap"]:
+            best = (attr, g)
+    if best is None:
+        return ""
+    attr, g = best
+    mac = ctx.m.metric(macro_name("FairGap", attr, primary), g["gap"],
+                       f"results.json:fairness.attributes.{attr}.gaps.{primary}.gap")
+    label = fa["attributes"][attr].get("label") or attr
+    label = ctx.t(lc_first(clean_label(label)), f"results.json:fairness.attributes.{attr}.label")
+    return (f"A subgroup audit found that the selected model's {metric_name(ctx, primary)} differed by up to "
+            f"{mac} between groups of {label}; this is a difference in predictive performance, not a causal "
+            "finding about the groups.")
 
 
 def introduction(ctx: Ctx) -> str:
@@ -747,7 +839,10 @@ def introduction(ctx: Ctx) -> str:
     text += (f" We use {n['NPredictors']} predictors drawn from {ctx.waves_text}, "
              "each chosen with a substantive rationale, and compare models that range from "
              f"penalised linear models{c.citep('elastic_net', limit=2)} to tree ensembles"
-             f"{c.citep('random_forest', 'xgboost', limit=3)}.")
+             f"{c.citep('random_forest', 'xgboost', limit=3)}"
+             + (", a neural network" if "mlp" in ctx.results["models"] else "")
+             + (" and a stacked ensemble" if any(model_family(x) == "stacking" for x in ctx.results["models"])
+                else "") + ".")
     paras.append(text)
     items = [
         f"A leakage-aware prediction pipeline for {ctx.short} that recodes reserve codes, splits "
@@ -761,11 +856,22 @@ def introduction(ctx: Ctx) -> str:
             how = "SHAP values" + c.citep("shap", limit=2)
         else:
             how = "feature importance scores"
-        items.append(f"An interpretation of the best model with {how}, "
-                     "reported as predictive associations rather than causal effects.")
+        items.append(f"An interpretation of the selected model with {how}, "
+                     "reported as predictive associations rather than causal effects"
+                     + (", with a check of whether the most predictive features agree across model families"
+                        if len(ctx.shap_by_model) > 1 else "") + ".")
     else:
         items.append("A transparent account of the analytic choices and limitations of the study, "
                      "so that the result can be reproduced and scrutinised.")
+    if ctx.fairness or ctx.stability.get("runs"):
+        what = []
+        if ctx.fairness:
+            what.append("a subgroup audit of the selected model's predictive performance across protected "
+                        "groups of students")
+        if ctx.stability.get("runs"):
+            what.append("a stability analysis that asks whether the performance and the most predictive features "
+                        "survive perturbations of the imputation, the training sample and the random seed")
+        items.append(_cap_first(join_list(what)) + ".")
     paras.append("The contributions of this paper are:\n\\begin{itemize}\n"
                  + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
     ec = (spec.get("expected_contribution") or "").strip()
@@ -892,7 +998,24 @@ def predictor_table(ctx: Ctx) -> str:
             + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
 
 
+_KFOLD = re.compile(r"^\s*Stratified(Group)?KFold\(n_splits=(\d+)\)\s*fold\s*\d+", re.I)
+
+
+def split_method(ctx: Ctx) -> str:
+    """How the test set was drawn, in words ('one fold of a stratified, school-grouped 5-fold partition')."""
+    method = str(ctx.data["split"].get("method", "") or "")
+    m = _KFOLD.match(method)
+    if m:
+        k = ctx.m.count("SplitFolds", int(m.group(2)), "data_report.json:split.method (n_splits)")
+        grouped = ", school-grouped" if m.group(1) and ctx.school_split_ok else (
+            ", grouped" if m.group(1) else "")
+        return f"the test set is one fold of a stratified{grouped} {k}-fold partition"
+    return ctx.t(method.replace("_", " "), "data_report.json:split.method")
+
+
 def methods(ctx: Ctx) -> str:
+    from . import analyses  # noqa: PLC0415 (analyses builds on this module)
+
     c, n, d, spec = ctx.cites, ctx.n, ctx.data, ctx.spec
     o = spec["outcome"]
     out = []
@@ -908,7 +1031,8 @@ def methods(ctx: Ctx) -> str:
     if ctx.binary and "NPositive" in n:
         text += (f" Of these students, {n['NPositive']}"
                  + (f" ({n['PositivePct']})" if "PositivePct" in n else "")
-                 + f" belonged to the positive class (\\emph{{{ctx.positive}}}).")
+                 + " belonged to the positive class"
+                 + (f" (\\emph{{{ctx.positive}}})." if spec["outcome"].get("positive_label") else "."))
     elif not ctx.binary and "OutcomeMean" in n:
         text += f" The outcome had a mean of {n['OutcomeMean']}"
         if "OutcomeSD" in n:
@@ -958,7 +1082,7 @@ def methods(ctx: Ctx) -> str:
         text += f" ({sr_n} values" + (f" in {sr_v} variables" if sr_v else "") + " were recoded)"
     text += "."
     split = d["split"]
-    method = escape_latex(str(split.get("method", "")).replace("_", " "))
+    method = split_method(ctx)
     if ctx.school_split_ok:
         text += (" Students attending the same school share school-level characteristics, so a "
                  "student-level random split would let a model recognise schools it has already "
@@ -996,24 +1120,11 @@ def methods(ctx: Ctx) -> str:
                  + "; Section~\\ref{sec:limitations} discusses their consequences.")
     out.append(text)
     # models
-    text = (f"\\subsection{{Models and Tuning}}\nWe compared {n['NModels']} models: {model_list(ctx)}"
-            f"{c.citep('elastic_net', 'random_forest', 'xgboost', 'stacking', limit=4)}. ")
-    has_cv = any(isinstance(v.get("cv_score"), (int, float)) for v in ctx.results["models"].values())
-    if has_cv:
-        text += ("Hyperparameters were tuned by cross-validation within the training set, so the "
-                 "test set was not used for any modelling decision; the selected values are listed in "
-                 "Appendix~\\ref{app:hyperparameters}. ")
-    else:
-        text += "The test set was not used for any modelling decision. "
-    rule = (ctx.results.get("selection_rule") or "").strip()
-    if rule:
-        text += ("The model reported as best was chosen by the following rule: "
-                 f"{ctx.t(rule, 'results.json:selection_rule')}" + ("" if rule.endswith(".") else "."))
-    out.append(text)
+    out.append(analyses.methods_models(ctx))
     # evaluation
     if ctx.binary:
         text = ("\\subsection{Evaluation}\nThe primary metric was the area under the ROC curve "
-                "(AUC), which measures how well a model ranks students of the two classes regardless "
+                f"(AUC){c.cite_keys('fawcett2006introduction', topics=('roc',), limit=1)}, which measures how well a model ranks students of the two classes regardless "
                 "of a decision threshold. We also report balanced accuracy and F1 at the default "
                 "threshold, and the Brier score as a measure of probabilistic accuracy.")
     else:
@@ -1023,13 +1134,11 @@ def methods(ctx: Ctx) -> str:
     if "NBootstrap" in n:
         text += (f" Confidence intervals (95\\%) were obtained from {n['NBootstrap']} bootstrap "
                  f"resamples of the test set{c.citep('bootstrap', limit=1)}.")
-    if ctx.top_features:
-        if ctx.importance_key == "mean_abs_shap":
-            text += (" We interpreted the best model with SHAP values"
-                     f"{c.citep('shap', limit=1)}, ranking features by their mean absolute SHAP value.")
-        else:
-            text += " We interpreted the best model by ranking features by their importance scores."
+    text += analyses.methods_interpretation(ctx)
     out.append(text)
+    for extra in (analyses.methods_fairness(ctx), analyses.methods_stability(ctx)):
+        if extra:
+            out.append(extra)
     out.append("\\subsection{Automated Generation}\n" + automation_note(ctx)
                + " Every number in this paper is a macro generated from the run's artifacts, so "
                "that it can be traced to its source. The findings describe the students in the "
@@ -1049,7 +1158,13 @@ def results_table(ctx: Ctx) -> str:
     head = (["Model", metric_name(ctx)] + (["95\\% CI"] if has_ci else [])
             + [metric_name(ctx, e) for e in extras])
     rows = []
-    for name in ctx.ranked_models():
+    sign = -1 if metric in LOWER_IS_BETTER else 1
+
+    def order(name: str) -> float:
+        v = ctx.metric_value(name, metric)
+        return float("inf") if v is None else -sign * v
+
+    for name in sorted(ctx.results["models"], key=order):
         cells = [ctx.model_label(name), ctx.mac(name, metric) or "--"]
         if has_ci:
             lo, hi = ctx.n.get(f"{name}|{metric}|lo"), ctx.n.get(f"{name}|{metric}|hi")
@@ -1065,138 +1180,14 @@ def results_table(ctx: Ctx) -> str:
     else:
         direction = "Lower is better for every metric." if lower else "Higher is better for every metric."
     caption = (f"Test-set performance of all models ({ctx.n['TestN']} students), sorted by "
-               f"{metric_name(ctx)}; the best model is in bold.")
+               f"{metric_name(ctx)}; the selected model is in bold.")
     if has_ci and "NBootstrap" in ctx.n:
         caption += f" Intervals come from {ctx.n['NBootstrap']} bootstrap resamples of the test set."
     caption += " " + direction
     cols = "l" + "c" * (len(head) - 1)
     return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:results}\n\\small\n"
-            "\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n" + " & ".join(head)
+            "\\setlength{\\tabcolsep}{4pt}\n\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n" + " & ".join(head)
             + " \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
-
-
-_FIG_TEXT = {
-    "roc": "shows the receiver operating characteristic curves of the models on the test set",
-    "pr": "shows the precision--recall curves of the models on the test set",
-    "precision_recall": "shows the precision--recall curves of the models on the test set",
-    "calibration": "compares predicted probabilities with observed frequencies on the test set",
-    "importance": "shows the features most strongly associated with the best model's predictions",
-    "shap": "shows the features most strongly associated with the best model's predictions",
-    "residuals": "shows the residuals of the best model on the test set",
-    "predicted_vs_actual": "plots predicted against observed values on the test set",
-    "fairness": "compares performance across groups of students",
-    "subgroup": "compares performance across groups of students",
-}
-
-
-def figure_env(fig: Figure) -> str:
-    return ("\\begin{figure}[tbp]\n\\centering\n"
-            f"\\includegraphics[width=\\columnwidth]{{{fig.file}}}\n"
-            f"\\caption{{{fig.caption}}}\n\\label{{{fig.label}}}\n"
-            f"\\Description{{{fig.caption}}}\n\\end{{figure}}")
-
-
-def results(ctx: Ctx) -> str:
-    n, best, metric = ctx.n, ctx.best, ctx.primary
-    paras = []
-    text = (f"Table~\\ref{{tab:results}} reports the test-set performance of all {n['NModels']} "
-            f"models on {n['TestN']} held-out students. {ctx.model_label(best)} achieved the best "
-            f"{metric_name(ctx)} ({primary_stmt(ctx)}).")
-    if "runner" in n:
-        runner = n["runner"]
-        raw = float(n["MarginRunner:raw"])
-        size = "a negligible" if raw < 0.005 else ("a small" if raw < 0.02 else "a clear")
-        text += (f" The second-best model, {ctx.model_phrase(runner)}, reached "
-                 f"{primary_stmt(ctx, runner)}, {size} difference of {n['MarginRunner']}.")
-        overlap = _cis_overlap(ctx, best, runner)
-        if overlap:
-            text += (" The two confidence intervals overlap, so the ranking of these models should "
-                     "not be over-interpreted.")
-        elif overlap is False:
-            text += " The two confidence intervals do not overlap."
-    if "contrast" in n and n["contrast"] != n.get("runner"):
-        other = n["contrast"]
-        text += (f" The best {'linear' if model_family(other) == 'linear' else 'tree-based'} model, "
-                 f"{ctx.model_phrase(other)}, reached {metric_name(ctx)} = {ctx.mac(other, metric)}"
-                 f" (difference {n['MarginContrast']}).")
-    paras.append(text)
-    s = strength(ctx)
-    if ctx.binary:
-        text = (f"An AUC of this size indicates {s} discrimination between students who did and did "
-                "not reach the outcome.") if metric in ("auc", "roc_auc") else ""
-        extra = []
-        for e, what in (("balanced_accuracy", "balanced accuracy"), ("f1", "F1"),
-                        ("brier", "the Brier score")):
-            if ctx.mac(best, e):
-                extra.append(f"{what} was {ctx.mac(best, e)}")
-        if extra:
-            text += f" At the default threshold, {join_list(extra)} for the best model."
-        share = float(n.get("positive_share", "0.5"))
-        if share < 0.3 or share > 0.7:
-            text += (" Because the classes are imbalanced, accuracy alone would be misleading, which "
-                     "is why we emphasise AUC and balanced accuracy.")
-    else:
-        text = f"An \\Rsq{{}} of this size indicates {s} predictive accuracy for later achievement."
-        if ctx.mac(best, "rmse"):
-            text += f" The best model's RMSE was {ctx.mac(best, 'rmse')}"
-            if "RMSEinSD" in n:
-                text += f", or {n['RMSEinSD']} standard deviations of the outcome"
-            if ctx.mac(best, "mae"):
-                text += f", and its MAE was {ctx.mac(best, 'mae')}"
-            text += "."
-    if suspiciously_high(ctx):
-        text += (" Performance at this level is unusual for survey-based prediction and warrants a "
-                 "check for leakage (Section~\\ref{sec:limitations}).")
-    paras.append(text.strip())
-    if ctx.top_features:
-        k = min(5, len(ctx.top_features))
-        feats = feature_names(ctx, k, with_values=True)
-        what = "mean absolute SHAP value" if ctx.importance_key == "mean_abs_shap" else "importance"
-        fig = next((f for f in ctx.figures if f.kind in ("importance", "shap")), None)
-        ref = f" (Figure~\\ref{{{fig.label}}})" if fig else ""
-        text = (f"Ranked by {what}{ref}, the {number_word(k)} features most predictive of the "
-                f"outcome were {join_list(feats)}.")
-        dirs = []
-        for i in range(min(3, len(ctx.top_features))):
-            d = str(ctx.top_features[i].get("direction") or "").lower()
-            target = (f"a higher predicted probability of the positive class (\\emph{{{ctx.positive}}})"
-                      if ctx.binary else "higher predicted values of the outcome")
-            low_target = ("a lower predicted probability" if ctx.binary else "lower predicted values")
-            name = f"\\emph{{{ctx.feature_label(i)}}}"
-            if d in ("positive", "+", "increasing", "pos"):
-                dirs.append(f"higher values of {name} were associated with {target}")
-            elif d in ("negative", "-", "decreasing", "neg"):
-                dirs.append(f"higher values of {name} were associated with {low_target}")
-        if dirs:
-            text += " In the best model, " + join_list(dirs, "and") + "."
-        text += (" These attributions describe how the fitted model uses each feature; they are "
-                 "associations, not estimates of what would happen if a feature were changed.")
-        paras.append(text)
-    else:
-        paras.append("No feature attributions were reported for this run.")
-    for fig in ctx.figures:
-        if fig.kind in ("importance", "shap"):
-            continue
-        desc = _FIG_TEXT.get(fig.kind)
-        if desc:
-            paras.append(f"Figure~\\ref{{{fig.label}}} {desc}.")
-        else:
-            paras.append(f"Figure~\\ref{{{fig.label}}} presents an additional view of the results: "
-                         f"{lc_first(fig.caption.rstrip('.'))}.")
-    flags = ctx.results.get("flags") or []
-    if flags:
-        k = len(flags)
-        paras.append(f"The analysis stage raised {number_word(k) if k <= 10 else 'several'} "
-                     f"flag{'s' if k != 1 else ''} about these results; "
-                     f"{'they are' if k != 1 else 'it is'} discussed in Section~\\ref{{sec:limitations}}.")
-    body = "\n\n".join(paras)
-    floats = [results_table(ctx)] + [figure_env(f) for f in ctx.figures]
-    return results_table_first(body, floats)
-
-
-def results_table_first(body: str, floats: list[str]) -> str:
-    paras = body.split("\n\n")
-    return "\n\n".join(paras[:1] + floats + paras[1:])
 
 
 def discussion(ctx: Ctx) -> str:
@@ -1207,7 +1198,7 @@ def discussion(ctx: Ctx) -> str:
     what = "discrimination" if ctx.binary else "accuracy"
     paras.append(
         f"Information available by the {latest} was predictive of {outcome_sentence_np(ctx)} with "
-        f"{s} {what}: the best model, {ctx.model_phrase(best)}, reached {primary_stmt(ctx)} on "
+        f"{s} {what}: the selected model, {ctx.model_phrase(best)}, reached {primary_stmt(ctx)} on "
         "students whose "
         + ("school clusters " if ctx.school_split_ok else "records ")
         + "were not seen during training. Because the split, encoding and imputation were arranged "
@@ -1235,6 +1226,12 @@ def discussion(ctx: Ctx) -> str:
                 f"{ctx.model_phrase(other)} (difference {n['MarginContrast']}) indicates that the "
                 "predictors relate to the outcome in largely additive ways. A transparent linear "
                 "model is then a reasonable default, since its coefficients can be inspected directly.")
+    ev = (ctx.results.get("selection_evidence") or {}).get("stacking_minus_selected") or {}
+    ci = ev.get("ci") if isinstance(ev, dict) else None
+    if (model_family(best) != "stacking" and isinstance(ci, list) and len(ci) == 2
+            and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= 0 <= ci[1]):
+        paras.append("Stacking all models did not improve on the selected model either, which suggests that the "
+                     "model families capture largely the same predictive signal in these data.")
     if ctx.top_features:
         feats = feature_names(ctx, 3)
         paras.append(
@@ -1249,7 +1246,7 @@ def discussion(ctx: Ctx) -> str:
         text = ("For practical use, a decision threshold would need to be chosen to reflect the "
                 "relative costs of overlooking a student who needs support and of a false alarm")
         if ctx.mac(best, "brier"):
-            text += (", and calibration would need checking (the Brier score of the best model was "
+            text += (", and calibration would need checking (the Brier score of the selected model was "
                      f"{ctx.mac(best, 'brier')})")
         paras.append(text + ".")
     subgroups = ctx.spec.get("subgroups") or []
@@ -1261,11 +1258,24 @@ def discussion(ctx: Ctx) -> str:
             "accuracy and calibration should be compared across them"
             f"{c.citep('fairness', limit=2)}, since a model that is accurate on average can still "
             "serve some groups of students poorly.")
+    elif ctx.fairness:
+        paras.append(_discussion_fairness(ctx))
     elif ctx.fairness_reported:
         fig = next((f for f in ctx.figures if f.kind in ("fairness", "subgroup", "subgroups")), None)
         ref = f" (Figure~\\ref{{{fig.label}}})" if fig else ""
         paras.append(f"Performance was also reported for groups of students{ref}; differences between "
                      f"groups deserve attention before any use in practice{c.citep('fairness', limit=2)}.")
+    st = ctx.stability
+    if st.get("runs") and st.get("unstable") is not None:
+        if st.get("unstable"):
+            paras.append("The stability analysis (Section~\\ref{sec:stability}) showed that the ranking of the "
+                         "most predictive features changed under reasonable perturbations of the analysis, so "
+                         "the interpretation above should be treated as tentative; the predictive performance "
+                         "itself is a firmer result than the attribution of it to particular features.")
+        else:
+            paras.append("The stability analysis (Section~\\ref{sec:stability}) supports these conclusions: "
+                         "neither the predictive performance nor the set of most predictive features depended "
+                         "on the imputation method, the particular training sample or the random seed.")
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
     score = n.get("ReviewScore")
@@ -1282,6 +1292,27 @@ def discussion(ctx: Ctx) -> str:
     return "\n\n".join(paras)
 
 
+def _discussion_fairness(ctx: Ctx) -> str:
+    fa, c = ctx.fairness, ctx.cites
+    flagged = [a for a, r in fa["attributes"].items() if r.get("kind") != "intersection"
+               and any(isinstance(g, dict) and g.get("flagged") for g in (r.get("gaps") or {}).values())]
+    labels = [f"\\emph{{{lc_first(ctx.t(clean_label(fa['attributes'][a].get('label') or a), f'results.json:fairness.attributes.{a}.label'))}}}"
+              for a in flagged]
+    if flagged:
+        text = ("The subgroup audit (Section~\\ref{sec:fairness}) showed that the model does not predict "
+                f"equally well for all students: gaps above the flagging threshold appeared for {join_list(labels)}. "
+                "Such gaps describe where the model's predictions are less accurate or its errors more frequent; "
+                "they do not show that group membership influences the outcome. If the model were used to "
+                "allocate support, its errors would fall unevenly across these groups, so "
+                "group-specific thresholds, recalibration or additional predictors would need to be considered"
+                f"{c.citep('fairness', limit=2)}.")
+    else:
+        text = ("The subgroup audit (Section~\\ref{sec:fairness}) found no gap above the flagging threshold, "
+                "although small groups could not be assessed reliably and the audit should be repeated before "
+                f"any use in practice{c.citep('fairness', limit=2)}.")
+    return text
+
+
 def limitations(ctx: Ctx) -> str:
     n = ctx.n
     items = ["The analysis is predictive and observational. Associations between predictors and "
@@ -1291,12 +1322,16 @@ def limitations(ctx: Ctx) -> str:
     for i, text in enumerate(ctx.data.get("warnings") or []):
         items.append("Data preparation warning: "
                      + _sentence(ctx.t(text.strip(), f"data_report.json:warnings.{i}")))
-    for i, text in enumerate(ctx.results.get("flags") or []):
-        items.append("Analysis flag: " + _sentence(ctx.t(str(text).strip().replace("_", " "),
-                                                          f"results.json:flags.{i}")))
-    for i, err in enumerate(ctx.results.get("errors") or []):
-        msg = err.get("message") or err.get("error") or str(err) if isinstance(err, dict) else str(err)
-        items.append("Analysis error: " + _sentence(ctx.t(str(msg)[:300], f"results.json:errors.{i}")))
+    from . import analyses  # noqa: PLC0415
+
+    for extra in (analyses.errors_sentence(ctx), analyses.other_flags_sentence(ctx)):
+        if extra:
+            items.append(extra)
+    unreliable = [g for r in ctx.fairness.get("attributes", {}).values() if r.get("kind") != "intersection"
+                  for g in r.get("groups") or [] if not g.get("reliable", True)]
+    if unreliable:
+        items.append("Some groups of students were too small for a reliable subgroup estimate, so the audit "
+                     "cannot show whether the model serves them as well as larger groups.")
     if ctx.school_split_ok:
         items.append("School clusters were reconstructed from school-level characteristics rather than "
                      "from school identifiers, so some schools may have been merged or split; the "
@@ -1305,7 +1340,9 @@ def limitations(ctx: Ctx) -> str:
         items.append("Students from the same school may appear in both the training and the test set, "
                      "which can make the test performance optimistic.")
     items.append("Performance was estimated on a single train/test split; the confidence intervals "
-                 "reflect sampling variability of the test set but not variability due to the split.")
+                 "reflect sampling variability of the test set but not variability due to the split"
+                 + (", which the stability analysis addresses only through perturbations of the training data."
+                    if ctx.stability.get("runs") else "."))
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         items.append("Performance was not evaluated separately for the subgroups named in the study "
@@ -1346,6 +1383,10 @@ def hyperparameter_table(ctx: Ctx) -> str:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 val = ctx.m.add(macro_name(name, "Param", p), fmt_plain(v), v,
                                 f"results.json:models.{name}.best_params.{p}")
+            elif isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+                val = ", ".join(ctx.model_label(x) if x in ctx.results["models"] else escape_latex(x) for x in v)
+            elif isinstance(v, (list, tuple)):
+                val = "(" + ", ".join(ctx.t(str(x), f"results.json:models.{name}.best_params.{p}") for x in v) + ")"
             else:
                 val = ctx.t(str(v), f"results.json:models.{name}.best_params.{p}")
             pname = escape_latex(p.split("__")[-1])
@@ -1365,9 +1406,11 @@ def hyperparameter_table(ctx: Ctx) -> str:
     if cv:
         text += f" The mean cross-validated {metric_name(ctx)} was {join_list(cv)}."
     return (text + "\n\n\\begin{table}[tbp]\n\\caption{Hyperparameters selected on the training set.}\n"
-            "\\label{tab:hyperparameters}\n\\small\n\\fitcolumn{%\n\\begin{tabular}{llr}\n\\toprule\n"
+            "\\label{tab:hyperparameters}\n\\small\n"
+            "\\begin{tabularx}{\\columnwidth}{@{}ll"
+            ">{\\raggedleft\\arraybackslash}X@{}}\n\\toprule\n"
             "Model & Parameter & Value \\\\\n\\midrule\n" + "\n".join(rows)
-            + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
+            + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
 
 
 def review_appendix(ctx: Ctx) -> str:
