@@ -47,13 +47,29 @@ wildcard_constraints:
 
 
 def final_targets():
-    return ["output/paper.pdf", "output/costs.json", "output/lessons.json"]
+    return [
+        "output/paper.pdf",
+        "output/costs.json",
+        "output/lessons.json",
+        "output/revisions.md",
+    ]
 
 
 def lessons_store():
     from edm_ars.lessons import default_store_path
 
     return config["lessons"]["store"] or str(default_store_path())
+
+
+def round_artifacts(wildcards=None):
+    """Per round of the run: the specification, data report, results and review it used (by path)."""
+    rounds = range(final_round() + 1)
+    return {
+        "specs": [spec_for(wildcards_for(r))["spec"] for r in rounds],
+        "reports": [engineered_for(wildcards_for(r))["report"] for r in rounds],
+        "results": [f"output/round_{r}/results.json" for r in rounds],
+        "reviews": [review_path(r) for r in rounds],
+    }
 
 
 def run_reviews(wildcards=None):

@@ -78,3 +78,16 @@ rule lessons:
         store=lessons_store(),
     script:
         "../scripts/lessons.py"
+
+
+rule revisions:
+    input:
+        unpack(round_artifacts),
+    output:
+        md="output/revisions.md",
+    log:
+        "logs/revisions.log",
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/revisions.py"
