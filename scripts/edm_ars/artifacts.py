@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 import pandas as pd
+import yaml
 
 from .errors import SchemaError
 
@@ -78,6 +79,17 @@ def read_json(path: str | Path, kind: str | None = None) -> Any:
     if kind:
         validate(obj, kind, where=str(path))
     return obj
+
+
+def read_yaml(path: str | Path, what: str, error: type[Exception] = SchemaError) -> Any:
+    """A YAML file (rubric, prompt, registry part), with an error that names the file and the problem."""
+    path = Path(path)
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{what} not found: {path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{path}: not valid YAML ({exc})") from None
 
 
 def write_csv(path: str | Path, frame: pd.DataFrame) -> None:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .artifacts import read_yaml
 from .errors import EdmArsError
 from .formulate import validate_spec
 from .registry import Registry
@@ -48,12 +47,7 @@ SCORE_RULE = "overall score = min(model overall score, rubric overall score of t
 def load_rubric(path: str | Path | None = None) -> dict[str, Any]:
     """Read and check a rubric file; returns {version, path, dimensions {name: weight}, penalties, start, items}."""
     path = Path(path) if path is not None else DEFAULT_RUBRIC
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise EdmArsError(f"rubric not found: {path} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise EdmArsError(f"{path}: not valid YAML ({exc})") from None
+    data = read_yaml(path, "rubric", EdmArsError)
     if not isinstance(data, dict) or not isinstance(data.get("items"), list) or not isinstance(
             data.get("dimensions"), dict):
         raise EdmArsError(f"{path}: a rubric needs a mapping `dimensions` and a list `items`")

@@ -7,8 +7,7 @@ from pathlib import Path
 from string import Formatter
 from typing import Any
 
-import yaml
-
+from ..artifacts import read_yaml
 from .errors import LLMError
 
 
@@ -16,12 +15,7 @@ def load_prompt(path: str | Path) -> dict[str, Any]:
     """Read a prompt file: a mapping with at least a string `system` (usually a `user` template too; other
     keys such as `debate_user` or `roles` are returned as they are)."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LLMError(f"prompt file not found: {path}") from None
-    except yaml.YAMLError as exc:
-        raise LLMError(f"{path}: not valid YAML ({exc})") from None
+    data = read_yaml(path, "prompt file", LLMError)
     if not isinstance(data, dict):
         raise LLMError(f"{path}: a prompt file must be a mapping with keys `system` and `user`")
     if not isinstance(data.get("system"), str):
