@@ -1,7 +1,6 @@
 """Checkpoint critique (Critic): rubric checks in code, then (with a model) the three-lens review;
 the verdict is always computed by rule from the merged issues."""
 
-import json
 from pathlib import Path
 
 from edm_ars.artifacts import atomic_write_text, read_json, write_json
@@ -10,26 +9,14 @@ from edm_ars.rule_io import log, registry_of, run
 
 
 def model_review(smk, code_review, spec, report, results, rubric):
-    from edm_ars.llm import AgentSettings, LLMClient, load_prompt
+    from edm_ars.llm import load_prompt
+    from edm_ars.llm.rule_client import client_for_job
 
-    s = smk.params.llm
-    ledger = Path(smk.output.ledger)
-
-    def spent():
-        return sum(json.loads(line).get("cost_usd") or 0.0 for path in ledger.parents[1].rglob("*.jsonl")
-                   for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-
-    client = LLMClient(AgentSettings(agent="critique", backend=s["backend"], model=s["model"],
-                                     temperature=s["temperature"], max_tokens=s["max_tokens"],
-                                     timeout_s=s["timeout_s"], max_retries=s["max_retries"], base_url=s["base_url"],
-                                     api_key_env=s["api_key_env"]),
-                       run_round=int(smk.wildcards.round), cache_dir=Path(smk.params.cache_dir), ledger_path=ledger,
-                       transcript_dir=Path(smk.output.transcripts), prices=smk.params.prices,
-                       budget_usd=smk.params.budget_usd or None, spent_usd=spent)
+    client = client_for_job(smk)
     figures = key_figure_paths(results, Path(smk.input.results).parent)
     return review_with_model(client, load_prompt(smk.input.prompts), spec, report, results, figures, code_review,
                              max_revisions=smk.params.max_revisions, rubric=rubric,
-                             images=s["backend"] == "anthropic")
+                             images=smk.params.llm["backend"] == "anthropic")
 
 
 def main(smk):

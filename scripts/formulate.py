@@ -4,7 +4,6 @@ Offline: a deterministic expert system picks a supported canonical question and 
 bibliography. With a model: a structured debate and a synthesized specification (same gate, one
 revision), then Semantic Scholar retrieval verified against CrossRef (curated fallback)."""
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,31 +13,6 @@ from edm_ars.formulate import curated_literature, offline_spec, validate_spec
 from edm_ars.gates import read_notes
 from edm_ars.lessons import load, relevant, render
 from edm_ars.rule_io import log, registry_of, run
-
-
-def spent_usd(ledger_root: Path):
-    """Spend so far in this run: every priced call in the per-job ledgers."""
-    def total():
-        cost = 0.0
-        for path in ledger_root.rglob("*.jsonl"):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    cost += json.loads(line).get("cost_usd") or 0.0
-        return cost
-    return total
-
-
-def model_client(smk, round_):
-    from edm_ars.llm import AgentSettings, LLMClient
-
-    s = smk.params.llm
-    settings = AgentSettings(agent=s["agent"], backend=s["backend"], model=s["model"], temperature=s["temperature"],
-                             max_tokens=s["max_tokens"], timeout_s=s["timeout_s"], max_retries=s["max_retries"],
-                             base_url=s["base_url"], api_key_env=s["api_key_env"])
-    ledger = Path(smk.output.ledger)
-    return LLMClient(settings, run_round=round_, cache_dir=Path(smk.params.cache_dir), ledger_path=ledger,
-                     transcript_dir=Path(smk.output.transcripts), prices=smk.params.prices,
-                     budget_usd=smk.params.budget_usd or None, spent_usd=spent_usd(ledger.parents[1]))
 
 
 def model_literature(smk, spec, fallback):
@@ -83,8 +57,9 @@ def main(smk):
     else:
         from edm_ars.formulate_model import formulate_with_model
         from edm_ars.llm import load_prompt
+        from edm_ars.llm.rule_client import client_for_job
 
-        client = model_client(smk, r)
+        client = client_for_job(smk)
         curated = curated_literature(bib, topics, "model")
         spec, record = formulate_with_model(client, load_prompt(smk.input.prompts), reg,
                                             prompt=smk.params.prompt or None, round_=r, backend=backend,

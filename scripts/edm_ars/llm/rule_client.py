@@ -1,0 +1,26 @@
+"""The client an agent's Snakemake job uses: settings from its params, its own ledger and transcripts,
+and a budget that counts every ledger of the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .client import AgentSettings, LLMClient, ledger_spent
+
+
+def client_for_job(smk: Any) -> LLMClient:
+    """Build from the job's params (llm, cache_dir, prices, budget_usd) and outputs (ledger, transcripts)."""
+    s = smk.params.llm
+    settings = AgentSettings(agent=s["agent"], backend=s["backend"], model=s["model"], temperature=s["temperature"],
+                             max_tokens=s["max_tokens"], timeout_s=s["timeout_s"], max_retries=s["max_retries"],
+                             base_url=s["base_url"], api_key_env=s["api_key_env"])
+    ledger = Path(smk.output.ledger)
+    root = ledger.parents[1]  # output/ledger/<agent>/round_<r>.jsonl -> output/ledger
+
+    def spent() -> float:
+        return sum(ledger_spent(p) for p in root.rglob("*.jsonl"))
+
+    return LLMClient(settings, run_round=int(smk.wildcards.round), cache_dir=Path(smk.params.cache_dir),
+                     ledger_path=ledger, transcript_dir=Path(smk.output.transcripts), prices=smk.params.prices,
+                     budget_usd=smk.params.budget_usd or None, spent_usd=spent)
