@@ -9,8 +9,10 @@ BASE = Path(workflow.basedir)
 sys.path.insert(0, str(BASE / "scripts"))
 # Jobs import this workflow's own package, whatever copy of edm-ars is installed (Snakemake only
 # appends the script folder to sys.path, after site-packages and their .pth entries).
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (str(BASE / "scripts"), os.environ.get("PYTHONPATH", "")) if p
+os.environ.update(
+    PYTHONPATH=os.pathsep.join(
+        p for p in (str(BASE / "scripts"), os.environ.get("PYTHONPATH", "")) if p
+    )
 )
 
 from edm_ars.datasets.adapters import adapter as _adapter  # noqa: E402
