@@ -21,6 +21,7 @@ checkpoint critique:
     params:
         max_revisions=lookup(dpath="max_revisions", within=config),
         force_revise=lookup(dpath="force_revise", within=config),
+        force_revise_rounds=lookup(dpath="force_revise_rounds", within=config),
         critic=lookup(dpath="critic", within=config),
         llm=agent_settings("critique"),
         prompt_hash=prompt_hash("critique"),

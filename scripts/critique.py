@@ -29,6 +29,7 @@ def main(smk):
     rubric = load_rubric(smk.input.rubric)
     result = review(spec, report, results, reg, round_=int(smk.wildcards.round),
                     max_revisions=smk.params.max_revisions, force_revise=smk.params.force_revise or None,
+                    force_rounds=smk.params.force_revise_rounds,
                     min_models=smk.params.critic["min_models"], min_analytic_n=smk.params.min_analytic_n,
                     rubric=rubric)
     if smk.params.llm["backend"] != "offline":

@@ -115,6 +115,23 @@ def test_forced_revision_reruns_only_the_target_and_downstream(revised_run):
     assert "**Re-ran**: engineer, analyze, critique" in revisions and "**Effect**: best model" in revisions
 
 
+def test_max_rounds_are_honoured_and_the_paper_is_flagged(base_run, tmp_path_factory):
+    """The Critic keeps asking for revisions; after max_revisions the paper is written, UNVERIFIED."""
+    src, _ = base_run
+    workdir = tmp_path_factory.mktemp("maxrounds")
+    shutil.copytree(src, workdir, dirs_exist_ok=True, symlinks=True)
+    result = snakemake(workdir, config={"force_revise": "analyze", "force_revise_rounds": 5, "max_revisions": 1})
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = workdir / "output"
+    assert read(out / "round_0" / "review_report.json")["verdict"] == "REVISE"
+    last = read(out / "round_1" / "review_report.json")
+    assert last["verdict"] == "PASS" and last["unverified"] and last["forced"]
+    assert not (out / "round_2").exists()
+    assert not (out / "round_1" / "data").exists()  # analyze was targeted: the data are reused by path
+    tex = (out / "paper" / "paper.tex").read_text()
+    assert tex.count("\\unverifiedbox{") == 1 and "Unverified draft" in tex
+
+
 def test_rerun_one_stage_and_downstream(base_run, tmp_path_factory):
     src, _ = base_run
     workdir = tmp_path_factory.mktemp("forcerun")

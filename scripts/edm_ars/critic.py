@@ -510,16 +510,16 @@ def _assemble(round_: int, issues: list[dict[str, Any]], checks: list[dict[str, 
 
 def review(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None, *,
            round_: int, max_revisions: int, force_revise: str | None = None, min_models: int | None = None,
-           min_analytic_n: int | None = None, rubric: dict[str, Any] | str | Path | None = None
-           ) -> dict[str, Any]:
+           min_analytic_n: int | None = None, rubric: dict[str, Any] | str | Path | None = None,
+           force_rounds: int = 1) -> dict[str, Any]:
     """The offline Critic: the rubric's code checks, scores and the verdict by rule (model_verdict None).
 
-    `min_models` and `min_analytic_n` override the rubric's parameters when given; `force_revise` (round 0
-    only, with revision rounds allowed) forces REVISE targeting that stage."""
+    `min_models` and `min_analytic_n` override the rubric's parameters when given; `force_revise` (in the
+    first `force_rounds` rounds, with revision rounds allowed) forces REVISE targeting that stage."""
     rub = _rubric(rubric)
     checks, issues = run_checks(rub, Artifacts(spec, report, results, reg),
                                 {"min_models": min_models, "min_analytic_n": min_analytic_n})
-    forced = bool(force_revise) and round_ == 0 and max_revisions > 0
+    forced = bool(force_revise) and round_ < force_rounds and max_revisions > 0
     if forced:
         issues.append(_issue("forced_revision", "major", STAGE_DIMENSION.get(force_revise, "analysis"),
                              force_revise, f"Revision of the {force_revise} stage requested by configuration "
