@@ -31,6 +31,7 @@ include: "rules/data.smk"
 include: "rules/formulate.smk"
 include: "rules/engineer.smk"
 include: "rules/analyze.smk"
+include: "rules/debate.smk"
 include: "rules/critique.smk"
 include: "rules/write.smk"
 include: "rules/gates.smk"
@@ -41,6 +42,7 @@ if config["local_agents"]:
 
     localrules:
         formulate,
+        debate,
         critique,
         write,
         costs,

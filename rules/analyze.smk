@@ -36,7 +36,7 @@ rule fit_stacking:
     conda:
         "../envs/analysis.yaml"
     params:
-        bases=base_models(),
+        bases=round_bases,
         seed=lookup(dpath="seed", within=config),
         cv_folds=lookup(dpath="analysis/cv_folds", within=config),
     script:
@@ -61,7 +61,7 @@ rule evaluate:
     params:
         seed=lookup(dpath="seed", within=config),
         n_bootstrap=lookup(dpath="analysis/n_bootstrap", within=config),
-        models=lookup(dpath="analysis/models", within=config),
+        models=round_models,
     script:
         "../scripts/evaluate.py"
 

@@ -128,7 +128,9 @@ def ledgers(wildcards=None):
         if r == 0 or STAGES.index(rerun_from(r)) == 0
     ]
     return formulate + [
-        f"output/ledger/critique/round_{r}.jsonl" for r in range(last + 1)
+        f"output/ledger/{agent}/round_{r}.jsonl"
+        for r in range(last + 1)
+        for agent in ("debate", "critique")
     ]
 
 
@@ -140,13 +142,26 @@ def raw_data(wildcards=None):
     return path
 
 
-def models():
-    return list(config["analysis"]["models"])
+def models(r=0):
+    """The model families of round r: the configured ones and those the reviews of earlier rounds added."""
+    from edm_ars.actions import added_models
+
+    return added_models(
+        [load_review(q) for q in range(int(r))], config["analysis"]["models"]
+    )
 
 
-def base_models():
-    """The configured model families other than stacking (which is built from them)."""
-    return [m for m in models() if m != STACKING]
+def base_models(r=0):
+    """The model families of round r other than stacking (which is built from them)."""
+    return [m for m in models(r) if m != STACKING]
+
+
+def round_models(wildcards):
+    return models(wildcards.round)
+
+
+def round_bases(wildcards):
+    return base_models(wildcards.round)
 
 
 # ---- human gates ----------------------------------------------------------------------------
@@ -242,7 +257,10 @@ def previous_review_input(wildcards):
     r = int(wildcards.round)
     if r == 0:
         return {}
-    return {"previous_review": review_path(r - 1)} | gate_approval("critique", r - 1)
+    return {
+        "previous_review": review_path(r - 1),
+        "earlier_reviews": [review_path(q) for q in range(r)],
+    } | gate_approval("critique", r - 1)
 
 
 def spec_for(wildcards):
@@ -280,8 +298,9 @@ def abort_review(wildcards):
 
 def fitted_models(wildcards):
     d = f"output/round_{wildcards.round}/models"
-    return {m: f"{d}/{m}.joblib" for m in models()} | {
-        f"{m}_meta": f"{d}/{m}.json" for m in models()
+    listed = models(wildcards.round)
+    return {m: f"{d}/{m}.joblib" for m in listed} | {
+        f"{m}_meta": f"{d}/{m}.json" for m in listed
     }
 
 
@@ -290,8 +309,8 @@ def stacking_inputs(wildcards):
     files = training_for(wildcards)
     return (
         files
-        | {f"{m}_oof": f"{d}/{m}.oof.csv" for m in base_models()}
-        | {f"{m}_meta": f"{d}/{m}.json" for m in base_models()}
+        | {f"{m}_oof": f"{d}/{m}.oof.csv" for m in base_models(wildcards.round)}
+        | {f"{m}_meta": f"{d}/{m}.json" for m in base_models(wildcards.round)}
     )
 
 
@@ -323,6 +342,7 @@ def paper_inputs(wildcards):
         "literature": spec["literature"],
         "report": data["report"],
         "results": f"output/round_{r}/results.json",
+        "claims": f"output/round_{r}/claims.json",
         "figures": [f"output/round_{r}/figures/{phase}" for phase in FIGURE_PHASES],
         "review": f"output/round_{r}/review_report.json",
         "template": PAPER_TEMPLATE,

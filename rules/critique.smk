@@ -4,6 +4,7 @@ checkpoint critique:
         unpack(engineered_for),
         unpack(critique_gate),
         results="output/round_{round}/results.json",
+        claims="output/round_{round}/claims.json",
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
         rubric=RUBRIC,

@@ -8,7 +8,7 @@ from edm_ars.critic import key_figure_paths, load_rubric, review, review_with_mo
 from edm_ars.rule_io import log, registry_of, run
 
 
-def model_review(smk, code_review, spec, report, results, rubric):
+def model_review(smk, code_review, spec, report, results, rubric, reg):
     from edm_ars.llm import load_prompt
     from edm_ars.llm.rule_client import client_for_job
 
@@ -16,7 +16,7 @@ def model_review(smk, code_review, spec, report, results, rubric):
     figures = key_figure_paths(results, Path(smk.input.results).parent)
     return review_with_model(client, load_prompt(smk.input.prompts), spec, report, results, figures, code_review,
                              max_revisions=smk.params.max_revisions, rubric=rubric,
-                             images=smk.params.llm["backend"] == "anthropic")
+                             images=smk.params.llm["backend"] == "anthropic", reg=reg)
 
 
 def main(smk):
@@ -33,11 +33,13 @@ def main(smk):
                     min_models=smk.params.critic["min_models"], min_analytic_n=smk.params.min_analytic_n,
                     rubric=rubric)
     if smk.params.llm["backend"] != "offline":
-        result = model_review(smk, result, spec, report, results, rubric)
+        result = model_review(smk, result, spec, report, results, rubric, reg)
     log.info("round %s verdict %s (score %.2f, %d issues); rerun from %s", result["round"], result["verdict"],
              result["overall_score"], len(result["issues"]), result["rerun_from"])
     for issue in result["issues"]:
         log.info("  [%s] %s -> %s", issue["severity"], issue["description"], issue["target_stage"])
+    for a in result.get("revision_actions", []):
+        log.info("  action: %s (%s)", a["action"], a.get("value"))
     for note in result.get("notes", []):
         log.info("  note: %s", note)
     write_json(smk.output.review, result, "review_report")

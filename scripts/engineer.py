@@ -1,21 +1,26 @@
 """Rule engineer (DataEngineer): leakage-safe preparation of the analytic data."""
 
+from edm_ars import actions
 from edm_ars.artifacts import read_json, write_csv, write_json
 from edm_ars.datasets.adapters import read_raw
 from edm_ars.engineer import Protocol, prepare
 from edm_ars.errors import DataError
 from edm_ars.gates import read_notes
 from edm_ars.layout import load_layout
-from edm_ars.rule_io import log, registry_of, run
+from edm_ars.rule_io import earlier_reviews, log, registry_of, run
 
 
 def main(smk):
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     spec = read_json(smk.input.spec, "research_spec")
     p = smk.params.protocol
+    reviews = earlier_reviews(smk)
+    strategy = actions.imputation(reviews, p["imputation"])
+    if strategy != p["imputation"]:
+        log.info("revision: imputation strategy %s -> %s", p["imputation"], strategy)
     proto = Protocol(test_fraction=p["test_fraction"], seed=smk.params.seed, simple_below=p["simple_below"],
                      warn_above=p["warn_above"], min_analytic_n=p["min_analytic_n"],
-                     min_retention=p["min_retention"], max_categories=p["max_categories"])
+                     min_retention=p["min_retention"], max_categories=p["max_categories"], imputation=strategy)
     outcome = spec["outcome"]["name"]
     rec = reg.variable(outcome) or {}
     source = rec["derive"]["from"] if rec.get("derive") else outcome
@@ -36,6 +41,9 @@ def main(smk):
         notes += [f"Researcher: {n}" for n in read_notes(smk.input.human_notes)]
     if notes:
         report["revision_notes"] = notes
+    applied = [actions.describe(a) for a in actions.of_stage(reviews, "engineer")]
+    if applied:
+        report["revision_actions_applied"] = applied
     log.info("analytic n %d (train %d, test %d), %d features; checks passed: %s", report["analytic_n"],
              report["train_n"], report["test_n"], len(report["predictors_after"]), report["validation_passed"])
     for w in report["warnings"]:

@@ -7,12 +7,13 @@ revision), then Semantic Scholar retrieval verified against CrossRef (curated fa
 from datetime import UTC, datetime
 from pathlib import Path
 
+from edm_ars import actions
 from edm_ars.artifacts import atomic_write_text, read_json, write_json
 from edm_ars.errors import SpecError
 from edm_ars.formulate import curated_literature, offline_spec, validate_spec
 from edm_ars.gates import read_notes
 from edm_ars.lessons import load, relevant, render
-from edm_ars.rule_io import log, registry_of, run
+from edm_ars.rule_io import earlier_reviews, log, registry_of, run
 
 
 def model_literature(smk, spec, fallback):
@@ -33,6 +34,8 @@ def main(smk):
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
     atomic_write_text(smk.output.ledger, "")
     notes = []
+    reviews = earlier_reviews(smk)
+    requested = actions.of_stage(reviews, "formulate")
     if "previous_review" in smk.input.keys():
         notes = read_json(smk.input.previous_review, "review_report")["revision_instructions"].get("formulate", [])
         log.info("round %d revises the specification: %s", r, notes)
@@ -50,6 +53,7 @@ def main(smk):
     if backend == "offline":
         spec = offline_spec(reg, prompt=smk.params.prompt or None, question_id=smk.params.question or None,
                             round_=r, revision_notes=notes)
+        spec = actions.apply_to_spec(spec, requested, reg)
         violations = validate_spec(spec, reg, columns)
         if violations:
             raise SpecError(violations)
@@ -66,8 +70,15 @@ def main(smk):
                                             revision_notes=notes, literature=curated, data_columns=columns,
                                             n_candidates=smk.params.candidates, lessons=lessons)
         log.info("debate and synthesis: %s", {k: v for k, v in record.items() if k != "debate"})
+        # the requested changes are applied in code whatever the model wrote, then gated again
+        spec = actions.apply_to_spec(spec, requested, reg)
+        violations = validate_spec(spec, reg, columns)
+        if violations:
+            raise SpecError(violations)
         literature = model_literature(smk, spec, lambda note: curated_literature(bib, topics, spec["question_id"],
                                                                                  note=note))
+    for change in spec.get("revision_actions_applied", []):
+        log.info("revision: %s", change)
     log.info("spec: %s -> %s with %d predictors; literature: %s, %d papers", spec["question_id"],
              spec["outcome"]["name"], len(spec["predictors"]), literature["source"], len(literature["papers"]))
     write_json(smk.output.spec, spec, "research_spec")

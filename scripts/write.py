@@ -15,12 +15,13 @@ def main(smk):
                           f"(see {smk.input.abort}); no paper is written")
     reg = registry_of(smk)
     labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
+    claims = read_json(smk.input.claims, "claims")
     summary = build_paper(
         read_json(smk.input.spec, "research_spec"), read_json(smk.input.literature, "literature_context"),
         read_json(smk.input.report, "data_report"), read_json(smk.input.results, "results"),
         read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures[0]).parent,
         template=Path(smk.input.template), out_dir=Path(smk.output.tex).parent, registry_labels=labels,
-        authors=smk.params.authors)
+        authors=smk.params.authors, claims=claims)
     log.info("paper written: %s", summary)
 
 

@@ -36,6 +36,18 @@ CRITIC_REVIEW = {"overall_score": 8.5, "dimension_scores": {"problem_formulation
                  "revision_instructions": {}, "verdict": "PASS"}
 
 
+# the synthesizer of the results debate: one judgment more conservative than the code's, one claim added
+# with evidence that resolves, one whose evidence does not exist
+DEBATE_SYNTHESIS = {
+    "claims": [{"id": "ranking_robust", "status": "inconclusive", "reason": "only six perturbations"}],
+    "new_claims": [
+        {"id": "test_set_size", "statement": "The held-out test set is large enough for stable intervals.",
+         "status": "supported", "reason": "thousands of students",
+         "evidence": [{"artifact": "results.json", "key": "test_n"}]},
+        {"id": "invented", "statement": "A random forest would have done better here.", "status": "supported",
+         "reason": "intuition", "evidence": [{"artifact": "results.json", "key": "models.random_forest.metrics.auc"}]}]}
+
+
 def agent(request: dict) -> str:
     """A scripted model: debate turns in prose, the synthesizer's specification as JSON in prose, and
     the Critic's three-lens review as JSON after its reasoning."""
@@ -46,6 +58,10 @@ def agent(request: dict) -> str:
     messages = request["messages"]
     last = messages[-1]["content"]
     text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
+    if "You are the results debate" in system:
+        if "As the synthesizer of the results debate" in text:
+            return json.dumps(DEBATE_SYNTHESIS)
+        return "The stability analysis supports the feature ranking; the subgroup gaps need care."
     if "As the synthesizer" in text:
         return "Here is the specification.\n```json\n" + json.dumps(spec_draft()) + "\n```\nThat is all."
     return "I would predict postsecondary attendance (X4EVRATNDCLG) from earlier-wave indicators."
@@ -82,15 +98,23 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         calls = [json.loads(line) for line in (out / "llm_calls.jsonl").read_text().splitlines()]
         costs = json.loads((out / "costs.json").read_text())
         reported_in = sum(llm.request_chars(r) // 4 for r in llm.requests)
-        # three debaters and the synthesizer, then the Critic (an Opus-class model)
+        # three debaters and the synthesizer, the results debate (three lenses and a synthesizer), then the
+        # Critic (an Opus-class model)
         assert costs["agents"]["formulate"]["calls"] == 4 and costs["agents"]["critique"]["calls"] == 1
-        assert llm.count == 5 == costs["total"]["calls"]
+        assert costs["agents"]["debate"]["calls"] == 4
+        assert llm.count == 9 == costs["total"]["calls"]
         assert costs["total"]["input_tokens"] == reported_in == sum(c["input_tokens"] for c in calls)
         price = {"claude-sonnet-4-5": (3.0, 15.0), "claude-opus-4-1": (15.0, 75.0)}
         expected = sum(c["input_tokens"] * price[c["model"]][0] / 1e6 + c["output_tokens"] * price[c["model"]][1] / 1e6
                        for c in calls)
         assert costs["total"]["cost_usd"] == pytest.approx(expected)
         assert {c["model"] for c in calls if c["agent"] == "critique"} == {"claude-opus-4-1"}
+        claims = {c["id"]: c for c in json.loads((out / "round_0" / "claims.json").read_text())["claims"]}
+        assert claims["ranking_robust"]["status"] == "inconclusive"  # the model made it more conservative
+        assert claims["test_set_size"]["evidence"][0]["value"] > 0  # read from results.json by code
+        assert claims["invented"]["status"] == "unsupported"
+        discussion = (out / "paper" / "paper.tex").read_text()
+        assert "did not settle whether the ranking" in discussion
         review = json.loads((out / "round_0" / "review_report.json").read_text())
         assert review["model_verdict"] == "PASS" and review["backend"] == "anthropic"
         assert any(i["id"] == "model_generalisability" for i in review["issues"])

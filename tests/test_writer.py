@@ -446,7 +446,7 @@ def _build(tmp_path: Path, binary: bool, passed: bool, name: str = "paper", **ch
     out = tmp_path / name
     summary = build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"],
                           arts["review"], figures_dir=figs, template=TEMPLATE, out_dir=out,
-                          registry_labels=REGISTRY_LABELS)
+                          registry_labels=REGISTRY_LABELS, claims=arts.get("claims"))
     return summary, out
 
 
@@ -1057,3 +1057,39 @@ def test_real_fixture_compiles(tmp_path, regression):
         assert re.search(r"Pages:\s+[5-9]\b", pages), pages
     log = (out / "paper.log").read_text(encoding="latin-1")
     assert "Overfull \\hbox" not in log
+
+
+# ---- claims: the Writer states supported claims, inconclusive ones as such ----------------------------
+def _claims_with(results_: dict, statuses: dict[str, str]) -> dict:
+    from edm_ars.claims import code_claims, document
+
+    claims = code_claims(results_)
+    for c in claims:
+        for prefix, status in statuses.items():
+            if c["id"].startswith(prefix):
+                c["status"] = status
+    return document(claims, round_=0, backend="offline")
+
+
+def test_writer_states_only_supported_claims(tmp_path):
+    res = results(True)
+    supported = _claims_with(res, {})
+    assert {c["status"] for c in supported["claims"] if c["id"] == "predicts_above_chance"} == {"supported"}
+    _, out = _build(tmp_path, binary=True, passed=True, name="supported", claims=supported)
+    tex = (out / "paper.tex").read_text()
+    assert "is thus predictive" in slot_content(tex, "ABSTRACT")
+
+    doubtful = _claims_with(res, {"predicts_above_chance": "inconclusive", "subgroup_gap_": "inconclusive",
+                                  "outperforms_": "inconclusive"})
+    _, out = _build(tmp_path, binary=True, passed=True, name="doubtful", claims=doubtful)
+    tex = (out / "paper.tex").read_text()
+    abstract, discussion = slot_content(tex, "ABSTRACT"), slot_content(tex, "DISCUSSION")
+    assert "is thus predictive" not in abstract and "is not settled by these data" in abstract
+    assert "tree ensemble improved on" not in discussion and "do not establish that" in discussion
+    assert "the evidence on them is inconclusive" in discussion
+
+    refuted = _claims_with(res, {"predicts_above_chance": "unsupported", "subgroup_gap_": "unsupported"})
+    _, out = _build(tmp_path, binary=True, passed=True, name="refuted", claims=refuted)
+    abstract = slot_content((out / "paper.tex").read_text(), "ABSTRACT")
+    assert "is thus predictive" not in abstract and "not settled" not in abstract
+    assert "differed by up to" not in abstract

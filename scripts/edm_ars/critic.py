@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import actions as act
 from .artifacts import read_yaml
 from .errors import EdmArsError
 from .formulate import validate_spec
@@ -127,6 +128,7 @@ class Finding:
     detail: Any = None
     message: str = ""
     severity: str | None = None
+    actions: tuple[dict[str, Any], ...] = ()  # structured revision actions that would fix the failure
 
 
 Check = Callable[[Artifacts, dict[str, Any]], Finding]
@@ -223,9 +225,12 @@ def check_cases_per_predictor(a: Artifacts, p: dict[str, Any]) -> Finding:
 def check_model_count(a: Artifacts, p: dict[str, Any]) -> Finding:
     singles = sorted(m for m in a.results.get("models") or {} if m != STACKING)
     least = int(p.get("min_models", 4))
+    missing = [m for m in act.MODEL_ORDER if m not in singles][:max(0, least - len(singles))]
     return Finding(len(singles) >= least, {"models": singles, "minimum": least},
                    f"{len(singles)} individual model(s) were compared ({', '.join(singles) or 'none'}); "
-                   f"at least {least} are required.")
+                   f"at least {least} are required.",
+                   actions=tuple(act.action("add_model", m, reason=f"at least {least} individual models are "
+                                            "required") for m in missing))
 
 
 @code_check("test_rows_only")
@@ -342,15 +347,21 @@ def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
             if isinstance((r.get("metrics") or {}).get("auc"), (int, float)) and r["metrics"]["auc"] > limit}
     flagged = [f for f in a.results.get("flags") or [] if f.startswith("possible_leakage")]
     listed = ", ".join(f"{m} {v:.3f}" for m, v in sorted(high.items())) or "; ".join(flagged)
+    # the strongest predictor of a suspiciously accurate model is the first proxy suspect
+    top = next((f["feature"] for f in a.results.get("top_features") or []
+                if f.get("feature") in {q["name"] for q in a.spec.get("predictors") or []}), None)
+    fix = (act.action("drop_predictor", top, reason=f"strongest predictor of a model with held-out AUC above "
+                      f"{limit:g} (suspected proxy of the outcome)"),) if top else ()
     return Finding(not high and not flagged, {"models": high, "flags": flagged, "max_auc": limit},
-                   f"Held-out AUC above {limit:g} suggests leakage through a proxy of the outcome ({listed}).")
+                   f"Held-out AUC above {limit:g} suggests leakage through a proxy of the outcome ({listed}).",
+                   actions=fix)
 
 
 def _issue(id_: str, severity: str, dimension: str, stage: str, description: str, recommendation: str,
-           unfixable: bool = False, source: str = "code") -> dict[str, Any]:
+           unfixable: bool = False, source: str = "code", actions: tuple | list = ()) -> dict[str, Any]:
     return {"id": id_, "severity": severity, "category": dimension, "target_stage": stage,
             "description": description, "recommendation": recommendation, "unfixable": unfixable,
-            "source": source}
+            "source": source, "actions": [dict(a, issue=a.get("issue") or id_) for a in actions]}
 
 
 def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str, Any] | None = None
@@ -373,7 +384,8 @@ def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str
             record["message"] = f.message
             issues.append(_issue(item["id"], severity, item["dimension"], item["target_stage"],
                                  f.message or item["description"], item["recommendation"],
-                                 unfixable=bool(item.get("unfixable")) and severity == "critical"))
+                                 unfixable=bool(item.get("unfixable")) and severity == "critical",
+                                 actions=f.actions))
     return checks, issues
 
 
@@ -451,11 +463,24 @@ def compute_verdict(issues: list[dict[str, Any]], overall: float, *, round_: int
     return {"verdict": verdict, "rubric_verdict": rubric_verdict, "unverified": unverified, "notes": notes}
 
 
-def rerun_from(issues: list[dict[str, Any]]) -> str | None:
-    """The earliest stage any issue targets (formulate < engineer < analyze): it and everything downstream
-    re-run. Write-targeted issues re-run nothing."""
+def rerun_from(issues: list[dict[str, Any]], actions: list[dict[str, Any]] | None = None) -> str | None:
+    """The earliest stage any issue or revision action targets (formulate < engineer < analyze): it and
+    everything downstream re-run. Write-targeted issues re-run nothing."""
     targets = [i["target_stage"] for i in issues if i.get("target_stage") in STAGES]
+    targets += [a["stage"] for a in actions or [] if a.get("stage") in STAGES]
     return min(targets, key=STAGES.index) if targets else None
+
+
+def revision_actions(issues: list[dict[str, Any]], extra: list[dict[str, Any]] | None = None
+                     ) -> list[dict[str, Any]]:
+    """The structured actions of the issues, then any extra (a model Critic's validated ones), no repeats."""
+    out, seen = [], set()
+    for a in [a for i in issues for a in i.get("actions") or []] + list(extra or []):
+        key = (a["action"], repr(a.get("value")))
+        if key not in seen:
+            seen.add(key)
+            out.append(a)
+    return out
 
 
 def _instructions(issues: list[dict[str, Any]], extra: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
@@ -470,12 +495,18 @@ def _instructions(issues: list[dict[str, Any]], extra: dict[str, list[str]] | No
 def _assemble(round_: int, issues: list[dict[str, Any]], checks: list[dict[str, Any]], scores: dict[str, float],
               overall: float, decision: dict[str, Any], *, forced: bool, backend: str, max_revisions: int,
               model_verdict: str | None = None, notes: list[str] | None = None,
-              extra_instructions: dict[str, list[str]] | None = None) -> dict[str, Any]:
+              extra_instructions: dict[str, list[str]] | None = None,
+              extra_actions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The review: the verdict's consequences (re-run stage, abort reason, write notes) and every field."""
     notes = list(notes or []) + decision["notes"]
     verdict, unverified = decision["verdict"], decision["unverified"]
     instructions = _instructions(issues, extra_instructions)
-    start = rerun_from(issues)
+    actions = revision_actions(issues, extra_actions)
+    for a in actions:
+        text = f"Apply {act.describe(a)}: {a.get('reason') or a.get('issue')}"
+        if text not in instructions.setdefault(a["stage"], []):
+            instructions[a["stage"]].append(text)
+    start = rerun_from(issues, actions)
     if start is None:
         stages = [s for s in STAGES if instructions.get(s)]
         start = stages[0] if stages else None
@@ -498,6 +529,7 @@ def _assemble(round_: int, issues: list[dict[str, Any]], checks: list[dict[str, 
         "issues": issues,
         "checks": checks,
         "revision_instructions": instructions,
+        "revision_actions": actions if verdict == "REVISE" else [],
         "rerun_from": start if verdict == "REVISE" else None,
         "abort_reason": abort if verdict == "ABORT" else None,
         "unverified": unverified,
@@ -506,6 +538,23 @@ def _assemble(round_: int, issues: list[dict[str, Any]], checks: list[dict[str, 
         "backend": backend,
         "notes": notes,
     }
+
+
+def forced_actions(stage: str, report: dict[str, Any], results: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a configured (forced) revision of a stage changes, so that the round differs in a stated way:
+    formulate restates the question; engineer switches the imputation strategy (by missingness <-> simple);
+    analyze adds the first model family not yet compared (nothing when all are)."""
+    why = "revision requested by configuration (force_revise)"
+    if stage == "formulate":
+        return [act.action("tighten_question", reason=why)]
+    if stage == "engineer":
+        current = report.get("imputation_strategy") or "by_missingness"
+        return [act.action("change_imputation", "simple" if current != "simple" else "by_missingness",
+                           reason=why)]
+    if stage == "analyze":
+        missing = [m for m in act.MODEL_ORDER if m not in (results.get("models") or {})]
+        return [act.action("add_model", missing[0], reason=why)] if missing else []
+    return []
 
 
 def review(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None, *,
@@ -524,7 +573,7 @@ def review(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any]
         issues.append(_issue("forced_revision", "major", STAGE_DIMENSION.get(force_revise, "analysis"),
                              force_revise, f"Revision of the {force_revise} stage requested by configuration "
                              "(force_revise).", f"Re-run {force_revise} and everything downstream of it.",
-                             source="config"))
+                             source="config", actions=forced_actions(force_revise, report, results)))
     scores, overall = dimension_scores(issues, rub["dimensions"], rub["penalties"], rub["start"])
     decision = compute_verdict(issues, overall, round_=round_, max_revisions=max_revisions, forced=forced)
     return _assemble(round_, issues, checks, scores, overall, decision, forced=forced, backend="offline",
@@ -548,6 +597,7 @@ MODEL_REVIEW_SCHEMA: dict[str, Any] = {
         "revision_instructions": {"type": "object", "additionalProperties": {
             "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}},
         "verdict": {"enum": list(VERDICTS)},
+        "revision_actions": {"type": "array", "items": {"type": "object", "required": ["action"]}},
     },
 }
 
@@ -724,7 +774,7 @@ def review_with_model(client: Any, prompts: dict[str, Any], spec: dict[str, Any]
                       results: dict[str, Any], figure_paths: dict[str, str | Path] | None,
                       code_review: dict[str, Any], *, max_revisions: int | None = None,
                       rubric: dict[str, Any] | str | Path | None = None, images: bool = False,
-                      tag: str = "critique") -> dict[str, Any]:
+                      tag: str = "critique", reg: Registry | None = None) -> dict[str, Any]:
     """The model Critic on top of the code review (the output of :func:`review` for the same round).
 
     The model reads the specification, data report, results summary and the code checks' findings (and,
@@ -770,9 +820,16 @@ def review_with_model(client: Any, prompts: dict[str, Any], spec: dict[str, Any]
                                model_verdict=answer["verdict"], forced=forced)
     extra = {s: [t] if isinstance(t, str) else list(t) for s, t in (answer.get("revision_instructions") or {}).items()
              if s in TARGETS}
+    proposed = []
+    for raw in answer.get("revision_actions") or []:
+        valid, why = act.validate(raw, reg=reg, spec=spec)
+        if valid:
+            proposed.append(dict(valid, source="model"))
+        else:
+            notes.append(f"model revision action not kept: {why}")
     out = _assemble(round_, issues, code_review["checks"], scores, overall, decision, forced=forced,
                     backend=backend, max_revisions=max_revisions, model_verdict=answer["verdict"], notes=notes,
-                    extra_instructions=extra)
+                    extra_instructions=extra, extra_actions=proposed)
     out.update(rubric_overall_score=rubric_overall, model_overall_score=model_overall,
                model_dimension_scores=answer.get("dimension_scores") or {}, figures_attached=attached)
     return out

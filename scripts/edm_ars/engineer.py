@@ -45,6 +45,7 @@ class Protocol:
     max_categories: int = 100
     iterative_max_iter: int = 5
     min_clusters: int = 50
+    imputation: str = "by_missingness"  # by_missingness | simple | iterative (edm_ars.actions.IMPUTATIONS)
 
 
 # ---- 1-2. selection and sentinel recoding ---------------------------------------------------
@@ -238,6 +239,24 @@ class FittedImputer:
         return out
 
 
+def imputation_protocol(proto: Protocol) -> str:
+    """The imputation protocol in words, as the paper states it."""
+    iterative = (f"scikit-learn IterativeImputer (max_iter={proto.iterative_max_iter}) over the continuous "
+                 "predictors for continuous variables and an explicit missing category for categorical ones")
+    if proto.imputation == "simple":
+        rule = "Every incomplete variable, decided on training rows: median (continuous) or mode (categorical)"
+    elif proto.imputation == "iterative":
+        rule = f"Every incomplete variable, decided on training rows: {iterative}"
+    elif proto.imputation == "by_missingness":
+        rule = (f"Per variable, decided on training rows: under {proto.simple_below:g}% missing, median "
+                f"(continuous) or mode (categorical); {proto.simple_below:g}% or more, {iterative}")
+    else:
+        raise DataError(f"engineer.imputation: unknown strategy {proto.imputation!r} "
+                        "(by_missingness, simple or iterative)")
+    return (f"{rule}; over {proto.warn_above:g}% the variable is flagged as a limitation. Imputers and encoders "
+            "are fitted on training rows only.")
+
+
 def fit_imputer(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> tuple[FittedImputer, list[str]]:
     """Choose and fit the imputation per variable on training rows; return it and the warnings."""
     imp = FittedImputer()
@@ -248,7 +267,7 @@ def fit_imputer(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> 
         imp.pct_missing[col] = round(pct, 2)
         if pct == 0:
             imp.methods[col] = "none (complete)"
-        elif pct < proto.simple_below:
+        elif proto.imputation == "simple" or (proto.imputation == "by_missingness" and pct < proto.simple_below):
             if kind == "continuous":
                 imp.methods[col] = "median"
                 imp.fill_values[col] = float(train[col].median())
@@ -501,12 +520,8 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
         "sentinel_recoding": {"n_values_recoded": int(sum(recoded.values())), "by_variable": recoded,
                               "codes": sorted(int(c) for c in reg.sentinel_codes),
                               "labels": reg.sentinel_labels},
-        "imputation_protocol": (
-            f"Per variable, decided on training rows: under {proto.simple_below:g}% missing, median "
-            f"(continuous) or mode (categorical); {proto.simple_below:g}% or more, scikit-learn IterativeImputer "
-            f"(max_iter={proto.iterative_max_iter}) over the continuous predictors for continuous variables and an "
-            f"explicit missing category for categorical ones; over {proto.warn_above:g}% the variable is flagged "
-            "as a limitation. Imputers and encoders are fitted on training rows only."),
+        "imputation_strategy": proto.imputation,
+        "imputation_protocol": imputation_protocol(proto),
         "protected": present_sub,
     }
     return Prepared(train_X, train_y, test_X, test_y, test_protected, groups.iloc[train_idx].reset_index(drop=True),

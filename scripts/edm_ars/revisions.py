@@ -34,6 +34,9 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
         methods = [f"{v}: {db['missingness'][v]['method']} -> {m['method']}" for v, m in da["missingness"].items()
                    if v in db["missingness"] and db["missingness"][v]["method"] != m["method"]]
         out += [f"imputation {m}" for m in methods]
+        if db.get("imputation_strategy") != da.get("imputation_strategy"):
+            out.append(f"imputation strategy {db.get('imputation_strategy', 'by_missingness')} -> "
+                       f"{da.get('imputation_strategy')}")
         if db["analytic_n"] != da["analytic_n"]:
             out.append(f"analytic n {db['analytic_n']} -> {da['analytic_n']}")
         if len(db["predictors_after"]) != len(da["predictors_after"]):
@@ -60,6 +63,9 @@ def render(rounds: list[dict[str, Any]]) -> str:
         for issue in asked["issues"]:
             if issue["target_stage"] in ("formulate", "engineer", "analyze"):
                 lines.append(f"- [{issue['severity']}] {issue['description']} -> {issue.get('recommendation', '')}")
+        for a in asked.get("revision_actions") or []:
+            lines.append(f"- action: {a['action']}" + (f" {a['value']}" if a.get("value") is not None else "")
+                         + f" ({a['stage']}; {a.get('reason') or a.get('issue')})")
         lines += ["", f"**Re-ran**: {', '.join(cur['reran'])}; earlier artifacts reused by path.", "",
                   "**Changed**:", ""]
         lines += [f"- {c}" for c in changes(prev, cur)] or ["- nothing in the specification, the data "

@@ -39,3 +39,13 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
 def registry_of(smk: Any, tier2: dict[str, Any] | None = None) -> Registry:
     """The registry whose files the rule declares as `registry` input."""
     return load_registry(Path(smk.input.registry[0]).parent, tier2=tier2)
+
+
+def earlier_reviews(smk: Any) -> list[dict[str, Any]]:
+    """The reviews of every earlier round (input `earlier_reviews`, absent in round 0), in round order:
+    their revision actions accumulate."""
+    from .artifacts import read_json
+
+    files = smk.input.get("earlier_reviews", []) if "earlier_reviews" in smk.input.keys() else []
+    files = [files] if isinstance(files, str) else list(files)
+    return [read_json(f, "review_report") for f in files]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import atomic_write_text, validate
+from ..claims import code_claims, document
 from ..errors import EdmArsError
 from . import analyses, prose
 from .macros import MacroTable
@@ -122,7 +123,8 @@ def _collect_figures(ctx: prose.Ctx, figures_dir: Path, out_dir: Path) -> list[s
 def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: dict[str, Any],
                 results: dict[str, Any], review: dict[str, Any], *, figures_dir: Path, template: Path,
                 out_dir: Path, registry_labels: dict[str, str] | None = None,
-                authors: str | None = None, validate_inputs: bool = True) -> dict[str, Any]:
+                authors: str | None = None, validate_inputs: bool = True,
+                claims: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
 
     Returns a summary: word counts per section, figure and table counts, cited keys, the number of
@@ -145,9 +147,15 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
         raise EdmArsError(f"paper template not found: {template}")
     out_dir.mkdir(parents=True, exist_ok=True)
 
+    if claims is None:  # the same rules the offline results debate applies
+        claims = document(code_claims(results, data_report), round_=int(review.get("round", 0)),
+                          backend="offline")
+    elif validate_inputs:
+        validate(claims, "claims", where="claims.json (writer input)")
     ctx = prose.Ctx(spec=spec, lit=literature, data=data_report, results=results, review=review,
                     m=MacroTable(), cites=prose.Citations.from_literature(literature),
-                    registry_labels=dict(registry_labels or {}))
+                    registry_labels=dict(registry_labels or {}),
+                    claims={c["id"]: c["status"] for c in claims["claims"]})
     prose.register_numbers(ctx)
     missing = _collect_figures(ctx, figures_dir, out_dir)
 

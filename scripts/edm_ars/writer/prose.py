@@ -204,6 +204,12 @@ class Ctx:
     figures: list[Figure] = field(default_factory=list)
     n: dict[str, str] = field(default_factory=dict)  # named number uses, e.g. n["TestN"]
     fig_refs: dict[str, str] = field(default_factory=dict)  # figure label -> Results subsection citing it
+    claims: dict[str, str] = field(default_factory=dict)  # claim id -> supported | inconclusive | unsupported
+
+    def claim(self, id_: str) -> str:
+        """The results debate's status of a claim ('unsupported' when the debate did not make it): the
+        paper states supported claims, states inconclusive ones as such, and omits the rest."""
+        return self.claims.get(id_, "unsupported")
 
     # -- basic facts ---------------------------------------------------------------------
     @property
@@ -728,18 +734,29 @@ def abstract(ctx: Ctx) -> str:
         from .analyses import _nperturb  # noqa: PLC0415
 
         k = _nperturb(ctx)
-        parts.append((3, (f"Across {k} perturbations of the training data, the ranking of the top features "
-                          + ("changed substantially, so it should not be read as a robust finding."
-                             if st.get("unstable") else "was stable."))))
+        robust = ctx.claim("ranking_robust")
+        lead = f"Across {k} perturbations of the training data, the ranking of the top features "
+        if st.get("unstable"):
+            parts.append((3, lead + "changed substantially, so it should not be read as a robust finding."))
+        elif robust == "supported":
+            parts.append((3, lead + "was stable."))
+        elif robust == "inconclusive":
+            parts.append((3, f"Whether the ranking of the top features is robust across {k} perturbations of the "
+                             "training data is not settled by these analyses."))
     s = strength(ctx)
     if suspiciously_high(ctx):
         parts.append((0, "Performance this high is unusual for survey-based prediction and calls for "
                          "scrutiny of possible leakage before the result is relied on."))
-    else:
+    elif ctx.claim("predicts_above_chance") == "supported":
         what = "discrimination" if ctx.binary else "explanatory accuracy"
         parts.append((2, f"Information available before the outcome is measured is thus predictive of "
                          f"{lc_first(ctx.outcome_label) if ctx.binary else 'later achievement'} with "
                          f"{s} {what}, although predictive associations do not identify causes."))
+    elif ctx.claim("predicts_above_chance") == "inconclusive":
+        parts.append((2, "Whether information available before the outcome is measured predicts "
+                         f"{lc_first(ctx.outcome_label) if ctx.binary else 'later achievement'} better than "
+                         "chance is not settled by these data: the interval of the selected model's "
+                         f"{metric_name(ctx)} includes the chance level."))
     disclosure = ("This study was generated automatically by the EDM-ARS pipeline with its "
                   f"{'offline (template-based)' if ctx.offline else escape_latex(ctx.spec['backend'])} "
                   "backend")
@@ -789,9 +806,16 @@ def _abstract_fairness(ctx: Ctx) -> str:
                        f"results.json:fairness.attributes.{attr}.gaps.{primary}.gap")
     label = fa["attributes"][attr].get("label") or attr
     label = ctx.t(lc_first(clean_label(label)), f"results.json:fairness.attributes.{attr}.label")
-    return (f"A subgroup audit found that the selected model's {metric_name(ctx, primary)} differed by up to "
-            f"{mac} between groups of {label}; this is a difference in predictive performance, not a causal "
-            "finding about the groups.")
+    status = ctx.claim(f"subgroup_gap_{attr}")
+    if status == "unsupported":
+        return (f"A subgroup audit found no gap in the selected model's {metric_name(ctx, primary)} between "
+                "groups of students above the flagging threshold.")
+    text = (f"A subgroup audit found that the selected model's {metric_name(ctx, primary)} differed by up to "
+            f"{mac} between groups of {label}")
+    if status == "inconclusive":
+        return text + ("; the audit could not distinguish this gap from sampling variation or small groups, so "
+                       "it is inconclusive, and it describes predictive performance, not the groups.")
+    return text + "; this is a difference in predictive performance, not a causal finding about the groups."
 
 
 def introduction(ctx: Ctx) -> str:
@@ -1205,7 +1229,14 @@ def discussion(ctx: Ctx) -> str:
         "to prevent leakage, this estimate should be a fair guide to performance on similar students "
         + ("in new schools." if ctx.school_split_ok else "drawn from the same schools."))
     fam = model_family(best)
-    if "contrast" in n:
+    if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
+        other = n["contrast"]
+        paras.append(
+            f"{_cap_first(ctx.model_phrase(best))} and {ctx.model_phrase(other)} differed by "
+            f"{n['MarginContrast']}, but their 95\\% intervals overlap, so these data do not establish that "
+            "either predicts better than the other. Where transparency matters, as in advising or early-warning "
+            "settings, the simpler model is then the natural default.")
+    elif "contrast" in n:
         raw = float(n["MarginContrast:raw"])
         other = n["contrast"]
         if fam == "tree" and raw < 0.02:
@@ -1267,7 +1298,10 @@ def discussion(ctx: Ctx) -> str:
                      f"groups deserve attention before any use in practice{c.citep('fairness', limit=2)}.")
     st = ctx.stability
     if st.get("runs") and st.get("unstable") is not None:
-        if st.get("unstable"):
+        if not st.get("unstable") and ctx.claim("ranking_robust") != "supported":
+            paras.append("The stability analysis (Section~\\ref{sec:stability}) did not settle whether the ranking "
+                         "of the most predictive features is robust, so the interpretation above is tentative.")
+        elif st.get("unstable"):
             paras.append("The stability analysis (Section~\\ref{sec:stability}) showed that the ranking of the "
                          "most predictive features changed under reasonable perturbations of the analysis, so "
                          "the interpretation above should be treated as tentative; the predictive performance "
@@ -1296,8 +1330,16 @@ def _discussion_fairness(ctx: Ctx) -> str:
     fa, c = ctx.fairness, ctx.cites
     flagged = [a for a, r in fa["attributes"].items() if r.get("kind") != "intersection"
                and any(isinstance(g, dict) and g.get("flagged") for g in (r.get("gaps") or {}).values())]
-    labels = [f"\\emph{{{lc_first(ctx.t(clean_label(fa['attributes'][a].get('label') or a), f'results.json:fairness.attributes.{a}.label'))}}}"
-              for a in flagged]
+    unsettled = [a for a in flagged if ctx.claim(f"subgroup_gap_{a}") == "inconclusive"]
+    flagged = [a for a in flagged if a not in unsettled]
+    def names(attrs: list[str]) -> list[str]:
+        return [f"\\emph{{{lc_first(ctx.t(clean_label(fa['attributes'][a].get('label') or a), f'results.json:fairness.attributes.{a}.label'))}}}"
+                for a in attrs]
+
+    labels = names(flagged)
+    extra = (f" For {join_list(names(unsettled))}, the gaps exceeded the threshold but could not be distinguished "
+             "from sampling variation or rest on small groups, so the evidence on them is inconclusive."
+             if unsettled else "")
     if flagged:
         text = ("The subgroup audit (Section~\\ref{sec:fairness}) showed that the model does not predict "
                 f"equally well for all students: gaps above the flagging threshold appeared for {join_list(labels)}. "
@@ -1310,7 +1352,7 @@ def _discussion_fairness(ctx: Ctx) -> str:
         text = ("The subgroup audit (Section~\\ref{sec:fairness}) found no gap above the flagging threshold, "
                 "although small groups could not be assessed reliably and the audit should be repeated before "
                 f"any use in practice{c.citep('fairness', limit=2)}.")
-    return text
+    return text + extra
 
 
 def limitations(ctx: Ctx) -> str:

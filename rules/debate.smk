@@ -1,0 +1,26 @@
+rule debate:
+    input:
+        unpack(spec_for),
+        unpack(engineered_for),
+        results="output/round_{round}/results.json",
+        prompts=prompt_file("debate"),
+    output:
+        claims="output/round_{round}/claims.json",
+        ledger="output/ledger/debate/round_{round}.jsonl",
+        transcripts=directory("output/prompts/debate/round_{round}"),
+    log:
+        "logs/debate/round_{round}.log",
+    conda:
+        "../envs/data.yaml"
+    resources:
+        llm_api=1,
+    params:
+        llm=agent_settings("debate"),
+        prompt_hash=prompt_hash("debate"),
+        budget_usd=lookup(dpath="budget_usd", within=config),
+        prices=lookup(dpath="llm/prices", within=config),
+        cache_dir=lookup(dpath="llm/cache_dir", within=config),
+        lessons_store=lessons_store(),
+        lessons_k=lookup(dpath="lessons/k", within=config),
+    script:
+        "../scripts/debate.py"
