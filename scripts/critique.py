@@ -1,6 +1,7 @@
 """Checkpoint critique (Critic): rubric checks in code, then (with a model) the three-lens review;
 the verdict is always computed by rule from the merged issues."""
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from edm_ars.artifacts import atomic_write_text, read_json, write_json
@@ -9,6 +10,7 @@ from edm_ars.rule_io import log, registry_of, run
 
 
 def model_review(smk, code_review, spec, report, results, rubric, reg):
+    from edm_ars.lessons import load, relevant, render
     from edm_ars.llm import load_prompt
     from edm_ars.llm.rule_client import client_for_job
 
@@ -16,7 +18,9 @@ def model_review(smk, code_review, spec, report, results, rubric, reg):
     figures = key_figure_paths(results, Path(smk.input.results).parent)
     return review_with_model(client, load_prompt(smk.input.prompts), spec, report, results, figures, code_review,
                              max_revisions=smk.params.max_revisions, rubric=rubric,
-                             images=smk.params.llm["backend"] == "anthropic", reg=reg)
+                             images=smk.params.llm["backend"] == "anthropic", reg=reg,
+                             lessons=render(relevant(load(Path(smk.params.lessons_store)), datetime.now(UTC),
+                                                     stage=None, k=smk.params.lessons_k)))
 
 
 def main(smk):

@@ -12,7 +12,7 @@ from edm_ars.artifacts import atomic_write_text, read_json, write_json
 from edm_ars.errors import SpecError
 from edm_ars.formulate import curated_literature, offline_spec, validate_spec
 from edm_ars.gates import read_notes
-from edm_ars.lessons import load, relevant, render
+from edm_ars.lessons import carried_actions, load, relevant, render
 from edm_ars.rule_io import earlier_reviews, log, registry_of, run
 
 
@@ -43,9 +43,17 @@ def main(smk):
         human = read_notes(smk.input.human_notes)
         log.info("the researcher sent the specification back: %s", human)
         notes = notes + [f"Researcher: {n}" for n in human]
-    ranked = relevant(load(Path(smk.params.lessons_store)), datetime.now(UTC), stage="formulate",
-                      k=smk.params.lessons_k)
+    stored, now = load(Path(smk.params.lessons_store)), datetime.now(UTC)
+    ranked = relevant(stored, now, stage="formulate", k=smk.params.lessons_k)
     lessons = render(ranked)
+
+    def revised(spec):
+        """This run's requested changes, after those earlier runs' lessons carry for the same outcome
+        (lessons.k = 0 turns lessons off)."""
+        carried = (carried_actions(relevant(stored, now, stage="formulate", k=len(stored)), "formulate",
+                                   spec["outcome"]["name"]) if smk.params.lessons_k else [])
+        return actions.apply_to_spec(spec, carried + requested, reg)
+
     if lessons:
         log.info("%s", lessons)
     bib, topics = smk.input.bibliography
@@ -53,7 +61,7 @@ def main(smk):
     if backend == "offline":
         spec = offline_spec(reg, prompt=smk.params.prompt or None, question_id=smk.params.question or None,
                             round_=r, revision_notes=notes)
-        spec = actions.apply_to_spec(spec, requested, reg)
+        spec = revised(spec)
         violations = validate_spec(spec, reg, columns)
         if violations:
             raise SpecError(violations)
@@ -71,7 +79,7 @@ def main(smk):
                                             n_candidates=smk.params.candidates, lessons=lessons)
         log.info("debate and synthesis: %s", {k: v for k, v in record.items() if k != "debate"})
         # the requested changes are applied in code whatever the model wrote, then gated again
-        spec = actions.apply_to_spec(spec, requested, reg)
+        spec = revised(spec)
         violations = validate_spec(spec, reg, columns)
         if violations:
             raise SpecError(violations)

@@ -371,7 +371,7 @@ def test_prompt_file_has_the_lenses_and_the_placeholders_the_critic_fills(prompt
     assert system.index("Methodologist") < system.index("Skeptic") < system.index("Synthesizer")
     assert placeholders(system) == {"dimensions", "code_items", "model_items"}
     assert placeholders(prompts["user"]) == {"round", "max_revisions", "spec", "data_report", "results",
-                                             "code_findings", "figures"}
+                                             "code_findings", "figures", "lessons"}
 
 
 def test_model_pass_is_overruled_by_a_code_critical_and_issues_are_merged(good, reg, prompts):

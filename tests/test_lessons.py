@@ -9,6 +9,7 @@ import pytest
 from edm_ars.lessons import (
     Lesson,
     append,
+    carried_actions,
     cli_lessons,
     default_store_path,
     lessons_from_run,
@@ -171,6 +172,29 @@ def test_lessons_from_run_without_approvals_and_a_forced_revision(tmp_path):
     assert lessons_from_run(tmp_path, None, "r", NOW) == []
     assert lessons_from_run(tmp_path, tmp_path / "no-approvals", "r", NOW) == []
     assert lessons_from_run(tmp_path / "nothing-here", None, "r", NOW) == []
+
+
+def test_a_revision_action_becomes_a_lesson_that_later_runs_apply(tmp_path):
+    drop = {"action": "drop_predictor", "stage": "formulate", "value": "X3TGPAACAD", "issue": "sv_leakage_auc",
+            "reason": "suspected proxy of the outcome", "outcome": "X4EVRATNDCLG"}
+    leak = issue("sv_leakage_auc", "critical", "substantive_validity", "formulate", "Held-out AUC above 0.95.",
+                 "Find and remove proxies of the outcome among the predictors.")
+    (tmp_path / "round_0").mkdir()
+    (tmp_path / "round_0" / "review_report.json").write_text(json.dumps(
+        {"round": 0, "verdict": "REVISE", "issues": [leak], "checks": [], "revision_actions": [drop],
+         "revision_instructions": {"formulate": [leak["recommendation"]]}, "rerun_from": "formulate"}))
+    found = lessons_from_run(tmp_path, None, "run-b", NOW)
+    carrying = [le for le in found if le.action]
+    assert len(carrying) == 1 and carrying[0].severity == "critical" and carrying[0].stage == "formulate"
+    store = tmp_path / "lessons.jsonl"
+    append(store, found)
+    ranked = relevant(load(store), NOW + timedelta(days=10), stage="formulate", k=10)
+    carried = carried_actions(ranked, "formulate", "X4EVRATNDCLG")
+    assert [(a["action"], a["value"]) for a in carried] == [("drop_predictor", "X3TGPAACAD")]
+    assert "lesson from run run-b" in carried[0]["reason"]
+    assert carried_actions(ranked, "formulate", "X2TXMTSCOR") == []  # another outcome: not carried
+    expired = relevant(load(store), NOW + timedelta(days=91), stage="formulate", k=10)
+    assert carried_actions(expired, "formulate", "X4EVRATNDCLG") == []
 
 
 # ---- the store -----------------------------------------------------------------------------------------

@@ -267,6 +267,33 @@ def test_gates_block_until_approved_and_a_rejection_reaches_the_stage(tmp_path):
     assert "waiting for the researcher" not in status()
 
 
+def test_step_by_step_gates_every_stage(tmp_path):
+    """step-by-step: a gate after every stage; each approval moves the run exactly one stage on."""
+    def edm(*args):
+        done = subprocess.run(["edm-ars", *args, "-d", str(tmp_path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    steps = [  # (gate that waits, rules that must have run, rules that must not have run yet)
+        ("formulate", {"formulate"}, {"engineer"}),
+        ("engineer", {"engineer"}, {"fit_model", "fit_stacking"}),
+        ("analyze", {"fit_model", "evaluate", "analyze"}, {"critique"}),
+        ("critique", {"debate", "critique"}, {"write"}),
+        ("write", set(), {"write", "compile_pdf"}),
+    ]
+    for gate, ran_now, not_yet in steps:
+        result = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
+        assert result.returncode != 0, result.stderr[-3000:]
+        assert f"gate '{gate}' (round 0) is waiting for your review" in result.stdout + result.stderr
+        ran = set(jobs_run(result))
+        assert ran_now <= ran and not (not_yet & ran), (gate, sorted(ran))
+        assert f"waiting for the researcher: {gate} (round 0)" in edm("status")
+        edm("approve", gate)
+    last = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
+    assert last.returncode == 0, last.stderr[-3000:]
+    assert {"write", "compile_pdf"} <= set(jobs_run(last)) and (tmp_path / "output" / "paper.pdf").exists()
+
+
 def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     """Too few analytic cases for a defensible study: the engineer's floor was lowered, the Critic's is not."""
     result = snakemake(tmp_path, "output/paper.pdf", overrides=(

@@ -502,7 +502,7 @@ def _assemble(round_: int, issues: list[dict[str, Any]], checks: list[dict[str, 
     verdict, unverified = decision["verdict"], decision["unverified"]
     instructions = _instructions(issues, extra_instructions)
     actions = revision_actions(issues, extra_actions)
-    for a in actions:
+    for a in [a for a in actions if a.get("issue") != "forced_revision"]:  # forced: its own recommendation
         text = f"Apply {act.describe(a)}: {a.get('reason') or a.get('issue')}"
         if text not in instructions.setdefault(a["stage"], []):
             instructions[a["stage"]].append(text)
@@ -576,8 +576,16 @@ def review(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any]
                              source="config", actions=forced_actions(force_revise, report, results)))
     scores, overall = dimension_scores(issues, rub["dimensions"], rub["penalties"], rub["start"])
     decision = compute_verdict(issues, overall, round_=round_, max_revisions=max_revisions, forced=forced)
-    return _assemble(round_, issues, checks, scores, overall, decision, forced=forced, backend="offline",
-                     max_revisions=max_revisions)
+    return _with_outcome(_assemble(round_, issues, checks, scores, overall, decision, forced=forced,
+                                   backend="offline", max_revisions=max_revisions), spec)
+
+
+def _with_outcome(review_: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """Actions name the outcome they were asked for (a lesson carries a predictor action only to studies
+    of the same outcome)."""
+    outcome = (spec.get("outcome") or {}).get("name")
+    review_["revision_actions"] = [dict(a, outcome=outcome) for a in review_["revision_actions"]]
+    return review_
 
 
 # ==================================================================================== the model Critic
@@ -774,7 +782,7 @@ def review_with_model(client: Any, prompts: dict[str, Any], spec: dict[str, Any]
                       results: dict[str, Any], figure_paths: dict[str, str | Path] | None,
                       code_review: dict[str, Any], *, max_revisions: int | None = None,
                       rubric: dict[str, Any] | str | Path | None = None, images: bool = False,
-                      tag: str = "critique", reg: Registry | None = None) -> dict[str, Any]:
+                      tag: str = "critique", reg: Registry | None = None, lessons: str = "") -> dict[str, Any]:
     """The model Critic on top of the code review (the output of :func:`review` for the same round).
 
     The model reads the specification, data report, results summary and the code checks' findings (and,
@@ -806,7 +814,8 @@ def review_with_model(client: Any, prompts: dict[str, Any], spec: dict[str, Any]
         prompts["user"], round=round_, max_revisions=max_revisions, spec=_dump(spec_summary(spec)),
         data_report=_dump(report_summary(report)), results=_dump(results_summary(results)),
         code_findings=code_findings(code_review["checks"], code_review["issues"]),
-        figures=_figures_text(results, attached))
+        figures=_figures_text(results, attached),
+        lessons=lessons or "(no lessons from earlier runs)")
     content: str | list[dict[str, Any]] = [{"type": "text", "text": user}, *blocks] if blocks else user
     answer, _ = client.complete_json(system, [{"role": "user", "content": content}], tag=tag,
                                      schema=MODEL_REVIEW_SCHEMA, check=_answer_problems)
@@ -832,4 +841,4 @@ def review_with_model(client: Any, prompts: dict[str, Any], spec: dict[str, Any]
                     extra_instructions=extra, extra_actions=proposed)
     out.update(rubric_overall_score=rubric_overall, model_overall_score=model_overall,
                model_dimension_scores=answer.get("dimension_scores") or {}, figures_attached=attached)
-    return out
+    return _with_outcome(out, spec)

@@ -34,7 +34,7 @@ def subjects(gate: str, round_: int) -> list[str]:
         "engineer": [f"{d}/data/data_report.json"],
         "analyze": [f"{d}/results.json"],
         "critique": [f"{d}/review_report.json"],
-        "write": [f"{d}/results.json", f"{d}/review_report.json"],
+        "write": [f"{d}/results.json", f"{d}/claims.json", f"{d}/review_report.json"],
     }
     if gate not in table:
         raise EdmArsError(f"unknown gate '{gate}' (known: {sorted(table)})")

@@ -63,6 +63,7 @@ class Lesson:
     run_id: str
     source: str  # failed_check | revision | rejection
     stage: str | None = None
+    action: dict[str, Any] | None = None  # a structured revision action (edm_ars.actions) the lesson carries
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITY_WEIGHT:
@@ -72,6 +73,8 @@ class Lesson:
                 raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
         if self.stage is not None and not isinstance(self.stage, str):
             raise ValueError(f"stage must be a string or null, got {self.stage!r}")
+        if self.action is not None and not (isinstance(self.action, dict) and "action" in self.action):
+            raise ValueError(f"action must be a revision action object or null, got {self.action!r}")
         parse_time(self.time)  # raises ValueError when it is not a timestamp
 
     @property
@@ -89,7 +92,7 @@ class Lesson:
         if missing:
             raise ValueError(f"missing field(s): {', '.join(missing)}")
         return cls(category=obj["category"], severity=obj["severity"], text=obj["text"], time=obj["time"],
-                   run_id=obj["run_id"], source=obj["source"], stage=obj.get("stage"))
+                   run_id=obj["run_id"], source=obj["source"], stage=obj.get("stage"), action=obj.get("action"))
 
 
 def default_store_path() -> Path:
@@ -164,6 +167,27 @@ def _review_lessons(review: dict[str, Any], run_id: str, time: str) -> list[Less
             text += (": " + "; ".join(dict.fromkeys(steps))) if steps else "."
             out.append(Lesson(category="revision", severity="major", text=text, time=time, run_id=run_id,
                               source="revision", stage=stage))
+    severity = {i.get("id"): _severity(i.get("severity")) for i in issues}
+    for a in review.get("revision_actions") or []:
+        if not isinstance(a, dict) or a.get("issue") == FORCED_ISSUE or "action" not in a:
+            continue
+        value = f" {a['value']}" if a.get("value") is not None else ""
+        text = f"Revision action {a['action']}{value} ({a.get('reason') or a.get('issue') or 'no reason given'})"
+        out.append(Lesson(category="revision_action", severity=severity.get(a.get("issue"), "major"), text=text,
+                          time=time, run_id=run_id, source="revision", stage=_stage(a.get("stage")),
+                          action=dict(a)))
+    return out
+
+
+def carried_actions(ranked: list[tuple[float, Lesson]], stage: str, outcome: str) -> list[dict[str, Any]]:
+    """The predictor actions that earlier runs' reviews demanded for the same outcome, from lessons that
+    still carry weight: a later run applies them from the start instead of repeating the mistake."""
+    out = []
+    for _, le in ranked:
+        a = le.action
+        if (a and le.stage == stage and a.get("action") in ("drop_predictor", "add_predictor")
+                and a.get("outcome") == outcome):
+            out.append(dict(a, reason=f"lesson from run {le.run_id}: {a.get('reason') or a.get('issue')}"))
     return out
 
 
