@@ -9,6 +9,8 @@ rule write:
         numbers="output/paper/numbers.tex",
         numbers_json="output/paper/numbers.json",
         figures=directory("output/paper/figures"),
+        sources="output/paper/sources.json",
+        verification="output/paper/verification.json",
     log:
         "logs/write.log",
     conda:

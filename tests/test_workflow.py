@@ -31,8 +31,8 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert (out / "paper.pdf").stat().st_size > 20_000
     assert sorted(set(jobs_run(result))) == sorted({"synthesize", "dataset", "registry_tier2", "formulate",
                                                     "engineer", "fit_model", "fit_stacking", "evaluate", "explain",
-                                                    "fairness", "stability_run", "stability", "analyze", "critique",
-                                                    "write", "compile_pdf"})
+                                                    "fairness", "stability_run", "stability", "analyze", "debate",
+                                                    "critique", "write", "compile_pdf"})
     spec = read(out / "round_0" / "research_spec.json")
     report = read(out / "round_0" / "data" / "data_report.json")
     results = read(out / "round_0" / "results.json")
@@ -59,6 +59,28 @@ def test_full_offline_run_builds_the_paper(base_run):
         assert section in text.upper()
     assert "??" not in text
     assert (workdir / "logs" / "engineer" / "round_0.log").exists()
+    claims = read(out / "round_0" / "claims.json")
+    assert claims["counts"]["supported"] >= 1 and all(c["evidence"] for c in claims["claims"])
+    verification = read(out / "paper" / "verification.json")
+    assert verification["ok"] and verification["counts"]["matched"] > 50
+
+
+def test_verify_paper_passes_and_fails_on_a_planted_number(base_run, tmp_path):
+    workdir, _ = base_run
+    tex = workdir / "output" / "paper" / "paper.tex"
+    ok = subprocess.run(["edm-ars", "verify-paper", str(tex)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert " 0 unmatched" in ok.stdout
+    planted = tmp_path / "paper"
+    shutil.copytree(tex.parent, planted)
+    source = (planted / "paper.tex").read_text()
+    begin = source.index("%%BEGIN:RESULTS%%\n") + len("%%BEGIN:RESULTS%%\n")
+    line = source[:begin].count("\n") + 1
+    (planted / "paper.tex").write_text(source[:begin] + "On a subsample the AUC reached 0.4321.\n" + source[begin:])
+    (planted / "sources.json").write_text(json.dumps(
+        {k: str((tex.parent / v).resolve()) for k, v in read(tex.parent / "sources.json").items()}))
+    bad = subprocess.run(["edm-ars", "verify-paper", str(planted / "paper.tex")], capture_output=True, text=True)
+    assert bad.returncode == 1 and f"paper.tex:{line}: [RESULTS] 0.4321" in bad.stdout
 
 
 def test_status_reports_the_run(base_run):

@@ -111,6 +111,22 @@ def cmd_lessons(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify_paper(args: argparse.Namespace) -> int:
+    from .writer.verify import verify_paper
+
+    given = {}
+    for pair in args.artifact or []:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise EdmArsError(f"--artifact {pair!r}: expected NAME=PATH, e.g. results.json=output/round_0/results.json")
+        given[name] = path
+    report = verify_paper(args.paper, given=given or None)
+    print(report.summary())
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    return 0 if report.ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="edm-ars", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -137,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     ls.add_argument("-k", type=int, default=10)
     ls.add_argument("--all", action="store_true", help="every stored lesson, expired ones too")
     ls.set_defaults(func=cmd_lessons)
+    v = sub.add_parser("verify-paper", help="reconcile a paper's numbers and citations with the run's artifacts")
+    v.add_argument("paper", help="the paper's LaTeX source (output/paper/paper.tex)")
+    v.add_argument("--artifact", action="append", metavar="NAME=PATH",
+                   help="an artifact to check against (default: those listed in sources.json beside the paper)")
+    v.add_argument("--json", help="write the full report (every number, how it matched) to this file")
+    v.set_defaults(func=cmd_verify_paper)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -11,6 +11,7 @@ from ..artifacts import atomic_write_text, validate
 from ..claims import code_claims, document
 from ..errors import EdmArsError
 from . import analyses, prose
+from .integrity import repair_citations
 from .macros import MacroTable
 
 SLOTS = ("TITLE", "AUTHORS", "ABSTRACT", "KEYWORDS", "MACROS", "UNVERIFIED", "INTRODUCTION",
@@ -182,10 +183,12 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     content["APPENDIX"] = "\n\n".join(a for a in appendix if a)
     content["MACROS"] = "\\input{numbers.tex}"
 
+    # citations from retrieval only: an unknown key is removed and its sentence repaired; a placeholder fails
+    removed: list[str] = []
+    for name in list(content):
+        content[name], dropped = repair_citations(content[name], frozenset(ctx.cites.keys_all))
+        removed += dropped
     cited = cited_keys("\n".join(content.values()))
-    unknown = [k for k in cited if k not in ctx.cites.keys_all]
-    if unknown:  # cannot happen through the templates; guards against template edits
-        raise EdmArsError(f"paper cites keys that are not verified references: {', '.join(unknown)}")
     content["BIBLIOGRAPHY"] = ("\\bibliographystyle{ACM-Reference-Format}\n\\bibliography{references}"
                                if cited else "")
 
@@ -215,5 +218,6 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
         "macros": len(ctx.m),
         "unverified": ctx.unverified,
         "raw_numbers": leaks,
+        "citations_removed": removed,
     }
     return summary

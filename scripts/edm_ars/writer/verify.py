@@ -1,0 +1,461 @@
+"""`edm-ars verify-paper`: reconcile every number printed in a paper with the run's artifacts.
+
+Each number of the document body is found in the LaTeX source after the number macros of numbers.tex
+are expanded, and classified:
+
+- **exempt**: years (1900-2100) and small integers (|n| <= 100) printed without decimals;
+- **matched**: a number printed through a macro agrees, at its printed precision, with the value at the
+  macro's recorded source (a JSON path in an artifact, a simple derivation such as ``len(...)`` or
+  ``|a - b|``, or the artifact text a number was quoted from); a literal number agrees with some value of
+  the artifacts: a leaf, a list length, or a sum or difference of sibling values (values of one object,
+  or the same key across the objects of one list or mapping). A percentage also matches a value 100
+  times smaller ("20.5\\%" matches 0.205). "-1.90" and "-1.905" both match -1.904982835; "-1.92" does not;
+- **unmatched** otherwise. In strict places (the abstract, the results and every table) an unmatched
+  number fails the paper; elsewhere it warns. An interval "[a, b]" whose two ends are both unmatched
+  fails wherever it is; with one end unmatched it warns.
+
+The artifacts are found through sources.json next to the paper (written by the Writer) or given as
+NAME=PATH pairs. Findings name their line in the .tex file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import EdmArsError
+
+STRICT_SLOTS = {"ABSTRACT", "RESULTS"}
+SMALL_INT = 100
+YEARS = (1900, 2100)
+MAX_SIBLINGS = 80  # containers with more children are not expanded into pairwise sums/differences
+
+
+class VerifyError(EdmArsError):
+    """The paper or its artifacts could not be read."""
+
+
+@dataclass
+class Number:
+    line: int
+    text: str  # as printed (after macro expansion)
+    value: float
+    decimals: int
+    percent: bool
+    section: str
+    strict: bool
+    macro: str | None = None
+    source: str | None = None
+    bound: bool = False  # printed as "<0.001"
+    interval: int | None = None  # numbers of one "[a, b]" share an id
+    status: str = ""  # matched | exempt | unmatched
+    how: str = ""
+
+
+@dataclass
+class Report:
+    paper: str
+    numbers: list[Number] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    lint: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        by = {s: sum(1 for n in self.numbers if n.status == s) for s in ("matched", "exempt", "unmatched")}
+        return {"numbers": len(self.numbers), "checked": by["matched"] + by["unmatched"], **by,
+                "failures": len(self.failures), "warnings": len(self.warnings)}
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def to_json(self) -> dict[str, Any]:
+        return {"paper": self.paper, "ok": self.ok, "counts": self.counts, "failures": self.failures,
+                "warnings": self.warnings, "lint": self.lint, "numbers": [asdict(n) for n in self.numbers]}
+
+    def summary(self) -> str:
+        c = self.counts
+        head = (f"{self.paper}: {c['numbers']} numbers: {c['checked']} checked, {c['matched']} matched, "
+                f"{c['exempt']} exempt, {c['unmatched']} unmatched ({c['failures']} failing, "
+                f"{c['warnings']} warnings)")
+        lines = [head] + [f"  FAIL {f}" for f in self.failures] + [f"  warn {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+# ---- artifacts -------------------------------------------------------------------------------------
+def load_artifacts(paper: Path, given: dict[str, str] | None = None) -> dict[str, Any]:
+    """NAME -> parsed JSON: from sources.json next to the paper (paths relative to it), then `given`."""
+    paths: dict[str, Path] = {}
+    sources = paper.parent / "sources.json"
+    if sources.exists():
+        for name, rel in json.loads(sources.read_text()).items():
+            paths[name] = (paper.parent / rel).resolve()
+    for name, path in (given or {}).items():
+        paths[name] = Path(path)
+    if not paths:
+        raise VerifyError(f"{paper}: no artifacts to verify against (no {sources.name} next to the paper and "
+                          "none given with --artifact NAME=PATH)")
+    out = {}
+    for name, path in paths.items():
+        try:
+            out[name] = json.loads(Path(path).read_text())
+        except FileNotFoundError as exc:
+            raise VerifyError(f"artifact {name} not found: {path}") from exc
+        except json.JSONDecodeError as exc:
+            raise VerifyError(f"artifact {name} ({path}) is not valid JSON: {exc}") from exc
+    return out
+
+
+def _isnum(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _lookup(doc: Any, path: str) -> Any:
+    cur = doc
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and re.fullmatch(r"-?\d+", part) and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            raise KeyError(path)
+    return cur
+
+
+def value_pool(artifacts: dict[str, Any]) -> list[float]:
+    """Every number of the artifacts, list lengths, and sums and differences of sibling values."""
+    pool: set[float] = set()
+
+    def direct_numbers(node: Any) -> list[float]:
+        items = node.values() if isinstance(node, dict) else node
+        return [float(v) for v in items if _isnum(v)]
+
+    def walk(node: Any) -> None:
+        if _isnum(node):
+            pool.add(float(node))
+            return
+        if isinstance(node, list):
+            pool.add(float(len(node)))
+        if not isinstance(node, (dict, list)):
+            return
+        children = list(node.values()) if isinstance(node, dict) else list(node)
+        if len(children) <= MAX_SIBLINGS:
+            nums = direct_numbers(node)
+            for i, a in enumerate(nums):
+                for b in nums[i + 1:]:
+                    pool.update((a + b, a - b, b - a))
+            keyed: dict[str, list[float]] = {}
+            for child in children:
+                if isinstance(child, dict):
+                    for k, v in child.items():
+                        if _isnum(v):
+                            keyed.setdefault(k, []).append(float(v))
+                        elif isinstance(v, dict):  # one level further: models.<m>.metrics.<k>
+                            for k2, v2 in v.items():
+                                if _isnum(v2):
+                                    keyed.setdefault(f"{k}.{k2}", []).append(float(v2))
+            for values in keyed.values():
+                for i, a in enumerate(values):
+                    for b in values[i + 1:]:
+                        pool.update((a + b, a - b, b - a))
+        for child in children:
+            walk(child)
+
+    for doc in artifacts.values():
+        walk(doc)
+    return sorted(pool)
+
+
+def _in_pool(pool: list[float], target: float, tol: float) -> bool:
+    i = bisect.bisect_left(pool, target - tol)
+    return i < len(pool) and pool[i] <= target + tol
+
+
+# ---- macro sources ---------------------------------------------------------------------------------
+_PATH = r"([A-Za-z_]+\.json):([^\s|\[\]()]+)"
+
+
+def source_values(source: str, artifacts: dict[str, Any]) -> list[float] | None:
+    """The value(s) a macro's recorded source denotes, or None when the form is not one evaluated here."""
+    def get(name: str, path: str) -> Any:
+        if name not in artifacts:
+            raise KeyError(name)
+        return _lookup(artifacts[name], path)
+
+    try:
+        if m := re.fullmatch(_PATH, source):
+            v = get(*m.groups())
+            if _isnum(v):
+                return [float(v)]
+            if isinstance(v, list) and all(_isnum(x) for x in v):
+                return [float(x) for x in v]
+            return None
+        if m := re.fullmatch(rf"len\({_PATH}\)", source):
+            return [float(len(get(*m.groups())))]
+        if m := re.fullmatch(rf"\|{_PATH} - {_PATH}\|", source):
+            a, b = get(m.group(1), m.group(2)), get(m.group(3), m.group(4))
+            return [abs(float(a) - float(b))]
+        if m := re.fullmatch(rf"{_PATH} / sum\(([A-Za-z_.]+)\)", source):
+            whole = get(m.group(1), m.group(3))
+            total = sum(float(x) for x in (whole.values() if isinstance(whole, dict) else whole))
+            return [float(get(m.group(1), m.group(2))) / total]
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return None
+
+
+def quoted_text(source: str, artifacts: dict[str, Any]) -> str | None:
+    m = re.fullmatch(_PATH, source)
+    if not m or m.group(1) not in artifacts:
+        return None
+    try:
+        v = _lookup(artifacts[m.group(1)], m.group(2))
+    except KeyError:
+        return None
+    return v if isinstance(v, str) else None
+
+
+# ---- reading the LaTeX -----------------------------------------------------------------------------
+_MACRO_DEF = re.compile(r"^\\newcommand\{\\([A-Za-z]+)\}\{(.*)\}\s*%\s*(.*)$")
+_DROP = [  # commands and arguments that carry no reported number
+    re.compile(r"\\(?:cite[tp]?\*?|citeauthor|citeyear|ref|eqref|autoref|label|input|include|url|"
+               r"includegraphics|bibliography|bibliographystyle|documentclass|usepackage|setcopyright|"
+               r"acmConference|acmYear|acmISBN|acmDOI|acmPrice|copyrightyear|vspace|hspace|setlength|"
+               r"cmidrule|cline|addlinespace|resizebox|scalebox|fontsize|arraystretch|renewcommand)\*?"
+               r"(?:\[[^\]]*\]|\([^)]*\))*(?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})*"),
+    re.compile(r"\\begin\{(?:tabularx|tabular\*?|table\*?|figure\*?|minipage|array)\}"
+               r"(?:\[[^\]]*\])?(?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})*"),
+    re.compile(r"\\multicolumn\{\d+\}\{[^{}]*\}"),
+    re.compile(r"\\\\\[[^\]]*\]"),
+    re.compile(r"\[[^\]]*(?:width|height|scale|angle|pt|em|ex|cm|mm|in)\b[^\]]*\]"),
+    re.compile(r"-?\d*\.?\d+\s*\\(?:columnwidth|textwidth|linewidth|hsize|baselineskip)"),
+    re.compile(r"\d*\.?\d+(?:pt|em|ex|cm|mm|in|bp)\b"),
+]
+_NUMBER = re.compile(r"(?P<lt>\$<\$|<|\\textless\{\})?(?P<neg>\$-\$|\$\\?-\$|-|\\textminus\{\})?"
+                     r"(?P<num>\d{1,3}(?:(?:\{,\}|,)\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
+_INTERVAL = re.compile(r"\[\s*(\S+?)\s*,\s*(\S+?)\s*\]")
+
+
+def read_macros(numbers_tex: Path, numbers_json: Path | None = None) -> dict[str, dict[str, Any]]:
+    """macro name -> {value, source, quoted}: numbers.json when present (it records quoted numbers),
+    else the definitions and source comments of numbers.tex."""
+    if numbers_json is not None and numbers_json.exists():
+        return {m["macro"].lstrip("\\"): {"value": m["value"], "source": m["source"], "quoted": m.get("quoted", False)}
+                for m in json.loads(numbers_json.read_text())["macros"]}
+    out = {}
+    for line in numbers_tex.read_text(encoding="utf-8").splitlines():
+        if m := _MACRO_DEF.match(line):
+            out[m.group(1)] = {"value": m.group(2), "source": m.group(3).replace(r"\%", "%"), "quoted": False}
+    return out
+
+
+def _strip_comment(line: str) -> str:
+    m = re.search(r"(?<!\\)%", line)
+    return line[: m.start()] if m else line
+
+
+def _expand(line: str, macros: dict[str, dict[str, Any]]) -> tuple[str, list[tuple[int, int, str]]]:
+    """The line with macro uses replaced by their values, and the (start, end, macro) spans."""
+    out, spans, pos = [], [], 0
+    for m in re.finditer(r"\\([A-Za-z]+)(?:\{\})?", line):
+        if m.group(1) not in macros:
+            continue
+        out.append(line[pos:m.start()])
+        start = sum(len(x) for x in out)
+        value = macros[m.group(1)]["value"]
+        out.append(value)
+        spans.append((start, start + len(value), m.group(1)))
+        pos = m.end()
+    out.append(line[pos:])
+    return "".join(out), spans
+
+
+def _clean(text: str) -> str:
+    for rx in _DROP:
+        text = rx.sub(lambda m: " " * len(m.group(0)), text)
+    return text
+
+
+def scan(tex_path: Path, macros: dict[str, dict[str, Any]]) -> list[Number]:
+    """Every number of the document body, with its line, section, strictness and macro."""
+    numbers: list[Number] = []
+    slot, section, in_table, in_abstract, body = "", "", 0, False, False
+    interval_id = 0
+    for lineno, raw in enumerate(tex_path.read_text(encoding="utf-8").splitlines(), start=1):
+        if m := re.match(r"^\s*%%BEGIN:([A-Z_]+)%%", raw):
+            slot = m.group(1)
+        elif re.match(r"^\s*%%END:[A-Z_]+%%", raw):
+            slot = ""
+        line = _strip_comment(raw)
+        if "\\begin{document}" in line:
+            body = True
+            continue
+        if not body:
+            continue
+        if m := re.search(r"\\(?:sub)*section\*?\{([^}]*)\}", line):
+            section = m.group(1)
+        if "\\begin{abstract}" in line:
+            in_abstract = True
+        if re.search(r"\\begin\{table\*?\}", line):
+            in_table += 1
+        strict = bool(in_table) or in_abstract or slot in STRICT_SLOTS or (
+            not slot and section.lower().startswith("results"))
+        where = slot or ("ABSTRACT" if in_abstract else section or "body")
+        text, spans = _expand(line, macros)
+        text = _clean(text)
+        found: list[tuple[int, Number]] = []
+        for m in _NUMBER.finditer(text):
+            start = m.start()
+            before = text[start - 1] if start else " "
+            num, neg = m.group("num"), m.group("neg") or ""
+            if before.isalnum() or before in "_.:\\@":
+                continue  # identifiers: X1SES, HSLS:09, F1, file.v2
+            if neg == "-" and start and text[start - 1].isalpha():
+                neg = ""
+            after = text[m.end(): m.end() + 12]
+            if after[:1].isalpha() and not after.startswith(("th", "st", "nd", "rd")):
+                continue  # units or identifiers glued to digits (3D, 2x)
+            macro = next((name for s, e, name in spans if s <= m.start("num") < e), None)
+            digits = num.replace("{,}", "").replace(",", "")
+            value = float(digits) * (-1 if neg else 1)
+            decimals = len(digits.split(".")[1]) if "." in digits else 0
+            percent = bool(re.match(r"\s*(?:\\%|%|percent)", after))
+            found.append((m.start(), Number(lineno, ("-" if neg else "") + num, value, decimals, percent, where,
+                                            strict, macro=macro, source=macros[macro]["source"] if macro else None,
+                                            bound=bool(m.group("lt")))))
+        for iv in _INTERVAL.finditer(text):
+            inside = [n for start, n in found if iv.start() < start <= iv.end()]
+            if len(inside) == 2:
+                interval_id += 1
+                for n in inside:
+                    n.interval = interval_id
+        numbers += [n for _, n in found]
+        if re.search(r"\\end\{table\*?\}", line):
+            in_table = max(0, in_table - 1)
+        if "\\end{abstract}" in line:
+            in_abstract = False
+    return numbers
+
+
+# ---- reconciliation --------------------------------------------------------------------------------
+def _tol(decimals: int) -> float:
+    return 0.5 * 10 ** (-decimals) + 1e-9
+
+
+def _agrees(n: Number, candidates: list[float]) -> bool:
+    tol = _tol(n.decimals)
+    for c in candidates:
+        for v in (c, c * 100) if n.percent else (c,):
+            if n.bound and abs(v) < abs(n.value) + 1e-12:
+                return True
+            if abs(v - n.value) <= tol:
+                return True
+    return False
+
+
+def reconcile(n: Number, artifacts: dict[str, Any], macros: dict[str, dict[str, Any]], pool: list[float]) -> None:
+    if n.decimals == 0 and not n.bound and (
+            YEARS[0] <= abs(n.value) <= YEARS[1] or abs(n.value) <= SMALL_INT):
+        n.status, n.how = "exempt", "year" if abs(n.value) >= YEARS[0] else "small integer"
+        return
+    if n.macro:
+        info = macros[n.macro]
+        if info.get("quoted"):
+            text = quoted_text(info["source"], artifacts)
+            digits = n.text.lstrip("-").replace("{,}", ",")
+            if text is not None and (digits in text or digits.replace(",", "") in text.replace(",", "")):
+                n.status, n.how = "matched", f"quoted from {info['source']}"
+                return
+        values = source_values(info["source"], artifacts)
+        if values is not None:
+            if _agrees(n, values):
+                n.status, n.how = "matched", f"{info['source']}"
+                return
+            n.status = "unmatched"
+            n.how = (f"\\{n.macro} prints {n.text} but {info['source']} is "
+                     + ", ".join(f"{v:.6g}" for v in values))
+            return
+    tol = _tol(n.decimals)
+    targets = [n.value] + ([n.value / 100] if n.percent else [])
+    if n.bound:
+        if any(_in_pool(pool, t, 0) or _in_pool(pool, t / 2, abs(t) / 2) for t in targets):
+            n.status, n.how = "matched", "bound holds for an artifact value"
+            return
+    elif any(_in_pool(pool, t, tol) for t in targets):
+        n.status, n.how = "matched", "artifact value" + (" (a macro of a derived source)" if n.macro else "")
+        return
+    n.status = "unmatched"
+    n.how = "no artifact value" + (f" (macro \\{n.macro}, source {n.source})" if n.macro else "") + \
+        f" equals {n.text} at {n.decimals} decimal(s)"
+
+
+def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
+                 given: dict[str, str] | None = None) -> Report:
+    """Reconcile the numbers of `tex_path` (with numbers.tex / numbers.json beside it) with the artifacts."""
+    tex_path = Path(tex_path)
+    if not tex_path.exists():
+        raise VerifyError(f"paper not found: {tex_path}")
+    if artifacts is None:
+        artifacts = load_artifacts(tex_path, given)
+    numbers_tex, numbers_json = tex_path.parent / "numbers.tex", tex_path.parent / "numbers.json"
+    macros = read_macros(numbers_tex, numbers_json) if numbers_tex.exists() or numbers_json.exists() else {}
+    pool = value_pool(artifacts)
+    report = Report(paper=str(tex_path))
+    report.numbers = scan(tex_path, macros)
+    for n in report.numbers:
+        reconcile(n, artifacts, macros, pool)
+    by_interval: dict[int, list[Number]] = {}
+    for n in report.numbers:
+        if n.interval is not None:
+            by_interval.setdefault(n.interval, []).append(n)
+    for n in report.numbers:
+        if n.status != "unmatched":
+            continue
+        where = f"{tex_path.name}:{n.line}: [{n.section}] {n.text}: {n.how}"
+        if n.interval is not None:
+            pair = by_interval[n.interval]
+            both = all(p.status == "unmatched" for p in pair)
+            if both and n is pair[0]:
+                report.failures.append(where + " (both ends of the interval are unmatched)")
+            elif not both:
+                report.warnings.append(where + " (one end of an interval)")
+        elif n.strict:
+            report.failures.append(where)
+        else:
+            report.warnings.append(where)
+    _check_text(tex_path, report)
+    return report
+
+
+LINT_FAILS = {"placeholder", "empty_section", "causal"}
+
+
+def _check_text(tex_path: Path, report: Report) -> None:
+    """Citations (every key in references.bib, no placeholder) and the lint (placeholders, empty sections
+    and causal verbs fail; lengths warn)."""
+    from .integrity import WORD_TARGETS, lint, placeholder_keys
+    from .paper import cited_keys, slot_content
+
+    tex = tex_path.read_text(encoding="utf-8")
+    body = tex[tex.find("\\begin{document}"):] if "\\begin{document}" in tex else tex
+    bib = tex_path.parent / "references.bib"
+    known = set(re.findall(r"@\w+\s*\{\s*([^,\s]+)\s*,", bib.read_text(encoding="utf-8"))) if bib.exists() else set()
+    for key in placeholder_keys(body):
+        report.failures.append(f"{tex_path.name}: placeholder citation key {key!r}")
+    for key in cited_keys(body):
+        if key not in known:
+            report.failures.append(f"{tex_path.name}: \\cite key {key!r} is not in {bib.name}")
+    lines = {}
+    for i, line in enumerate(tex.splitlines(), start=1):
+        if m := re.match(r"^\s*%%BEGIN:([A-Z_]+)%%", line):
+            lines[m.group(1)] = i
+    sections = {name: slot_content(tex, name) for name in WORD_TARGETS if name in lines}
+    report.lint = [str(f) for f in lint(sections, lines=lines)]
+    for f in lint(sections, lines=lines):
+        (report.failures if f.kind in LINT_FAILS else report.warnings).append(f"{tex_path.name}: lint {f}")

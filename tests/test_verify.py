@@ -1,0 +1,154 @@
+"""`edm-ars verify-paper`: numbers reconciled with the artifacts at their printed precision, citations
+from retrieval only, and the lint."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from edm_ars.writer.integrity import CitationError, lint, repair_citations
+from edm_ars.writer.verify import verify_paper
+
+ARTIFACTS = {
+    "results.json": {
+        "models": {"logistic": {"metrics": {"auc": 0.8443, "coef_x": -1.904982835}, "ci": {"auc": [0.8286, 0.8594]}},
+                   "xgboost": {"metrics": {"auc": 0.8397, "coef_x": 0.2}, "ci": {"auc": [0.8241, 0.8551]}}},
+        "fairness": {"groups": [{"group": "Female", "n": 1204}, {"group": "Male", "n": 1187}],
+                     "selection_rate": 0.205},
+        "test_n": 2391,
+    },
+}
+PREAMBLE = "\\documentclass{acmart}\n\\input{numbers.tex}\n\\begin{document}\n"
+
+
+def paper(tmp_path: Path, results: str, *, methods: str = "We used students.", abstract: str = "We study students. " * 30,
+          macros: list[dict] | None = None, bib: str = "") -> Path:
+    tex = (PREAMBLE + "\\begin{abstract}\n%%BEGIN:ABSTRACT%%\n" + abstract + "\n%%END:ABSTRACT%%\n\\end{abstract}\n"
+           "\\section{Methods}\n%%BEGIN:METHODS%%\n" + methods + "\n%%END:METHODS%%\n"
+           "\\section{Results}\n%%BEGIN:RESULTS%%\n" + results + "\n%%END:RESULTS%%\n\\end{document}\n")
+    (tmp_path / "paper.tex").write_text(tex)
+    macros = macros or []
+    (tmp_path / "numbers.json").write_text(json.dumps({"macros": macros}))
+    (tmp_path / "numbers.tex").write_text("\n".join(f"\\newcommand{{{m['macro']}}}{{{m['value']}}} % {m['source']}"
+                                                    for m in macros) + "\n")
+    (tmp_path / "references.bib").write_text(bib)
+    return tmp_path / "paper.tex"
+
+
+def numbers(tmp_path, text, **kw):
+    report = verify_paper(paper(tmp_path, text, **kw), artifacts=ARTIFACTS)
+    return report, {n.text: n.status for n in report.numbers}
+
+
+@pytest.mark.parametrize("printed, status", [("-1.90", "matched"), ("-1.905", "matched"), ("-1.92", "unmatched"),
+                                             ("0.844", "matched"), ("0.8443", "matched"), ("0.845", "unmatched")])
+def test_a_number_matches_at_its_printed_precision(tmp_path, printed, status):
+    report, found = numbers(tmp_path, f"The coefficient was {printed} in this model.")
+    assert found[printed] == status
+    assert report.ok == (status == "matched")  # Results is strict
+
+
+def test_percentages_years_small_integers_and_sibling_sums(tmp_path):
+    report, found = numbers(tmp_path, "Of the 2,391 test students (2009 to 2016 waves, top 5 features), "
+                                      "20.5\\% were selected; 2{,}391 = 1{,}204 + 1{,}187 students.")
+    assert found["20.5"] == "matched"  # 0.205 x 100
+    assert found["2009"] == found["2016"] == found["5"] == "exempt"
+    assert found["2,391"] == found["2{,}391"] == found["1{,}204"] == "matched"
+    report, found = numbers(tmp_path, "Together 2,391 and a planted total of 2,392 students.")
+    assert found["2,392"] == "unmatched" and not report.ok
+
+
+def test_a_difference_of_siblings_matches(tmp_path):
+    _, found = numbers(tmp_path, "Logistic regression exceeded XGBoost by 0.0046.")
+    assert found["0.0046"] == "matched"  # 0.8443 - 0.8397 (the same metric of two models)
+
+
+def test_intervals(tmp_path):
+    report, _ = numbers(tmp_path, "AUC = 0.844, 95\\% CI [0.829, 0.859].")
+    assert report.ok and not [w for w in report.warnings if "interval" in w]
+    report, _ = numbers(tmp_path, "AUC = 0.844, 95\\% CI [0.829, 0.871].", methods="See [0.5, 0.6] in methods.")
+    assert report.ok and any("one end of an interval" in w for w in report.warnings)
+    report, _ = numbers(tmp_path, "AUC = 0.844.", methods="An interval [0.512, 0.634] nobody computed.")
+    assert not report.ok and any("both ends" in f and "METHODS" in f for f in report.failures)
+
+
+def test_a_planted_number_fails_only_in_strict_sections(tmp_path):
+    report, _ = numbers(tmp_path, "AUC = 0.844.", methods="A stray 0.4321 in the methods.")
+    assert report.ok and any("0.4321" in w for w in report.warnings)
+    report, _ = numbers(tmp_path, "AUC = 0.844, and on a subsample 0.4321.")
+    assert not report.ok
+    assert any(f.startswith("paper.tex:15: [RESULTS] 0.4321") for f in report.failures), report.failures
+
+
+def test_a_macro_is_checked_against_its_own_source(tmp_path):
+    macros = [{"macro": "\\BestAUC", "value": "0.844", "source": "results.json:models.logistic.metrics.auc"},
+              {"macro": "\\BadAUC", "value": "0.840", "source": "results.json:models.logistic.metrics.auc"},
+              {"macro": "\\Margin", "value": "0.005", "raw": 0.0046, "derived": True,
+               "source": "|results.json:models.logistic.metrics.auc - results.json:models.xgboost.metrics.auc|"}]
+    report, found = numbers(tmp_path, "AUC = \\BestAUC{} and \\BadAUC{}, a margin of \\Margin{}.", macros=macros)
+    assert found["0.844"] == "matched" and found["0.005"] == "matched"
+    # 0.840 is some other artifact value (xgboost's AUC), but not the one the macro claims to print
+    assert found["0.840"] == "unmatched" and any("\\BadAUC prints 0.840" in f for f in report.failures)
+
+
+def test_cli_exit_codes(tmp_path):
+    p = paper(tmp_path, "AUC = 0.844.")
+    (tmp_path / "results.json").write_text(json.dumps(ARTIFACTS["results.json"]))
+    (tmp_path / "sources.json").write_text(json.dumps({"results.json": "results.json"}))
+    ok = subprocess.run(["edm-ars", "verify-paper", str(p)], capture_output=True, text=True)
+    assert ok.returncode == 0 and "0 unmatched" in ok.stdout
+    p.write_text(p.read_text().replace("AUC = 0.844.", "AUC = 0.844 and 0.777."))
+    bad = subprocess.run(["edm-ars", "verify-paper", str(p), "--json", str(tmp_path / "v.json")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "paper.tex:15: [RESULTS] 0.777" in bad.stdout
+    assert json.loads((tmp_path / "v.json").read_text())["counts"]["unmatched"] == 1
+    (tmp_path / "sources.json").unlink()
+    none = subprocess.run(["edm-ars", "verify-paper", str(p)], capture_output=True, text=True)
+    assert none.returncode == 2 and "no artifacts to verify against" in none.stderr
+
+
+# ---- citations --------------------------------------------------------------------------------------
+def test_an_unknown_key_is_stripped_and_the_sentence_still_reads():
+    known = {"chen2016xgboost", "breiman2001random"}
+    text, removed = repair_citations(
+        "Gradient boosting is strong on tabular data~\\citep{chen2016xgboost,smith2023made}. Forests are robust "
+        "\\citep{nobody2020}. \\citet{ghost2021} showed the same.", known)
+    assert removed == ["smith2023made", "nobody2020", "ghost2021"]
+    assert text == ("Gradient boosting is strong on tabular data~\\citep{chen2016xgboost}. Forests are robust. "
+                    "Prior work showed the same.")
+
+
+@pytest.mark.parametrize("bad", ["as shown before \\cite{TODO}.", "as shown before [Author, Year].",
+                                 "as shown before [?].", "as shown before [Smith et al., 2020].",
+                                 "as shown before \\citep{}."])
+def test_a_placeholder_citation_fails(bad):
+    with pytest.raises(CitationError, match="placeholder"):
+        repair_citations(bad, {"chen2016xgboost"})
+
+
+def test_verify_fails_on_a_citation_missing_from_the_bibliography(tmp_path):
+    bib = "@article{chen2016xgboost,\n  title = {XGBoost},\n  year = {2016}\n}\n"
+    report = verify_paper(paper(tmp_path, "AUC = 0.844~\\citep{chen2016xgboost,ghost2021}.", bib=bib),
+                          artifacts=ARTIFACTS)
+    assert not report.ok and any("'ghost2021' is not in references.bib" in f for f in report.failures)
+
+
+# ---- lint -------------------------------------------------------------------------------------------
+def test_lint_reports_placeholders_empty_sections_lengths_and_causal_verbs():
+    words = " ".join(["word"] * 700)
+    findings = lint({"ABSTRACT": "TODO: write the abstract. " + " ".join(["w"] * 160),
+                     "METHODS": "", "DISCUSSION": words,
+                     "RESULTS": words + " Higher GPA causes college attendance. Expectations led to enrolment.",
+                     "LIMITATIONS": "This analysis does not show that changing a predictor would change the outcome; "
+                                    "predictive associations do not identify causes. " + " ".join(["w"] * 300)})
+    kinds = {(f.kind, f.section) for f in findings}
+    assert ("placeholder", "ABSTRACT") in kinds and ("empty_section", "METHODS") in kinds
+    assert ("causal", "RESULTS") in kinds and len([f for f in findings if f.kind == "causal"]) == 2
+    assert not any(f.section == "DISCUSSION" for f in findings)  # 700 words: within the target
+    assert not any(f.section == "LIMITATIONS" for f in findings)  # negated and framing sentences pass
+    assert any(f.kind == "length" and f.section == "ABSTRACT" for f in findings) is False
+    short = lint({"INTRODUCTION": " ".join(["w"] * 300)})
+    assert [f.kind for f in short] == ["length"] and "300 words" in short[0].message
