@@ -48,6 +48,8 @@ rule compile_pdf:
         "logs/compile_pdf.log",
     conda:
         "../envs/writer.yaml"
+    params:
+        max_overfull_pt=lookup(dpath="paper/max_overfull_pt", within=config),
     script:
         "../scripts/compile_pdf.py"
 

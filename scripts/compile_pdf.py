@@ -8,7 +8,8 @@ from edm_ars.writer.latex import compile_pdf
 
 
 def main(smk):
-    pdf = compile_pdf(Path(smk.input.tex), Path(smk.log[0]).with_suffix(".latexmk.log"))
+    pdf = compile_pdf(Path(smk.input.tex), Path(smk.log[0]).with_suffix(".latexmk.log"),
+                      max_overfull_pt=smk.params.max_overfull_pt)
     tmp = Path(smk.output.pdf).with_suffix(".pdf.tmp")
     shutil.copyfile(pdf, tmp)
     tmp.replace(smk.output.pdf)

@@ -785,6 +785,16 @@ def test_compile_reports_undefined_references(tmp_path):
         compile_pdf(tex, tmp_path / "refs.log")
 
 
+@needs_latex
+def test_compile_fails_on_a_box_wider_than_the_limit(tmp_path):
+    tex = tmp_path / "wide.tex"
+    tex.write_text("\\documentclass{article}\n\\begin{document}\nok\n\n\\noindent\\rule{1.5\\textwidth}{1pt}\n"
+                   "\\end{document}\n")
+    with pytest.raises(LatexError, match=r"overfull box [\d.]+pt too wide in paragraph at lines 5--6"):
+        compile_pdf(tex, tmp_path / "wide.log", max_overfull_pt=10)
+    assert compile_pdf(tex, tmp_path / "wide.log").is_file()  # no limit: builds
+
+
 def test_inputs_are_not_mutated(tmp_path):
     arts = {"spec": spec(True), "results": results(True)}
     before = copy.deepcopy(arts)

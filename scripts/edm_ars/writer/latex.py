@@ -100,7 +100,26 @@ def undefined_refs(log_text: str) -> list[str]:
     return seen
 
 
-def compile_pdf(tex_path: Path, log_path: Path, timeout: int = 600) -> Path:
+_OVERFULL = re.compile(r"^Overfull \\[hv]box \((?P<pt>[\d.]+)pt too (?:wide|high)\) (?P<where>.*?lines? (?P<lines>[\d-]+))",
+                       re.M)
+
+
+def overfull_boxes(log_text: str, max_pt: float) -> list[str]:
+    """Overfull boxes of a LaTeX log wider than `max_pt`, with the source lines LaTeX names."""
+    return [f"overfull box {m.group('pt')}pt too wide {m.group('where')}" for m in _OVERFULL.finditer(log_text)
+            if float(m.group("pt")) > max_pt]
+
+
+def pdf_text_problems(pdf: Path) -> list[str]:
+    """'??' (an unresolved reference) in the PDF's text, when pdftotext is installed."""
+    if shutil.which("pdftotext") is None:
+        return []
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, errors="replace").stdout
+    return [f"'??' in the PDF text: ...{text[max(0, i - 40):i + 2]!r}" for i in
+            [m.start() for m in re.finditer(r"\?\?", text)][:5]]
+
+
+def compile_pdf(tex_path: Path, log_path: Path, timeout: int = 600, max_overfull_pt: float | None = None) -> Path:
     """Compile `tex_path` with latexmk (pdflatex + BibTeX) in its own folder; return the PDF path.
 
     latexmk's console output is written to `log_path`. On failure a LatexError carries the LaTeX
@@ -144,4 +163,10 @@ def compile_pdf(tex_path: Path, log_path: Path, timeout: int = 600) -> Path:
     if missing:
         raise LatexError(f"{tex_path.name}: compiled with unresolved citations/references:\n  "
                          + "\n  ".join(missing))
+    wide = overfull_boxes(log_text, max_overfull_pt) if max_overfull_pt is not None else []
+    if wide:
+        raise LatexError(f"{tex_path.name}: overfull boxes wider than {max_overfull_pt:g}pt:\n  " + "\n  ".join(wide))
+    unresolved = pdf_text_problems(pdf)
+    if unresolved:
+        raise LatexError(f"{pdf.name}: " + "; ".join(unresolved))
     return pdf
