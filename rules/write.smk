@@ -10,6 +10,7 @@ rule write:
         numbers_json="output/paper/numbers.json",
         figures=directory("output/paper/figures"),
         sources="output/paper/sources.json",
+        outline="output/paper/outline.json",
         verification="output/paper/verification.json",
     log:
         "logs/write.log",

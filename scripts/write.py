@@ -21,6 +21,7 @@ def main(smk):
                           f"(see {smk.input.abort}); no paper is written")
     reg = registry_of(smk)
     labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
+    groups = {name: rec["group"] for name, rec in reg.tier1.items() if rec.get("group")}
     claims = read_json(smk.input.claims, "claims")
     out = Path(smk.output.tex).parent
     summary = build_paper(
@@ -28,7 +29,7 @@ def main(smk):
         read_json(smk.input.report, "data_report"), read_json(smk.input.results, "results"),
         read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures[0]).parent,
         template=Path(smk.input.template), out_dir=out, registry_labels=labels,
-        authors=smk.params.authors, claims=claims)
+        authors=smk.params.authors, claims=claims, registry_groups=groups)
     log.info("paper written: %s", summary)
     # the artifacts the paper was written from, relative to it: verify-paper finds them there
     write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in ARTIFACTS.items()})

@@ -858,7 +858,7 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
             src = str(eo.get("source") or "")
             me = _gap_macros(ctx, attr, "equalized_odds", eo)
             text += (f" The equalized-odds difference was {me['gap']}"
-                     + (f", driven by the {FAIR_LABEL.get(src, escape_latex(src))} gap" if src in ("tpr", "fpr") else "")
+                     + (f", set by the {FAIR_LABEL.get(src, escape_latex(src))} gap" if src in ("tpr", "fpr") else "")
                      + f" (\\emph{{{me['min_group']}}}: {me['min']}; \\emph{{{me['max_group']}}}: {me['max']})"
                      + (", above the threshold." if eo.get("flagged") else "."))
         rate_flags = [k for k in ("tpr", "fpr", "selection_rate") if _gap_ok(gaps.get(k)) and gaps[k].get("flagged")]

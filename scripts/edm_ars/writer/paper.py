@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 from ..artifacts import atomic_write_text, validate
 from ..claims import code_claims, document
 from ..errors import EdmArsError
-from . import analyses, prose
+from . import analyses, narrative, outline, prose
 from .integrity import repair_citations
 from .macros import MacroTable
 
@@ -125,7 +126,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                 results: dict[str, Any], review: dict[str, Any], *, figures_dir: Path, template: Path,
                 out_dir: Path, registry_labels: dict[str, str] | None = None,
                 authors: str | None = None, validate_inputs: bool = True,
-                claims: dict[str, Any] | None = None) -> dict[str, Any]:
+                claims: dict[str, Any] | None = None, registry_groups: dict[str, str] | None = None
+                ) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
 
     Returns a summary: word counts per section, figure and table counts, cited keys, the number of
@@ -156,7 +158,9 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     ctx = prose.Ctx(spec=spec, lit=literature, data=data_report, results=results, review=review,
                     m=MacroTable(), cites=prose.Citations.from_literature(literature),
                     registry_labels=dict(registry_labels or {}),
-                    claims={c["id"]: c["status"] for c in claims["claims"]})
+                    claims={c["id"]: c["status"] for c in claims["claims"]}, claims_doc=claims,
+                    registry_groups=dict(registry_groups or {}))
+    ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups)
     prose.register_numbers(ctx)
     missing = _collect_figures(ctx, figures_dir, out_dir)
 
@@ -169,7 +173,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
         "ABSTRACT": prose.abstract(ctx),
         "INTRODUCTION": prose.introduction(ctx),
         "METHODS": prose.methods(ctx),
-        "RESULTS": analyses.results(ctx, prose.results_table(ctx)),
+        "RESULTS": "\n\n".join(x for x in (analyses.results(ctx, prose.results_table(ctx)),
+                                             narrative.evidence_summary(ctx, claims)) if x),
         "DISCUSSION": prose.discussion(ctx),
         "LIMITATIONS": prose.limitations(ctx),
     }
@@ -204,6 +209,7 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     atomic_write_text(out_dir / "numbers.json", ctx.m.to_json())
     atomic_write_text(out_dir / "references.bib", bib + ("\n" if bib else ""))
     atomic_write_text(out_dir / "paper.tex", tex)
+    atomic_write_text(out_dir / "outline.json", json.dumps(ctx.outline, indent=2) + "\n")
 
     leaks = {s: raw_numbers(content[s]) for s in TEXT_SECTIONS + ("TITLE",) if raw_numbers(content[s])}
     summary = {
@@ -219,5 +225,6 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
         "unverified": ctx.unverified,
         "raw_numbers": leaks,
         "citations_removed": removed,
+        "archetype": ctx.outline["archetype"],
     }
     return summary

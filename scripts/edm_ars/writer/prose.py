@@ -205,6 +205,9 @@ class Ctx:
     n: dict[str, str] = field(default_factory=dict)  # named number uses, e.g. n["TestN"]
     fig_refs: dict[str, str] = field(default_factory=dict)  # figure label -> Results subsection citing it
     claims: dict[str, str] = field(default_factory=dict)  # claim id -> supported | inconclusive | unsupported
+    claims_doc: dict[str, Any] = field(default_factory=dict)  # claims.json
+    outline: dict[str, Any] = field(default_factory=dict)  # writer.outline.choose
+    registry_groups: dict[str, str] = field(default_factory=dict)  # variable -> registry group
 
     def claim(self, id_: str) -> str:
         """The results debate's status of a claim ('unsupported' when the debate did not make it): the
@@ -633,6 +636,12 @@ def feature_names(ctx: Ctx, k: int = 3, with_values: bool = False) -> list[str]:
     return out
 
 
+def _narrative():  # the module that writes the outline-driven paragraphs imports this one
+    from . import narrative  # noqa: PLC0415
+
+    return narrative
+
+
 def automation_note(ctx: Ctx) -> str:
     backend = escape_latex(ctx.spec.get("backend", "offline"))
     if ctx.offline:
@@ -661,8 +670,7 @@ def title_case(text: str) -> str:
 
 
 def title(ctx: Ctx) -> str:
-    label = title_case(ctx.outcome_label)
-    return f"Predicting ``{label}'' in {ctx.short}: An Automated, Leakage-Aware Machine Learning Analysis"
+    return _narrative().title(ctx, title_case(ctx.outcome_label))
 
 
 def authors(ctx: Ctx, name: str | None = None) -> str:
@@ -851,6 +859,7 @@ def introduction(ctx: Ctx) -> str:
         f"nonresponse is substantial{c.citep('missing_data', 'leakage', limit=3)}. Analyses that "
         "ignore these issues can report optimistic accuracy that would not carry over to new "
         "students or schools.")
+    paras += [_narrative().motivation(ctx), _narrative().gap(ctx)]
     rq = ctx.t(spec["research_question"].strip(), "research_spec.json:research_question")
     pop = ctx.t(spec.get("population", "").strip().rstrip("."), "research_spec.json:population")
     text = (f"This paper addresses the following research question: \\emph{{{rq}}} The outcome is "
@@ -994,6 +1003,7 @@ def related_work(ctx: Ctx) -> str:
                     f"distributional assumptions{c.citep(keys=bs)}.")
     if safe:
         paras.append("\\paragraph{Methodological safeguards} " + " ".join(safe))
+    paras += _narrative().related_extra(ctx)
     rest = c.unused()
     if rest:
         cited = [c.citet(k) for k in rest]
@@ -1166,7 +1176,8 @@ def methods(ctx: Ctx) -> str:
     out.append("\\subsection{Automated Generation}\n" + automation_note(ctx)
                + " Every number in this paper is a macro generated from the run's artifacts, so "
                "that it can be traced to its source. The findings describe the students in the "
-               f"{ctx.short} analytic sample and were not checked by a human analyst.")
+               f"{ctx.short} analytic sample and were not checked by a human analyst. "
+               + _narrative().methods_review(ctx))
     return "\n\n".join(out)
 
 
@@ -1216,13 +1227,21 @@ def results_table(ctx: Ctx) -> str:
 
 def discussion(ctx: Ctx) -> str:
     n, c, best = ctx.n, ctx.cites, ctx.best
-    paras = []
+    blocks: dict[str, list[str]] = {}
+
+    def add(key: str, text: str) -> None:
+        if text:
+            blocks.setdefault(key, []).append(text)
+
     latest = ctx.wave(ctx.predictor_waves[-1]) if ctx.predictor_waves else "the predictor waves"
     s = strength(ctx)
     what = "discrimination" if ctx.binary else "accuracy"
-    paras.append(
-        f"Information available by the {latest} was predictive of {outcome_sentence_np(ctx)} with "
-        f"{s} {what}: the selected model, {ctx.model_phrase(best)}, reached {primary_stmt(ctx)} on "
+    lead = (f"Information available by the {latest} was predictive of {outcome_sentence_np(ctx)} with "
+            f"{s} {what}: the selected model" if ctx.claim("predicts_above_chance") == "supported" else
+            f"Whether information available by the {latest} predicts {outcome_sentence_np(ctx)} better than "
+            "chance is not settled by these data: the selected model")
+    add("performance",
+        f"{lead}, {ctx.model_phrase(best)}, reached {primary_stmt(ctx)} on "
         "students whose "
         + ("school clusters " if ctx.school_split_ok else "records ")
         + "were not seen during training. Because the split, encoding and imputation were arranged "
@@ -1231,7 +1250,7 @@ def discussion(ctx: Ctx) -> str:
     fam = model_family(best)
     if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
         other = n["contrast"]
-        paras.append(
+        add("models",
             f"{_cap_first(ctx.model_phrase(best))} and {ctx.model_phrase(other)} differed by "
             f"{n['MarginContrast']}, but their 95\\% intervals overlap, so these data do not establish that "
             "either predicts better than the other. Where transparency matters, as in advising or early-warning "
@@ -1240,19 +1259,19 @@ def discussion(ctx: Ctx) -> str:
         raw = float(n["MarginContrast:raw"])
         other = n["contrast"]
         if fam == "tree" and raw < 0.02:
-            paras.append(
+            add("models",
                 f"The tree ensemble improved on {ctx.model_phrase(other)} by only {n['MarginContrast']}. "
                 "Most of the predictive signal is therefore captured by largely additive "
                 "relationships, and where transparency matters, as in advising or early-warning "
                 "settings, the simpler linear model may be preferable at little cost in accuracy.")
         elif fam == "tree":
-            paras.append(
+            add("models",
                 f"The tree ensemble improved on {ctx.model_phrase(other)} by {n['MarginContrast']}, "
                 "which suggests that nonlinear relationships or interactions among the predictors "
                 "carry information that a linear model misses. This gain comes at a cost in "
                 "transparency, which SHAP attributions only partly offset.")
         elif fam == "linear":
-            paras.append(
+            add("models",
                 f"That {ctx.model_phrase(best)} matched or exceeded the tree-based "
                 f"{ctx.model_phrase(other)} (difference {n['MarginContrast']}) indicates that the "
                 "predictors relate to the outcome in largely additive ways. A transparent linear "
@@ -1261,11 +1280,11 @@ def discussion(ctx: Ctx) -> str:
     ci = ev.get("ci") if isinstance(ev, dict) else None
     if (model_family(best) != "stacking" and isinstance(ci, list) and len(ci) == 2
             and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= 0 <= ci[1]):
-        paras.append("Stacking all models did not improve on the selected model either, which suggests that the "
+        add("models", "Stacking all models did not improve on the selected model either, which suggests that the "
                      "model families capture largely the same predictive signal in these data.")
     if ctx.top_features:
         feats = feature_names(ctx, 3)
-        paras.append(
+        add("features",
             f"The features most predictive of the outcome, {join_list(feats)}, are consistent with "
             "the view that prior achievement, expectations and family background jointly shape "
             "students' educational trajectories"
@@ -1279,51 +1298,57 @@ def discussion(ctx: Ctx) -> str:
         if ctx.mac(best, "brier"):
             text += (", and calibration would need checking (the Brier score of the selected model was "
                      f"{ctx.mac(best, 'brier')})")
-        paras.append(text + ".")
+        add("practice", text + ".")
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in subgroups]
-        paras.append(
+        add("fairness",
             f"The study specification names {join_list(labels)} as groups of interest, but this run "
             "did not report performance separately for these groups. Before any use in practice, "
             "accuracy and calibration should be compared across them"
             f"{c.citep('fairness', limit=2)}, since a model that is accurate on average can still "
             "serve some groups of students poorly.")
     elif ctx.fairness:
-        paras.append(_discussion_fairness(ctx))
+        add("fairness", _discussion_fairness(ctx))
     elif ctx.fairness_reported:
         fig = next((f for f in ctx.figures if f.kind in ("fairness", "subgroup", "subgroups")), None)
         ref = f" (Figure~\\ref{{{fig.label}}})" if fig else ""
-        paras.append(f"Performance was also reported for groups of students{ref}; differences between "
+        add("fairness", f"Performance was also reported for groups of students{ref}; differences between "
                      f"groups deserve attention before any use in practice{c.citep('fairness', limit=2)}.")
     st = ctx.stability
     if st.get("runs") and st.get("unstable") is not None:
         if not st.get("unstable") and ctx.claim("ranking_robust") != "supported":
-            paras.append("The stability analysis (Section~\\ref{sec:stability}) did not settle whether the ranking "
+            add("stability", "The stability analysis (Section~\\ref{sec:stability}) did not settle whether the ranking "
                          "of the most predictive features is robust, so the interpretation above is tentative.")
         elif st.get("unstable"):
-            paras.append("The stability analysis (Section~\\ref{sec:stability}) showed that the ranking of the "
+            add("stability", "The stability analysis (Section~\\ref{sec:stability}) showed that the ranking of the "
                          "most predictive features changed under reasonable perturbations of the analysis, so "
                          "the interpretation above should be treated as tentative; the predictive performance "
                          "itself is a firmer result than the attribution of it to particular features.")
         else:
-            paras.append("The stability analysis (Section~\\ref{sec:stability}) supports these conclusions: "
+            add("stability", "The stability analysis (Section~\\ref{sec:stability}) supports these conclusions: "
                          "neither the predictive performance nor the set of most predictive features depended "
                          "on the imputation method, the particular training sample or the random seed.")
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
     score = n.get("ReviewScore")
     if ctx.unverified:
-        paras.append(
+        add("review",
             f"The automated review of this study returned the verdict \\textsc{{{verdict.lower()}}}"
             + (f" with an overall score of {score} out of ten" if score else "")
             + (" and is marked as unverified" if rv.get("unverified") else "")
             + "; its issues are listed in Appendix~\\ref{app:review}, and the findings should be "
             "treated as provisional until they are addressed.")
     elif score:
-        paras.append(f"An automated review of the study passed it with an overall score of {score} "
+        add("review", f"An automated review of the study passed it with an overall score of {score} "
                      "out of ten.")
-    return "\n\n".join(paras)
+    nar = _narrative()
+    add("meaning", nar.meaning(ctx))
+    add("practice", nar.practice(ctx))
+    add("limits", nar.limits(ctx))
+    add("future", nar.future(ctx))
+    order = (ctx.outline or {}).get("discussion") or list(blocks)
+    return "\n\n".join(t for key in [*order, *[k for k in blocks if k not in order]] for t in blocks.get(key, []))
 
 
 def _discussion_fairness(ctx: Ctx) -> str:
