@@ -127,11 +127,18 @@ def ledgers(wildcards=None):
         for r in range(last + 1)
         if r == 0 or STAGES.index(rerun_from(r)) == 0
     ]
-    return formulate + [
+    per_round = [
         f"output/ledger/{agent}/round_{r}.jsonl"
         for r in range(last + 1)
         for agent in ("debate", "critique")
     ]
+    # an aborted run writes no paper, so it has no Writer ledger
+    write = (
+        []
+        if load_review(last)["verdict"] == "ABORT"
+        else ["output/ledger/write/paper.jsonl"]
+    )
+    return formulate + per_round + write
 
 
 def raw_data(wildcards=None):

@@ -3,6 +3,7 @@ rule write:
         unpack(paper_inputs),
         unpack(write_gates),
         registry=REGISTRY_FILES,
+        prompts=prompt_file("write"),
     output:
         tex="output/paper/paper.tex",
         bib="output/paper/references.bib",
@@ -11,6 +12,8 @@ rule write:
         figures=directory("output/paper/figures"),
         sources="output/paper/sources.json",
         outline="output/paper/outline.json",
+        ledger="output/ledger/write/paper.jsonl",
+        transcripts=directory("output/prompts/write/paper"),
         verification="output/paper/verification.json",
     log:
         "logs/write.log",
@@ -20,6 +23,12 @@ rule write:
         llm_api=1,
     params:
         authors=lookup(dpath="paper/authors", within=config),
+        round=lambda wildcards: final_round(),
+        llm=agent_settings("write"),
+        prompt_hash=prompt_hash("write"),
+        budget_usd=lookup(dpath="budget_usd", within=config),
+        prices=lookup(dpath="llm/prices", within=config),
+        cache_dir=lookup(dpath="llm/cache_dir", within=config),
     script:
         "../scripts/write.py"
 

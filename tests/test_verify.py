@@ -136,6 +136,18 @@ def test_verify_fails_on_a_citation_missing_from_the_bibliography(tmp_path):
     assert not report.ok and any("'ghost2021' is not in references.bib" in f for f in report.failures)
 
 
+def test_related_work_needs_five_citations_when_literature_exists(tmp_path):
+    tex = paper(tmp_path, "AUC = 0.844.")
+    text = tex.read_text().replace("\\section{Methods}", "\\section{Related Work}\n%%BEGIN:RELATED_WORK%%\n"
+                                   "Boosting works~\\citep{chen2016xgboost}.\n%%END:RELATED_WORK%%\n\\section{Methods}")
+    tex.write_text(text)
+    (tmp_path / "references.bib").write_text("@article{chen2016xgboost,\n  title = {XGBoost}\n}\n")
+    lit = {"papers": [{"key": f"k{i}", "status": "VERIFIED"} for i in range(6)]}
+    report = verify_paper(tex, artifacts=ARTIFACTS | {"literature_context.json": lit})
+    assert any("related work cites 1 reference(s); at least 5" in f for f in report.failures)
+    assert verify_paper(tex, artifacts=ARTIFACTS).ok  # no literature: nothing to require
+
+
 # ---- lint -------------------------------------------------------------------------------------------
 def test_lint_reports_placeholders_empty_sections_lengths_and_causal_verbs():
     words = " ".join(["word"] * 700)

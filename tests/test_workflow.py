@@ -300,7 +300,7 @@ def test_step_by_step_gates_every_stage(tmp_path):
         ("formulate", {"formulate"}, {"engineer"}),
         ("engineer", {"engineer"}, {"fit_model", "fit_stacking"}),
         ("analyze", {"fit_model", "evaluate", "analyze"}, {"critique"}),
-        ("critique", {"debate", "critique"}, {"write"}),
+        ("critique", {"critique"}, {"write"}),
         ("write", set(), {"write", "compile_pdf"}),
     ]
     for gate, ran_now, not_yet in steps:

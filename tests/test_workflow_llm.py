@@ -48,6 +48,19 @@ DEBATE_SYNTHESIS = {
          "reason": "intuition", "evidence": [{"artifact": "results.json", "key": "models.random_forest.metrics.auc"}]}]}
 
 
+def writer_answer(prompt: str) -> str:
+    """The introduction: real prose with a given macro, a given key and an invented key (to be stripped);
+    the discussion: a literal number (so it is rejected and the template draft kept)."""
+    refs = prompt.split("References you may cite (key: title (year)):", 1)[1].strip().splitlines()
+    key = refs[0].split(":", 1)[0].strip()
+    body = ("Students who leave high school with clear plans are easier to support than those without them, "
+            "and schools want to know early which students may not enrol in college. ") * 22
+    if "Write the introduction section" in prompt:
+        return (f"WRITTEN-BY-MODEL. {body}Prior studies of this cohort~\\citep{{{key},invented2031ghost}} "
+                "motivate a careful design, and the analytic sample holds \\AnalyticN{} students.")
+    return f"The selected model reached an AUC of 0.91 on held-out students. {body}"
+
+
 def agent(request: dict) -> str:
     """A scripted model: debate turns in prose, the synthesizer's specification as JSON in prose, and
     the Critic's three-lens review as JSON after its reasoning."""
@@ -58,6 +71,8 @@ def agent(request: dict) -> str:
     messages = request["messages"]
     last = messages[-1]["content"]
     text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
+    if "You are the Writer" in system:
+        return writer_answer(text)
     if "You are the results debate" in system:
         if "As the synthesizer of the results debate" in text:
             return json.dumps(DEBATE_SYNTHESIS)
@@ -101,8 +116,16 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         # three debaters and the synthesizer, the results debate (three lenses and a synthesizer), then the
         # Critic (an Opus-class model)
         assert costs["agents"]["formulate"]["calls"] == 4 and costs["agents"]["critique"]["calls"] == 1
-        assert costs["agents"]["debate"]["calls"] == 4
-        assert llm.count == 9 == costs["total"]["calls"]
+        assert costs["agents"]["debate"]["calls"] == 4 and costs["agents"]["write"]["calls"] == 2
+        assert llm.count == 11 == costs["total"]["calls"]
+        tex = (out / "paper" / "paper.tex").read_text()
+        intro = tex.split("%%BEGIN:INTRODUCTION%%")[1].split("%%END:INTRODUCTION%%")[0]
+        assert "WRITTEN-BY-MODEL" in intro and "invented2031ghost" not in tex and "\\AnalyticN{}" in intro
+        discussion = tex.split("%%BEGIN:DISCUSSION%%")[1].split("%%END:DISCUSSION%%")[0]
+        assert "0.91" not in discussion and "Information available by the" in discussion
+        write_log = (tmp_path / "logs" / "write.log").read_text()
+        assert "unknown citation key(s) removed: invented2031ghost" in write_log
+        assert "discussion: the model's text was rejected (literal number(s)" in write_log
         assert costs["total"]["input_tokens"] == reported_in == sum(c["input_tokens"] for c in calls)
         price = {"claude-sonnet-4-5": (3.0, 15.0), "claude-opus-4-1": (15.0, 75.0)}
         expected = sum(c["input_tokens"] * price[c["model"]][0] / 1e6 + c["output_tokens"] * price[c["model"]][1] / 1e6

@@ -21,6 +21,7 @@ def client_for_job(smk: Any) -> LLMClient:
     def spent() -> float:
         return sum(ledger_spent(p) for p in root.rglob("*.jsonl"))
 
-    return LLMClient(settings, run_round=int(smk.wildcards.round), cache_dir=Path(smk.params.cache_dir),
+    run_round = int(smk.wildcards.round) if hasattr(smk.wildcards, "round") else int(smk.params.round)
+    return LLMClient(settings, run_round=run_round, cache_dir=Path(smk.params.cache_dir),
                      ledger_path=ledger, transcript_dir=Path(smk.output.transcripts), prices=smk.params.prices,
                      budget_usd=smk.params.budget_usd or None, spent_usd=spent)

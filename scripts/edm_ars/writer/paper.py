@@ -126,8 +126,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                 results: dict[str, Any], review: dict[str, Any], *, figures_dir: Path, template: Path,
                 out_dir: Path, registry_labels: dict[str, str] | None = None,
                 authors: str | None = None, validate_inputs: bool = True,
-                claims: dict[str, Any] | None = None, registry_groups: dict[str, str] | None = None
-                ) -> dict[str, Any]:
+                claims: dict[str, Any] | None = None, registry_groups: dict[str, str] | None = None,
+                rewriter: Any = None) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
 
     Returns a summary: word counts per section, figure and table counts, cited keys, the number of
@@ -179,6 +179,10 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
         "LIMITATIONS": prose.limitations(ctx),
     }
     content["RELATED_WORK"] = prose.related_work(ctx)
+    model_notes: list[str] = []
+    if rewriter is not None:  # a model rewrites some sections from these drafts; checked in code
+        rewritten, model_notes = rewriter(ctx, content)
+        content.update(rewritten)
     appendix = [prose.hyperparameter_table(ctx)]
     if ctx.unverified:
         content["UNVERIFIED"] = prose.unverified_block(ctx)
@@ -226,5 +230,6 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
         "raw_numbers": leaks,
         "citations_removed": removed,
         "archetype": ctx.outline["archetype"],
+        "model_prose": model_notes,
     }
     return summary

@@ -429,14 +429,17 @@ def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
             report.failures.append(where)
         else:
             report.warnings.append(where)
-    _check_text(tex_path, report)
+    _check_text(tex_path, report, artifacts)
     return report
 
 
 LINT_FAILS = {"placeholder", "empty_section", "causal"}
 
 
-def _check_text(tex_path: Path, report: Report) -> None:
+MIN_RELATED_CITATIONS = 5
+
+
+def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> None:
     """Citations (every key in references.bib, no placeholder) and the lint (placeholders, empty sections
     and causal verbs fail; lengths warn)."""
     from .integrity import WORD_TARGETS, lint, placeholder_keys
@@ -456,6 +459,14 @@ def _check_text(tex_path: Path, report: Report) -> None:
         if m := re.match(r"^\s*%%BEGIN:([A-Z_]+)%%", line):
             lines[m.group(1)] = i
     sections = {name: slot_content(tex, name) for name in WORD_TARGETS if name in lines}
+    papers = [p for p in (artifacts.get("literature_context.json") or {}).get("papers", [])
+              if p.get("status") != "HALLUCINATED"]
+    if "RELATED_WORK" in sections and len(papers) >= MIN_RELATED_CITATIONS:
+        cited = cited_keys(sections["RELATED_WORK"])
+        if len(cited) < MIN_RELATED_CITATIONS:
+            report.failures.append(f"{tex_path.name}:{lines['RELATED_WORK']}: related work cites {len(cited)} "
+                                   f"reference(s); at least {MIN_RELATED_CITATIONS} are required when the "
+                                   f"literature holds {len(papers)}")
     report.lint = [str(f) for f in lint(sections, lines=lines)]
     for f in lint(sections, lines=lines):
         (report.failures if f.kind in LINT_FAILS else report.warnings).append(f"{tex_path.name}: lint {f}")
