@@ -66,10 +66,15 @@ def test_a_difference_of_siblings_matches(tmp_path):
     assert found["0.0046"] == "matched"  # 0.8443 - 0.8397 (the same metric of two models)
 
 
+def test_a_number_next_to_a_metric_must_be_a_value_of_that_metric(tmp_path):
+    report, _ = numbers(tmp_path, "The selection rate was 0.205, and the AUC reached 0.205 on one split.")
+    assert [n.status for n in report.numbers] == ["matched", "unmatched"]  # a selection rate, not an AUC
+
+
 def test_intervals(tmp_path):
     report, _ = numbers(tmp_path, "AUC = 0.844, 95\\% CI [0.829, 0.859].")
     assert report.ok and not [w for w in report.warnings if "interval" in w]
-    report, _ = numbers(tmp_path, "AUC = 0.844, 95\\% CI [0.829, 0.871].", methods="See [0.5, 0.6] in methods.")
+    report, _ = numbers(tmp_path, "AUC = 0.844, 95\\% CI [0.829, 0.871].")
     assert report.ok and any("one end of an interval" in w for w in report.warnings)
     report, _ = numbers(tmp_path, "AUC = 0.844.", methods="An interval [0.512, 0.634] nobody computed.")
     assert not report.ok and any("both ends" in f and "METHODS" in f for f in report.failures)

@@ -53,6 +53,7 @@ class Number:
     source: str | None = None
     bound: bool = False  # printed as "<0.001"
     interval: int | None = None  # numbers of one "[a, b]" share an id
+    metric: list[str] | None = None  # the metric named before it in its sentence
     status: str = ""  # matched | exempt | unmatched
     how: str = ""
 
@@ -128,30 +129,52 @@ def _lookup(doc: Any, path: str) -> Any:
     return cur
 
 
-def value_pool(artifacts: dict[str, Any]) -> list[float]:
-    """Every number of the artifacts, list lengths, and sums and differences of sibling values."""
-    pool: set[float] = set()
+@dataclass
+class Pool:
+    """Artifact values, sorted, overall and by the name of the key that holds them (so that a number printed
+    next to a metric's name is matched against that metric's values only)."""
 
-    def direct_numbers(node: Any) -> list[float]:
-        items = node.values() if isinstance(node, dict) else node
-        return [float(v) for v in items if _isnum(v)]
+    all: list[float]
+    by_key: dict[str, list[float]]
 
-    def walk(node: Any) -> None:
+    def has(self, target: float, tol: float, keys: set[str] | None = None) -> bool:
+        lists = [self.by_key.get(k, []) for k in keys] if keys else [self.all]
+        for values in lists:
+            i = bisect.bisect_left(values, target - tol)
+            if i < len(values) and values[i] <= target + tol:
+                return True
+        return False
+
+
+def value_pool(artifacts: dict[str, Any]) -> Pool:
+    """Every number of the artifacts, list lengths, and sums and differences of sibling values: the numbers
+    of one list (an interval's ends, counts per class), the counts of one object, and the same key across the
+    objects of one list or mapping (a metric of two models, the sizes of two groups)."""
+    by_key: dict[str, set[float]] = {}
+
+    def put(key: str, *values: float) -> None:
+        by_key.setdefault(key, set()).update(values)
+
+    def pairs(key: str, values: list[float]) -> None:
+        for i, a in enumerate(values):
+            for b in values[i + 1:]:
+                put(key, a + b, a - b, b - a)
+
+    def walk(node: Any, key: str) -> None:
         if _isnum(node):
-            pool.add(float(node))
+            put(key, float(node))
             return
-        if isinstance(node, list):
-            pool.add(float(len(node)))
         if not isinstance(node, (dict, list)):
             return
-        children = list(node.values()) if isinstance(node, dict) else list(node)
+        children = list(node.items()) if isinstance(node, dict) else [(key, c) for c in node]
+        if isinstance(node, list):
+            put(key, float(len(node)))
         if len(children) <= MAX_SIBLINGS:
-            nums = direct_numbers(node)
-            for i, a in enumerate(nums):
-                for b in nums[i + 1:]:
-                    pool.update((a + b, a - b, b - a))
+            nums = [float(v) for _, v in children if _isnum(v)]
+            if isinstance(node, list) or (nums and all(v.is_integer() for v in nums)):
+                pairs(key, nums)
             keyed: dict[str, list[float]] = {}
-            for child in children:
+            for _, child in children:
                 if isinstance(child, dict):
                     for k, v in child.items():
                         if _isnum(v):
@@ -159,22 +182,37 @@ def value_pool(artifacts: dict[str, Any]) -> list[float]:
                         elif isinstance(v, dict):  # one level further: models.<m>.metrics.<k>
                             for k2, v2 in v.items():
                                 if _isnum(v2):
-                                    keyed.setdefault(f"{k}.{k2}", []).append(float(v2))
-            for values in keyed.values():
-                for i, a in enumerate(values):
-                    for b in values[i + 1:]:
-                        pool.update((a + b, a - b, b - a))
-        for child in children:
-            walk(child)
+                                    keyed.setdefault(k2, []).append(float(v2))
+            for k, values in keyed.items():
+                pairs(k, values)
+        for k, child in children:
+            walk(child, k if isinstance(node, dict) else key)
 
     for doc in artifacts.values():
-        walk(doc)
-    return sorted(pool)
+        walk(doc, "")
+    return Pool(sorted({v for vs in by_key.values() for v in vs}), {k: sorted(v) for k, v in by_key.items()})
 
 
-def _in_pool(pool: list[float], target: float, tol: float) -> bool:
-    i = bisect.bisect_left(pool, target - tol)
-    return i < len(pool) and pool[i] <= target + tol
+#: metric names in running text -> the artifact keys that hold them
+METRIC_WORDS = [
+    (r"\bAUC\b|area under the ROC", {"auc"}), (r"balanced accuracy|Bal\.?\\? acc", {"balanced_accuracy"}),
+    (r"\baccuracy\b", {"accuracy"}), (r"\bprecision\b", {"precision"}),
+    (r"\brecall\b|\bTPR\b|true positive rate", {"recall", "tpr"}), (r"\bF1\b|F-score", {"f1"}),
+    (r"\bBrier\b", {"brier"}), (r"\bRMSE\b", {"rmse"}), (r"\bMAE\b", {"mae"}),
+    (r"R\$\^\{?2\}?\$|\\Rsq|\bR2\b|R-squared|coefficient of determination", {"r2"}),
+    (r"\bFPR\b|false positive rate", {"fpr"}), (r"selection rate", {"selection_rate"}),
+]
+
+
+def metric_context(before: str) -> set[str] | None:
+    """The metric named closest before a number in its sentence (None when none is named)."""
+    sentence = re.split(r"[.;:]\s", before)[-1][-80:]
+    best, where = None, -1
+    for rx, keys in METRIC_WORDS:
+        for m in re.finditer(rx, sentence):
+            if m.start() > where:
+                best, where = keys, m.start()
+    return best
 
 
 # ---- macro sources ---------------------------------------------------------------------------------
@@ -326,9 +364,11 @@ def scan(tex_path: Path, macros: dict[str, dict[str, Any]]) -> list[Number]:
             value = float(digits) * (-1 if neg else 1)
             decimals = len(digits.split(".")[1]) if "." in digits else 0
             percent = bool(re.match(r"\s*(?:\\%|%|percent)", after))
+            context = metric_context(text[: m.start()])
             found.append((m.start(), Number(lineno, ("-" if neg else "") + num, value, decimals, percent, where,
                                             strict, macro=macro, source=macros[macro]["source"] if macro else None,
-                                            bound=bool(m.group("lt")))))
+                                            bound=bool(m.group("lt")),
+                                            metric=sorted(context) if context else None)))
         for iv in _INTERVAL.finditer(text):
             inside = [n for start, n in found if iv.start() < start <= iv.end()]
             if len(inside) == 2:
@@ -359,7 +399,7 @@ def _agrees(n: Number, candidates: list[float]) -> bool:
     return False
 
 
-def reconcile(n: Number, artifacts: dict[str, Any], macros: dict[str, dict[str, Any]], pool: list[float]) -> None:
+def reconcile(n: Number, artifacts: dict[str, Any], macros: dict[str, dict[str, Any]], pool: Pool) -> None:
     if n.decimals == 0 and not n.bound and (
             YEARS[0] <= abs(n.value) <= YEARS[1] or abs(n.value) <= SMALL_INT):
         n.status, n.how = "exempt", "year" if abs(n.value) >= YEARS[0] else "small integer"
@@ -383,16 +423,20 @@ def reconcile(n: Number, artifacts: dict[str, Any], macros: dict[str, dict[str, 
             return
     tol = _tol(n.decimals)
     targets = [n.value] + ([n.value / 100] if n.percent else [])
+    keys = set(n.metric) if n.metric and not n.macro else None  # a literal next to a metric's name
     if n.bound:
-        if any(_in_pool(pool, t, 0) or _in_pool(pool, t / 2, abs(t) / 2) for t in targets):
+        if any(pool.has(t / 2, abs(t) / 2, keys) for t in targets):
             n.status, n.how = "matched", "bound holds for an artifact value"
             return
-    elif any(_in_pool(pool, t, tol) for t in targets):
-        n.status, n.how = "matched", "artifact value" + (" (a macro of a derived source)" if n.macro else "")
+    elif any(pool.has(t, tol, keys) for t in targets):
+        n.status = "matched"
+        n.how = "artifact value" + (f" of {', '.join(sorted(keys))}" if keys else "") + (
+            " (a macro of a derived source)" if n.macro else "")
         return
     n.status = "unmatched"
-    n.how = "no artifact value" + (f" (macro \\{n.macro}, source {n.source})" if n.macro else "") + \
-        f" equals {n.text} at {n.decimals} decimal(s)"
+    n.how = ("no artifact value" + (f" of {', '.join(sorted(keys))}" if keys else "")
+             + (f" (macro \\{n.macro}, source {n.source})" if n.macro else "")
+             + f" equals {n.text} at {n.decimals} decimal(s)")
 
 
 def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
