@@ -167,5 +167,7 @@ def test_lint_reports_placeholders_empty_sections_lengths_and_causal_verbs():
     assert not any(f.section == "DISCUSSION" for f in findings)  # 700 words: within the target
     assert not any(f.section == "LIMITATIONS" for f in findings)  # negated and framing sentences pass
     assert any(f.kind == "length" and f.section == "ABSTRACT" for f in findings) is False
+    assert [f.kind for f in lint({"LIMITATIONS": "The subjects were ninth-graders. " + " ".join(["w"] * 300)})] \
+        == ["wording"]
     short = lint({"INTRODUCTION": " ".join(["w"] * 300)})
     assert [f.kind for f in short] == ["length"] and "300 words" in short[0].message

@@ -5,7 +5,7 @@
   with its space; a textual one becomes "prior work"). Placeholders such as ``[Author, Year]``, ``[?]``
   or a key like ``TODO`` are never repaired: they fail (:class:`CitationError`).
 - :func:`lint`: TODO or placeholder text, empty sections, section lengths outside 50-150% of their word
-  targets, and causal verbs in result sentences (from a word list).
+  targets, causal verbs in result sentences (from a word list), and "subjects" for students.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class CitationError(EdmArsError):
 
 @dataclass
 class LintFinding:
-    kind: str  # placeholder | empty_section | length | causal | citation
+    kind: str  # placeholder | empty_section | length | causal | wording
     section: str
     message: str
     line: int | None = None
@@ -113,6 +113,8 @@ def lint(sections: dict[str, str], *, lines: dict[str, int] | None = None) -> li
         for m in PLACEHOLDER_TEXT.finditer(body):
             line = lines.get(name, 0) + body[: m.start()].count("\n") + 1 if name in lines else None
             out.append(LintFinding("placeholder", name, f"placeholder text {m.group(0)!r}", line))
+        for m in re.finditer(r"\b(?:research |study )?subjects\b", body, re.I):
+            out.append(LintFinding("wording", name, f"{m.group(0)!r}: EDM papers say \"students\"", lines.get(name)))
         words = plain_words(body)
         if name in WORD_TARGETS:
             lo, hi = WORD_TARGETS[name]
