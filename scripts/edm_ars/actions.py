@@ -60,17 +60,21 @@ def validate(raw: Any, *, reg: Registry | None = None, spec: dict[str, Any] | No
     return out, None
 
 
-def of_stage(reviews: list[dict[str, Any]], stage: str) -> list[dict[str, Any]]:
-    """Every action for `stage` in these reviews (in round order), without repeats."""
+def unique(acts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The actions in order, each (action, value) once."""
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
-    for review in reviews:
-        for a in review.get("revision_actions") or []:
-            key = (a["action"], repr(a.get("value")))
-            if a["stage"] == stage and key not in seen:
-                seen.add(key)
-                out.append(a)
+    for a in acts:
+        key = (a["action"], repr(a.get("value")))
+        if key not in seen:
+            seen.add(key)
+            out.append(a)
     return out
+
+
+def of_stage(reviews: list[dict[str, Any]], stage: str) -> list[dict[str, Any]]:
+    """Every action for `stage` in these reviews (in round order), without repeats."""
+    return unique([a for review in reviews for a in review.get("revision_actions") or [] if a["stage"] == stage])
 
 
 def added_models(reviews: list[dict[str, Any]], configured: list[str]) -> list[str]:

@@ -474,13 +474,7 @@ def rerun_from(issues: list[dict[str, Any]], actions: list[dict[str, Any]] | Non
 def revision_actions(issues: list[dict[str, Any]], extra: list[dict[str, Any]] | None = None
                      ) -> list[dict[str, Any]]:
     """The structured actions of the issues, then any extra (a model Critic's validated ones), no repeats."""
-    out, seen = [], set()
-    for a in [a for i in issues for a in i.get("actions") or []] + list(extra or []):
-        key = (a["action"], repr(a.get("value")))
-        if key not in seen:
-            seen.add(key)
-            out.append(a)
-    return out
+    return act.unique([a for i in issues for a in i.get("actions") or []] + list(extra or []))
 
 
 def _instructions(issues: list[dict[str, Any]], extra: dict[str, list[str]] | None = None) -> dict[str, list[str]]:

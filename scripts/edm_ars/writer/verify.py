@@ -511,6 +511,7 @@ def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> No
             report.failures.append(f"{tex_path.name}:{lines['RELATED_WORK']}: related work cites {len(cited)} "
                                    f"reference(s); at least {MIN_RELATED_CITATIONS} are required when the "
                                    f"literature holds {len(papers)}")
-    report.lint = [str(f) for f in lint(sections, lines=lines)]
-    for f in lint(sections, lines=lines):
+    findings = lint(sections, lines=lines)
+    report.lint = [str(f) for f in findings]
+    for f in findings:
         (report.failures if f.kind in LINT_FAILS else report.warnings).append(f"{tex_path.name}: lint {f}")
