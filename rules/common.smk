@@ -259,15 +259,15 @@ def producing_round(stage, r):
 
 
 def previous_review_input(wildcards):
-    """Round r > 0 re-runs because of review r-1: the revised stage reads its instructions
-    (after the researcher approved that review, when the mode gates the Critic)."""
+    """Round r > 0 re-runs because of review r-1: the revised stage reads its instructions and the
+    revision actions of every earlier review, which accumulate (after the researcher approved
+    review r-1, when the mode gates the Critic)."""
     r = int(wildcards.round)
     if r == 0:
         return {}
-    return {
-        "previous_review": review_path(r - 1),
-        "earlier_reviews": [review_path(q) for q in range(r)],
-    } | gate_approval("critique", r - 1)
+    return {"earlier_reviews": [review_path(q) for q in range(r)]} | gate_approval(
+        "critique", r - 1
+    )
 
 
 def spec_for(wildcards):

@@ -35,8 +35,8 @@ def main(smk):
     prepared = prepare(raw, spec, reg, load_layout(smk.input.layout), proto)
     report = prepared.report
     notes = []
-    if "previous_review" in smk.input.keys():
-        notes += read_json(smk.input.previous_review, "review_report")["revision_instructions"].get("engineer", [])
+    if reviews:  # this round re-runs because of the last one
+        notes += reviews[-1]["revision_instructions"].get("engineer", [])
     if "human_notes" in smk.input.keys():
         notes += [f"Researcher: {n}" for n in read_notes(smk.input.human_notes)]
     if notes:

@@ -36,8 +36,8 @@ def main(smk):
     notes = []
     reviews = earlier_reviews(smk)
     requested = actions.of_stage(reviews, "formulate")
-    if "previous_review" in smk.input.keys():
-        notes = read_json(smk.input.previous_review, "review_report")["revision_instructions"].get("formulate", [])
+    if reviews:  # this round re-runs because of the last one
+        notes = reviews[-1]["revision_instructions"].get("formulate", [])
         log.info("round %d revises the specification: %s", r, notes)
     if "human_notes" in smk.input.keys():
         human = read_notes(smk.input.human_notes)

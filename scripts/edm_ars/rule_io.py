@@ -43,7 +43,7 @@ def registry_of(smk: Any, tier2: dict[str, Any] | None = None) -> Registry:
 
 def earlier_reviews(smk: Any) -> list[dict[str, Any]]:
     """The reviews of every earlier round (input `earlier_reviews`, absent in round 0), in round order:
-    their revision actions accumulate."""
+    their revision actions accumulate, and the last one is why this round re-runs."""
     from .artifacts import read_json
 
     files = smk.input.get("earlier_reviews", []) if "earlier_reviews" in smk.input.keys() else []
