@@ -245,59 +245,40 @@ def test_outcome_absent_from_a_real_data_file_is_named(tmp_path):
     assert not (tmp_path / "output" / "round_0" / "research_spec.json").exists()
 
 
-def test_gates_block_until_approved_and_a_rejection_reaches_the_stage(tmp_path):
-    def status():
-        return subprocess.run(["edm-ars", "status", "-d", str(tmp_path)], capture_output=True, text=True).stdout
+def _edm(tmp_path, *args):
+    done = subprocess.run(["edm-ars", *args, "-d", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
-    def edm(*args):
-        done = subprocess.run(["edm-ars", *args, "-d", str(tmp_path)], capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
 
+def test_gate_only_stops_at_the_first_gate_and_approval_moves_it_on(tmp_path):
     first = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
     assert first.returncode != 0
     message = first.stdout + first.stderr
     assert "gate 'formulate' (round 0) is waiting for your review" in message
     assert "edm-ars approve formulate --round 0" in message
-    ran = jobs_run(first)
-    assert "formulate" in ran and not {"engineer", "fit_model", "write"} & set(ran)
+    assert "formulate" in jobs_run(first) and not {"engineer", "fit_model", "write"} & set(jobs_run(first))
     assert not (tmp_path / "output" / "round_0" / "data").exists()
-    assert "waiting for the researcher: formulate (round 0)" in status()
-
-    # a rejection note reaches the stage, which reruns with it; the gate then waits again
-    edm("reject", "formulate", "--note", "Justify the school-level predictors")
+    assert "waiting for the researcher: formulate (round 0)" in _edm(tmp_path, "status")
+    _edm(tmp_path, "approve", "formulate")
     second = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
+    assert second.returncode != 0 and "engineer" in jobs_run(second) and "fit_model" not in jobs_run(second)
+    assert "gate 'engineer' (round 0) is waiting" in second.stdout + second.stderr
+
+
+def test_step_by_step_gates_every_stage_and_a_rejection_reaches_the_stage(tmp_path):
+    """step-by-step: a gate after every stage; each approval moves the run exactly one stage on, and a
+    rejection note reruns the gated stage with the note."""
+    first = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
+    assert first.returncode != 0 and "gate 'formulate' (round 0) is waiting" in first.stdout + first.stderr
+    _edm(tmp_path, "reject", "formulate", "--note", "Justify the school-level predictors")
+    second = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
     assert second.returncode != 0 and "formulate" in jobs_run(second)
     spec = read(tmp_path / "output" / "round_0" / "research_spec.json")
     assert "Researcher: Justify the school-level predictors" in spec["revision_notes"]
     assert not (tmp_path / "output" / "round_0" / "data").exists()
-
-    edm("approve", "formulate")
-    third = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
-    assert third.returncode != 0 and "engineer" in jobs_run(third) and "fit_model" not in jobs_run(third)
-    assert "gate 'engineer' (round 0) is waiting" in third.stdout + third.stderr
-
-    edm("approve", "engineer")
-    fourth = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
-    assert fourth.returncode != 0 and "critique" in jobs_run(fourth) and "write" not in jobs_run(fourth)
-    assert "gate 'write' (round 0) is waiting" in fourth.stdout + fourth.stderr
-
-    edm("approve", "write", "--note", "Results read fine")
-    last = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
-    assert last.returncode == 0, last.stderr[-3000:]
-    assert (tmp_path / "output" / "paper.pdf").exists()
-    assert "waiting for the researcher" not in status()
-
-
-def test_step_by_step_gates_every_stage(tmp_path):
-    """step-by-step: a gate after every stage; each approval moves the run exactly one stage on."""
-    def edm(*args):
-        done = subprocess.run(["edm-ars", *args, "-d", str(tmp_path)], capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
-
+    _edm(tmp_path, "approve", "formulate")
     steps = [  # (gate that waits, rules that must have run, rules that must not have run yet)
-        ("formulate", {"formulate"}, {"engineer"}),
         ("engineer", {"engineer"}, {"fit_model", "fit_stacking"}),
         ("analyze", {"fit_model", "evaluate", "analyze"}, {"critique"}),
         ("critique", {"critique"}, {"write"}),
@@ -309,11 +290,12 @@ def test_step_by_step_gates_every_stage(tmp_path):
         assert f"gate '{gate}' (round 0) is waiting for your review" in result.stdout + result.stderr
         ran = set(jobs_run(result))
         assert ran_now <= ran and not (not_yet & ran), (gate, sorted(ran))
-        assert f"waiting for the researcher: {gate} (round 0)" in edm("status")
-        edm("approve", gate)
+        assert f"waiting for the researcher: {gate} (round 0)" in _edm(tmp_path, "status")
+        _edm(tmp_path, "approve", gate, *(["--note", "Results read fine"] if gate == "write" else []))
     last = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
     assert last.returncode == 0, last.stderr[-3000:]
     assert {"write", "compile_pdf"} <= set(jobs_run(last)) and (tmp_path / "output" / "paper.pdf").exists()
+    assert "waiting for the researcher" not in _edm(tmp_path, "status")
 
 
 def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
