@@ -281,8 +281,9 @@ def fit_imputer(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> 
             imp.methods[col] = "missing_category"
             imp.fill_values[col] = MISSING_CATEGORY
         if pct > proto.warn_above:
-            imp.methods[col] += " (flagged: >20% missing)"
-            notes.append(f"{col} is {pct:.1f}% missing in the training rows; imputed ({imp.methods[col]}) and "
+            method = imp.methods[col].replace("_", " ")
+            imp.methods[col] += f" (flagged: >{proto.warn_above:g}% missing)"
+            notes.append(f"{col} is {pct:.1f}% missing in the training rows; imputed by {method} and "
                          "reported as a limitation")
     if imp.iterative_columns:
         it = IterativeImputer(max_iter=proto.iterative_max_iter, random_state=proto.seed, sample_posterior=False)

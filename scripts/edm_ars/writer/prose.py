@@ -1385,6 +1385,8 @@ def limitations(ctx: Ctx) -> str:
     items = ["The analysis is predictive and observational. Associations between predictors and "
              "the outcome should not be interpreted as causal."]
     for i, text in enumerate(ctx.spec.get("limitations") or []):
+        if re.search(r"\bcausal\b", text, re.I):
+            continue  # the first item already says it
         items.append(_sentence(ctx.t(text.strip(), f"research_spec.json:limitations.{i}")))
     for i, text in enumerate(ctx.data.get("warnings") or []):
         items.append("Data preparation warning: "
