@@ -45,12 +45,13 @@ def conservative(*statuses: str) -> str:
     return max(statuses, key=STATUSES.index)
 
 
-def _num(v: Any) -> bool:
+def is_number(v: Any) -> bool:
+    """A finite int or float (not a bool)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _ci(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) == 2 and all(_num(x) for x in v)
+    return isinstance(v, (list, tuple)) and len(v) == 2 and all(is_number(x) for x in v)
 
 
 class _Builder:
@@ -93,7 +94,7 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
     rec = models.get(best) or {}
     value, ci = (rec.get("metrics") or {}).get(primary), (rec.get("ci") or {}).get(primary)
     base = f"models.{best}"
-    if _num(value) and _ci(ci):
+    if is_number(value) and _ci(ci):
         chance, floor = CHANCE.get(primary), QUALITY_FLOOR.get(primary)
         evidence = [b.ev("results.json", f"{base}.metrics.{primary}"), b.ev("results.json", f"{base}.ci.{primary}")]
         high = primary == "auc" and value > LEAKAGE_AUC
@@ -115,7 +116,7 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                    "methodologist": _design(results, "evaluate")}, evidence)
         for other, orec in models.items():
             oval, oci = (orec.get("metrics") or {}).get(primary), (orec.get("ci") or {}).get(primary)
-            if other in (best, STACKING) or not (_num(oval) and _ci(oci)):
+            if other in (best, STACKING) or not (is_number(oval) and _ci(oci)):
                 continue
             disjoint = ci[0] > oci[1]
             b.add(f"outperforms_{other}", f"The selected model ({best}) predicts better than {other}.",
@@ -127,7 +128,7 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                   evidence + [b.ev("results.json", f"models.{other}.metrics.{primary}"),
                               b.ev("results.json", f"models.{other}.ci.{primary}")], model=other)
     gain = (results.get("selection_evidence") or {}).get("stacking_minus_selected")
-    if isinstance(gain, dict) and _num(gain.get("mean")) and _ci(gain.get("ci")):
+    if isinstance(gain, dict) and is_number(gain.get("mean")) and _ci(gain.get("ci")):
         lo, hi = gain["ci"]
         b.add("stacking_improves", "Stacking the individual models improves on the best single model.",
               {"optimist": ("supported" if gain["mean"] > 0 else "unsupported", f"mean paired difference "
@@ -166,11 +167,11 @@ def _feature_claims(b: _Builder, results: dict[str, Any]) -> None:
               "analysis (imputation, training sample, seed).",
               {"optimist": ("supported", "the same features lead in the original analysis"),
                "skeptic": ("unsupported" if st["unstable"] else "supported",
-                           f"mean top-5 overlap {overlap:.2f} ({st.get('rule', '')})" if _num(overlap)
+                           f"mean top-5 overlap {overlap:.2f} ({st.get('rule', '')})" if is_number(overlap)
                            else "top-5 overlap not computed"),
                "methodologist": design},
               [b.ev("results.json", "stability.unstable")]
-              + ([b.ev("results.json", "stability.top5_overlap.mean")] if _num(overlap) else []))
+              + ([b.ev("results.json", "stability.top5_overlap.mean")] if is_number(overlap) else []))
 
 
 def _fairness_claims(b: _Builder, results: dict[str, Any]) -> None:
@@ -179,7 +180,7 @@ def _fairness_claims(b: _Builder, results: dict[str, Any]) -> None:
     threshold = fa.get("gap_threshold", 0.05)
     for attr, rec in (fa.get("attributes") or {}).items():
         g = (rec.get("gaps") or {}).get(primary)
-        if rec.get("kind") == "intersection" or not isinstance(g, dict) or not _num(g.get("gap")):
+        if rec.get("kind") == "intersection" or not isinstance(g, dict) or not is_number(g.get("gap")):
             continue
         groups = {x["group"]: x for x in rec.get("groups") or [] if isinstance(x, dict)}
         ends = [groups.get(g.get("min_group")), groups.get(g.get("max_group"))]

@@ -13,25 +13,17 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .integrity import WORD_TARGETS, CitationError, lint, plain_words, repair_citations
+from .paper import raw_numbers
 
 if TYPE_CHECKING:
     from .prose import Ctx
 
 REWRITTEN = ("INTRODUCTION", "DISCUSSION")
 _FENCE = re.compile(r"^```(?:latex|tex)?\s*\n(.*?)\n```\s*$", re.S)
-_LITERAL = re.compile(r"(?<![A-Za-z0-9_\\{:.])-?\d+(?:[.,]\d+)*(?![A-Za-z0-9_])")
-
-
 def _literal_numbers(text: str) -> list[str]:
-    plain = re.sub(r"\\(?:cite[tp]?|ref|label)\*?(?:\[[^\]]*\])*\{[^}]*\}", " ", text)
-    plain = re.sub(r"\\[A-Za-z]+\{\}", " ", plain)
-    out = []
-    for m in _LITERAL.finditer(plain):
-        v = m.group(0).replace(",", "")
-        if re.fullmatch(r"(19|20)\d\d", v) or (re.fullmatch(r"\d+", v) and int(v) <= 10):
-            continue  # years and small counts in words' stead ("two", "three") are fine
-        out.append(m.group(0))
-    return out
+    """Numbers typed into the text rather than printed by a macro; years and counts up to ten (which a
+    writer might as well spell out) are allowed."""
+    return [t for t in raw_numbers(text) if not (t.isdigit() and int(t) <= 10)]
 
 
 def check(ctx: Ctx, section: str, text: str) -> tuple[str | None, str]:

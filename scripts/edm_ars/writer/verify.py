@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import bisect
 import json
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..claims import is_number, lookup
 from ..errors import EdmArsError
 
 STRICT_SLOTS = {"ABSTRACT", "RESULTS"}
@@ -113,22 +113,6 @@ def load_artifacts(paper: Path, given: dict[str, str] | None = None) -> dict[str
     return out
 
 
-def _isnum(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _lookup(doc: Any, path: str) -> Any:
-    cur = doc
-    for part in path.split("."):
-        if isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        elif isinstance(cur, list) and re.fullmatch(r"-?\d+", part) and -len(cur) <= int(part) < len(cur):
-            cur = cur[int(part)]
-        else:
-            raise KeyError(path)
-    return cur
-
-
 @dataclass
 class Pool:
     """Artifact values, sorted, overall and by the name of the key that holds them (so that a number printed
@@ -161,7 +145,7 @@ def value_pool(artifacts: dict[str, Any]) -> Pool:
                 put(key, a + b, a - b, b - a)
 
     def walk(node: Any, key: str) -> None:
-        if _isnum(node):
+        if is_number(node):
             put(key, float(node))
             return
         if not isinstance(node, (dict, list)):
@@ -170,18 +154,18 @@ def value_pool(artifacts: dict[str, Any]) -> Pool:
         if isinstance(node, list):
             put(key, float(len(node)))
         if len(children) <= MAX_SIBLINGS:
-            nums = [float(v) for _, v in children if _isnum(v)]
+            nums = [float(v) for _, v in children if is_number(v)]
             if isinstance(node, list) or (nums and all(v.is_integer() for v in nums)):
                 pairs(key, nums)
             keyed: dict[str, list[float]] = {}
             for _, child in children:
                 if isinstance(child, dict):
                     for k, v in child.items():
-                        if _isnum(v):
+                        if is_number(v):
                             keyed.setdefault(k, []).append(float(v))
                         elif isinstance(v, dict):  # one level further: models.<m>.metrics.<k>
                             for k2, v2 in v.items():
-                                if _isnum(v2):
+                                if is_number(v2):
                                     keyed.setdefault(k2, []).append(float(v2))
             for k, values in keyed.items():
                 pairs(k, values)
@@ -224,14 +208,14 @@ def source_values(source: str, artifacts: dict[str, Any]) -> list[float] | None:
     def get(name: str, path: str) -> Any:
         if name not in artifacts:
             raise KeyError(name)
-        return _lookup(artifacts[name], path)
+        return lookup(artifacts[name], path)
 
     try:
         if m := re.fullmatch(_PATH, source):
             v = get(*m.groups())
-            if _isnum(v):
+            if is_number(v):
                 return [float(v)]
-            if isinstance(v, list) and all(_isnum(x) for x in v):
+            if isinstance(v, list) and all(is_number(x) for x in v):
                 return [float(x) for x in v]
             return None
         if m := re.fullmatch(rf"len\({_PATH}\)", source):
@@ -253,7 +237,7 @@ def quoted_text(source: str, artifacts: dict[str, Any]) -> str | None:
     if not m or m.group(1) not in artifacts:
         return None
     try:
-        v = _lookup(artifacts[m.group(1)], m.group(2))
+        v = lookup(artifacts[m.group(1)], m.group(2))
     except KeyError:
         return None
     return v if isinstance(v, str) else None
