@@ -118,12 +118,12 @@ rule stability_run:
         unpack(fitted_models),
         unpack(engineered_for),
         unpack(spec_for),
+        unpack(layout_input),
         evaluation="output/round_{round}/analysis/evaluation.json",
         raw=raw_data,
         manifest="output/data/dataset.json",
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
-        layout=LAYOUT_FILE,
     output:
         run="output/round_{round}/analysis/stability/{perturbation}.json",
     log:

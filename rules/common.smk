@@ -23,20 +23,14 @@ from edm_ars.registry import load_registry  # noqa: E402
 from edm_ars.stability import perturbations  # noqa: E402
 
 STAGES = ["formulate", "engineer", "analyze"]
-ADAPTER = _adapter(config["dataset"])
-# Repository files are addressed from the workflow's folder, so `--directory` may point anywhere.
-REGISTRY_DIR = str(BASE / "registry" / ADAPTER.registry)
-REGISTRY_FILES = [
-    f"{REGISTRY_DIR}/{name}"
-    for name in (
-        "dataset.yaml",
-        "tier1.yaml",
-        "tier3.yaml",
-        "pitfalls.yaml",
-        "canonical_questions.yaml",
-    )
-]
-LAYOUT_FILE = f"{REGISTRY_DIR}/Layout_STUDENT.txt"
+# The data set: its registry (file or folder) and where its rows come from (registry/datasets.yaml, or
+# dataset=csv path=... registry=...). Repository files are addressed from the workflow's folder, so
+# `--directory` may point anywhere.
+ADAPTER = _adapter(config["dataset"], config, BASE / "registry")
+REGISTRY = load_registry(ADAPTER.registry)
+REGISTRY_FILES = ADAPTER.registry_files()
+DATASET_INDEX = str(BASE / "registry" / "datasets.yaml")
+LAYOUT_FILE = ADAPTER.layout_file(REGISTRY)
 BIBLIOGRAPHY = [
     str(BASE / "registry" / "bibliography" / name)
     for name in ("references.bib", "topics.yaml")
@@ -144,9 +138,14 @@ def ledgers(wildcards=None):
 def raw_data(wildcards=None):
     """The raw data file of the configured dataset (checked before any job starts)."""
     path = ADAPTER.raw_path(config)
-    if not ADAPTER.synthetic and not Path(path).exists():
-        raise DataError(ADAPTER.missing_message(path, load_registry(REGISTRY_DIR)))
+    if not ADAPTER.generated and not Path(path).exists():
+        raise DataError(ADAPTER.missing_message(path, REGISTRY))
     return path
+
+
+def layout_input(wildcards=None):
+    """The codebook layout file, for registries that name one (dataset.layout_file)."""
+    return {"layout": LAYOUT_FILE} if LAYOUT_FILE else {}
 
 
 def models(r=0):

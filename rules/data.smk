@@ -1,7 +1,7 @@
 rule synthesize:
     input:
+        unpack(layout_input),
         registry=REGISTRY_FILES,
-        layout=LAYOUT_FILE,
     output:
         raw="output/data/raw.csv",
         dgp="output/data/dgp.json",
@@ -19,6 +19,31 @@ rule synthesize:
         "../scripts/synthesize.py"
 
 
+rule export_dataset:
+    input:
+        index=DATASET_INDEX,
+    output:
+        raw="output/data/raw.csv",
+    log:
+        "logs/export_dataset.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        source=ADAPTER.source,
+    script:
+        "../scripts/export_dataset.py"
+
+
+# Only the adapter's own rule writes the raw file of a generated data set.
+if ADAPTER.kind != "synthetic":
+
+    ruleorder: export_dataset > synthesize
+
+else:
+
+    ruleorder: synthesize > export_dataset
+
+
 rule dataset:
     input:
         raw=raw_data,
@@ -31,16 +56,17 @@ rule dataset:
         "../envs/data.yaml"
     params:
         dataset=lookup(dpath="dataset", within=config),
+        min_rows=lookup(dpath="engineer/min_analytic_n", within=config),
     script:
         "../scripts/dataset.py"
 
 
 rule registry_tier2:
     input:
+        unpack(layout_input),
         raw=raw_data,
         manifest="output/data/dataset.json",
         registry=REGISTRY_FILES,
-        layout=LAYOUT_FILE,
     output:
         tier2="output/registry/tier2.json",
     log:

@@ -2,11 +2,11 @@ rule engineer:
     input:
         unpack(spec_for),
         unpack(engineer_extras),
+        unpack(layout_input),
         raw=raw_data,
         manifest="output/data/dataset.json",
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
-        layout=LAYOUT_FILE,
     output:
         train_X="output/round_{round}/data/train_X.csv",
         train_y="output/round_{round}/data/train_y.csv",

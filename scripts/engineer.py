@@ -3,11 +3,10 @@
 from edm_ars import actions
 from edm_ars.artifacts import read_json, write_csv, write_json
 from edm_ars.datasets.adapters import read_raw
-from edm_ars.engineer import Protocol, prepare
+from edm_ars.engineer import Protocol, needed_columns, outcome_source, prepare
 from edm_ars.errors import DataError
 from edm_ars.gates import read_notes
-from edm_ars.layout import load_layout
-from edm_ars.rule_io import earlier_reviews, log, registry_of, run
+from edm_ars.rule_io import earlier_reviews, layout_of, log, registry_of, run
 
 
 def main(smk):
@@ -22,17 +21,15 @@ def main(smk):
                      warn_above=p["warn_above"], min_analytic_n=p["min_analytic_n"],
                      min_retention=p["min_retention"], max_categories=p["max_categories"], imputation=strategy)
     outcome = spec["outcome"]["name"]
-    rec = reg.variable(outcome) or {}
-    source = rec["derive"]["from"] if rec.get("derive") else outcome
-    columns = list(dict.fromkeys([p["name"] for p in spec["predictors"]] + [source] + spec["subgroups"]
-                                 + reg.dataset.get("school_fingerprint", [])))
+    source = outcome_source(reg, outcome)
+    columns = needed_columns(spec, reg)
     manifest = read_json(smk.input.manifest)
     available = set(manifest["columns"])
     absent = [c for c in [p["name"] for p in spec["predictors"]] + [source] if c not in available]
     if absent:
         raise DataError(f"{smk.input.raw}: columns named by the specification are not in the data: {absent}")
     raw = read_raw(smk.input.raw, usecols=[c for c in columns if c in available])
-    prepared = prepare(raw, spec, reg, load_layout(smk.input.layout), proto)
+    prepared = prepare(raw, spec, reg, layout_of(smk), proto)
     report = prepared.report
     notes = []
     if reviews:  # this round re-runs because of the last one

@@ -25,7 +25,8 @@ def main(smk):
     protected = pd.read_csv(smk.input.test_protected, dtype=str, keep_default_na=True)
     cfg = smk.params.fairness
     attributes = list(cfg.get("attributes") or spec["subgroups"])
-    pairs = [tuple(p) for p in cfg.get("intersections", []) if all(a in protected.columns for a in p)]
+    pairs = [tuple(p) for p in (cfg.get("intersections") or reg.protected_intersections)
+             if all(a in protected.columns for a in p)]
     scale = 1.0
     if task == "regression":
         scale = float(np.std(y)) or 1.0

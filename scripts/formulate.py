@@ -10,20 +10,20 @@ from pathlib import Path
 from edm_ars import actions
 from edm_ars.artifacts import atomic_write_text, read_json, write_json
 from edm_ars.errors import SpecError
-from edm_ars.formulate import curated_literature, offline_spec, validate_spec
+from edm_ars.formulate import curated_literature, literature_topics, offline_spec, validate_spec
 from edm_ars.gates import read_notes
 from edm_ars.lessons import carried_actions, load, relevant, render
 from edm_ars.rule_io import earlier_reviews, log, registry_of, run
 
 
-def model_literature(smk, spec, fallback):
+def model_literature(smk, spec, fallback, dataset_literature):
     from edm_ars.literature import CrossRef, SemanticScholar, retrieve
 
     cfg = smk.params.literature
     cache = Path(smk.params.cache_dir) / "literature"
     return retrieve(spec, scholar=SemanticScholar(base_url=cfg["semantic_scholar_url"], cache_dir=cache),
                     crossref=CrossRef(base_url=cfg["crossref_url"], cache_dir=cache), n_min=cfg["n_min"],
-                    n_max=cfg["n_max"], fallback=fallback)
+                    n_max=cfg["n_max"], fallback=fallback, dataset_literature=dataset_literature)
 
 
 def main(smk):
@@ -65,14 +65,14 @@ def main(smk):
         violations = validate_spec(spec, reg, columns)
         if violations:
             raise SpecError(violations)
-        literature = curated_literature(bib, topics, spec["question_id"])
+        literature = curated_literature(bib, topics, literature_topics(reg, spec["question_id"]))
     else:
         from edm_ars.formulate_model import formulate_with_model
         from edm_ars.llm import load_prompt
         from edm_ars.llm.rule_client import client_for_job
 
         client = client_for_job(smk)
-        curated = curated_literature(bib, topics, "model")
+        curated = curated_literature(bib, topics, literature_topics(reg, None))
         spec, record = formulate_with_model(client, load_prompt(smk.input.prompts), reg,
                                             prompt=smk.params.prompt or None, round_=r, backend=backend,
                                             revision_notes=notes, literature=curated, data_columns=columns,
@@ -83,8 +83,8 @@ def main(smk):
         violations = validate_spec(spec, reg, columns)
         if violations:
             raise SpecError(violations)
-        literature = model_literature(smk, spec, lambda note: curated_literature(bib, topics, spec["question_id"],
-                                                                                 note=note))
+        literature = model_literature(smk, spec, lambda note: curated_literature(
+            bib, topics, literature_topics(reg, spec["question_id"]), note=note), reg.dataset.get("literature"))
     for change in spec.get("revision_actions_applied", []):
         log.info("revision: %s", change)
     log.info("spec: %s -> %s with %d predictors; literature: %s, %d papers", spec["question_id"],

@@ -2,14 +2,13 @@
 
 from edm_ars.artifacts import write_json
 from edm_ars.datasets.adapters import read_raw
-from edm_ars.layout import load_layout
-from edm_ars.rule_io import log, registry_of, run
+from edm_ars.rule_io import layout_of, log, registry_of, run
 from edm_ars.tier2 import build_tier2
 
 
 def main(smk):
     reg = registry_of(smk)
-    tier2 = build_tier2(read_raw(smk.input.raw), reg, load_layout(smk.input.layout))
+    tier2 = build_tier2(read_raw(smk.input.raw), reg, layout_of(smk))
     log.info("tier 2: %d variables", tier2["n_variables"])
     write_json(smk.output.tier2, tier2, "tier2")
 

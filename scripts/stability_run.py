@@ -5,13 +5,12 @@ import pandas as pd
 
 from edm_ars.artifacts import read_json, write_json
 from edm_ars.datasets.adapters import read_raw
-from edm_ars.engineer import Protocol, prepare
+from edm_ars.engineer import Protocol, needed_columns, prepare
 from edm_ars.explain import ExplainSkipped, shap_values, top_features
-from edm_ars.layout import load_layout
 from edm_ars.metrics import PRIMARY
 from edm_ars.models import family, predict, score
 from edm_ars.phases import recorded
-from edm_ars.rule_io import log, registry_of, run
+from edm_ars.rule_io import layout_of, log, registry_of, run
 from edm_ars.stability import bootstrap_rows
 
 
@@ -34,12 +33,9 @@ def perturbed_data(smk, kind, arg, seed):
                          min_analytic_n=p["min_analytic_n"], min_retention=p["min_retention"],
                          max_categories=p["max_categories"])
         manifest = read_json(smk.input.manifest)
-        outcome = reg.variable(spec["outcome"]["name"]) or {}
-        source = outcome["derive"]["from"] if outcome.get("derive") else spec["outcome"]["name"]
-        cols = list(dict.fromkeys([q["name"] for q in spec["predictors"]] + [source] + spec["subgroups"]
-                                  + reg.dataset.get("school_fingerprint", [])))
+        cols = needed_columns(spec, reg)
         raw = read_raw(smk.input.raw, usecols=[c for c in cols if c in set(manifest["columns"])])
-        prep = prepare(raw, spec, reg, load_layout(smk.input.layout), proto)
+        prep = prepare(raw, spec, reg, layout_of(smk), proto)
         if len(prep.test_y) != len(Xt):
             raise ValueError("the alternative imputation changed the test rows")
         return prep.train_X, prep.train_y.to_numpy(dtype=float), prep.test_X, prep.report["feature_sources"]

@@ -369,7 +369,7 @@ def model_issue(id_, severity, stage, category="substantive_validity"):
 def test_prompt_file_has_the_lenses_and_the_placeholders_the_critic_fills(prompts):
     system = prompts["system"]
     assert system.index("Methodologist") < system.index("Skeptic") < system.index("Synthesizer")
-    assert placeholders(system) == {"dimensions", "code_items", "model_items"}
+    assert placeholders(system) == {"dimensions", "code_items", "model_items", "dataset_title", "dataset_rules"}
     assert placeholders(prompts["user"]) == {"round", "max_revisions", "spec", "data_report", "results",
                                              "code_findings", "figures", "lessons"}
 

@@ -128,7 +128,7 @@ def test_split_happens_before_fitting_anything(reg, layout):
     # rebuild which raw rows were in training: the imputer must reproduce training-only statistics
     clean, _ = recode_sentinels(raw, reg)
     valid = clean[clean["X4EVRATNDCLG"].notna()].reset_index(drop=True)
-    groups, _ = reconstruct_schools(valid, reg.dataset["school_fingerprint"])
+    groups, _ = reconstruct_schools(valid, reg.grouping["columns"])
     train_groups = set(out.train_groups)
     train_rows = valid[groups.isin(train_groups)]
     test_rows = valid[~groups.isin(train_groups)]

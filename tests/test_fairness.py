@@ -45,7 +45,8 @@ def test_planted_disparity_flagged():
 
 def test_fair_setting_no_primary_flag():
     y, prob, prot = _binary_data(n=12000, noisy_group=None, seed=1)
-    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], n_resamples=100)
+    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], intersections=[("X1RACE", "X1SEX")],
+                n_resamples=100)
     for name in ("X1RACE", "X1SEX", "X1RACE x X1SEX"):
         gap = res["attributes"][name]["gaps"]["auc"]
         assert gap is not None and not gap["flagged"], (name, gap)
@@ -153,11 +154,12 @@ def test_intersections_and_missing_values():
     prot = prot.copy()
     prot.loc[:29, "X1SEX"] = np.nan
     prot.loc[30:49, "X1RACE"] = np.nan
-    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], n_resamples=50)
+    pairs = [("X1RACE", "X1SEX")]  # the registry's protected_intersections
+    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], intersections=pairs, n_resamples=50)
     assert res["attributes"]["X1SEX"]["n_missing"] == 30
     # the same frame after a CSV round trip (pandas string dtype, NaN for missing) gives the same audit
     back = pd.read_csv(io.StringIO(prot.to_csv(index=False)))
-    res_csv = audit("binary_classification", y, prob, back, ["X1RACE", "X1SEX"], n_resamples=50)
+    res_csv = audit("binary_classification", y, prob, back, ["X1RACE", "X1SEX"], intersections=pairs, n_resamples=50)
     assert json.dumps(res_csv, sort_keys=True) == json.dumps(res, sort_keys=True)
     assert res["attributes"]["X1RACE"]["n_missing"] == 20
     inter = res["attributes"]["X1RACE x X1SEX"]

@@ -24,7 +24,7 @@ from fakes.scholar_servers import (
 
 from edm_ars.artifacts import validate
 from edm_ars.bibliography import parse_bibtex
-from edm_ars.formulate import curated_literature
+from edm_ars.formulate import CORE_TOPICS, curated_literature
 from edm_ars.literature import (
     CrossRef,
     RetrievalError,
@@ -68,7 +68,7 @@ class Sleeps(list):
 
 
 def curated(note: str) -> dict:
-    return curated_literature(BIB, TOPICS, "college_attendance", note=note)
+    return curated_literature(BIB, TOPICS, ["college", "hsls09_study", "hsls09", *CORE_TOPICS], note=note)
 
 
 def clients(s2: FakeSemanticScholar, cr: FakeCrossRef, cache_dir: Path | None = None, **kw):
@@ -88,7 +88,8 @@ def _no_key(monkeypatch):
 def test_retrieve_happy_path_statuses_and_bibtex(tmp_path):
     with FakeSemanticScholar(S2_PAPERS) as s2, FakeCrossRef(CROSSREF_WORKS) as cr:
         scholar, crossref, sleeps = clients(s2, cr, tmp_path / "cache")
-        lit = retrieve(SPEC, scholar=scholar, crossref=crossref, fallback=curated)
+        lit = retrieve(SPEC, scholar=scholar, crossref=crossref, fallback=curated,
+                       dataset_literature={"topic": "hsls09", "search_terms": ["High School Longitudinal Study", "HSLS"]})
         searches = s2.requests_to("/graph/v1/paper/search")
         crossref_titles_queried = [r["query"].get("query.bibliographic") for r in cr.requests_to("/works")]
 
@@ -183,8 +184,10 @@ def test_build_query_from_spec():
     assert "college" in query and "educational data mining" in query
     assert "socio" in query and "mathematics" in query
     assert not re.search(r"\d|X1|february", query, re.IGNORECASE)
-    queries = search_queries(SPEC)
+    queries = search_queries(SPEC, ["High School Longitudinal Study"])
     assert len(queries) == 2 and "High School Longitudinal Study" in queries[1]
+    assert topics_of({"title": "Who goes to college? Evidence from the High School Longitudinal Study"},
+                     {"hsls09": ("high school longitudinal study",)}) == ["college", "hsls09"]
     assert topics_of({"title": "Fair prediction of college dropout with SHAP", "abstract": None}) == [
         "shap", "fairness", "dropout", "college"]
 

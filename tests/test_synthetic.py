@@ -168,7 +168,7 @@ def test_shared_nonresponse_and_skips(reg, df):
 
 
 def test_school_fingerprint(reg, df):
-    groups = df.groupby(reg.dataset["school_fingerprint"], dropna=False).size()
+    groups = df.groupby(reg.grouping["columns"], dropna=False).size()
     assert abs(len(groups) - 944) <= 0.02 * 944
     assert groups.min() >= 5 and groups.max() <= 60
     assert 0.2 < (df["X1SCHOOLCLI"] < -5).mean() < 0.23
@@ -188,7 +188,7 @@ def test_deterministic(reg, layout, df, dgp):
 def test_small_sample(reg, layout):
     small, dgp = generate(reg, layout, n_students=1500, n_schools=60, seed=3)
     assert len(small) == 1500 and dgp["n_students"] == 1500
-    assert len(small.groupby(reg.dataset["school_fingerprint"], dropna=False)) >= 57
+    assert len(small.groupby(reg.grouping["columns"], dropna=False)) >= 57
 
 
 def test_dgp_schema_and_effects(reg, dgp):

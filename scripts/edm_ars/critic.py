@@ -22,7 +22,7 @@ from . import actions as act
 from .artifacts import read_yaml
 from .errors import EdmArsError
 from .formulate import validate_spec
-from .registry import Registry
+from .registry import Registry, rules_text
 
 STAGES = ["formulate", "engineer", "analyze"]  # the stages a review can re-run, in order
 TARGETS = [*STAGES, "write"]  # write-targeted issues go to the Writer and re-run nothing
@@ -202,7 +202,7 @@ def check_school_overlap(a: Artifacts, p: dict[str, Any]) -> Finding:
     if overlap is None:
         return Finding(None, None, "skipped: the data report records no split")
     return Finding(overlap == 0, overlap,
-                   f"{overlap} reconstructed schools appear in both the training and the test rows.")
+                   f"{overlap} clusters (schools) appear in both the training and the test rows.")
 
 
 @code_check("analytic_n")
@@ -803,6 +803,8 @@ def review_with_model(client: Any, prompts: dict[str, Any], spec: dict[str, Any]
             notes += [f"figure not attached: {s}" for s in skipped]
     system = fill(
         prompts["system"], dimensions=", ".join(f"{d} ({w:g})" for d, w in rub["dimensions"].items()),
+        dataset_title=reg.dataset.get("title", reg.name) if reg else spec.get("dataset", "the data set"),
+        dataset_rules=rules_text(reg),
         code_items=_item_lines(items_of(rub, "code")), model_items=_item_lines(items_of(rub, "model")))
     user = fill(
         prompts["user"], round=round_, max_revisions=max_revisions, spec=_dump(spec_summary(spec)),

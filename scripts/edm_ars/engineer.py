@@ -111,6 +111,14 @@ def build_outcome(frame: pd.DataFrame, reg: Registry, layout: Layout | None, nam
     if source not in frame.columns:
         raise DataError(f"outcome {name}: column '{source}' is not in the data")
     s = frame[source]
+    derive = rec.get("derive") or {}
+    if "threshold" in derive:  # a binary outcome from a numeric source: 1 above the stated threshold
+        num = pd.to_numeric(s, errors="coerce")
+        bad = s[num.isna() & s.notna()]
+        if len(bad):
+            raise DataError(f"outcome {name}: source column {source} has non-numeric values such as "
+                            f"{bad.astype(str).unique()[:3].tolist()}")
+        return (num > float(derive["threshold"])).astype(float).where(num.notna()).rename(name)
     if task == "regression":
         num = pd.to_numeric(s, errors="coerce")
         bad = s[num.isna() & s.notna()]
@@ -150,9 +158,9 @@ def reconstruct_schools(frame: pd.DataFrame, columns: list[str], min_clusters: i
     }
 
 
-def split_train_test(y: pd.Series, groups: pd.Series | None, task: str, test_fraction: float, seed: int
-                     ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Positions of training and test rows; grouped by school when groups are given."""
+def split_train_test(y: pd.Series, groups: pd.Series | None, task: str, test_fraction: float, seed: int,
+                     group_label: str = "reconstructed school") -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Positions of training and test rows; grouped by cluster (e.g. school) when groups are given."""
     n_splits = max(2, int(round(1 / test_fraction)))
     idx = np.arange(len(y))
     yv = y.to_numpy()
@@ -161,20 +169,20 @@ def split_train_test(y: pd.Series, groups: pd.Series | None, task: str, test_fra
         if task == "binary_classification":
             splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
             train, test = next(splitter.split(idx, yv, g))
-            method = f"StratifiedGroupKFold(n_splits={n_splits}) fold 0, grouped by reconstructed school"
+            method = f"StratifiedGroupKFold(n_splits={n_splits}) fold 0, grouped by {group_label}"
         else:
             splitter = GroupShuffleSplit(n_splits=1, test_size=test_fraction, random_state=seed)
             train, test = next(splitter.split(idx, yv, g))
-            method = "GroupShuffleSplit, grouped by reconstructed school"
+            method = f"GroupShuffleSplit, grouped by {group_label}"
         overlap = len(set(g[train]) & set(g[test]))
     else:
         if task == "binary_classification":
             splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
             train, test = next(splitter.split(idx, yv))
-            method = f"StratifiedKFold(n_splits={n_splits}) fold 0 (no school groups available)"
+            method = f"StratifiedKFold(n_splits={n_splits}) fold 0 (no cluster groups available)"
         else:
             train, test = next(ShuffleSplit(n_splits=1, test_size=test_fraction, random_state=seed).split(idx))
-            method = "ShuffleSplit (no school groups available)"
+            method = "ShuffleSplit (no cluster groups available)"
         overlap = 0
     info = {"method": method, "seed": seed, "test_fraction": round(len(test) / len(y), 4),
             "group_overlap": int(overlap)}
@@ -402,6 +410,20 @@ class Prepared:
     report: dict[str, Any]
 
 
+def outcome_source(reg: Registry, outcome: str) -> str:
+    """The data column an outcome is read from (itself, or the source of a derived outcome)."""
+    rec = reg.variable(outcome) or {}
+    return rec["derive"]["from"] if rec.get("derive") else outcome
+
+
+def needed_columns(spec: dict[str, Any], reg: Registry) -> list[str]:
+    """The columns the protocol reads for a specification: predictors, the outcome's source column,
+    subgroup attributes and the grouping columns."""
+    return list(dict.fromkeys([p["name"] for p in spec["predictors"]]
+                              + [outcome_source(reg, spec["outcome"]["name"])]
+                              + list(spec.get("subgroups", [])) + reg.grouping["columns"]))
+
+
 def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layout | None,
             proto: Protocol) -> Prepared:
     """Run the DataEngineer protocol on a raw frame for a validated research specification."""
@@ -409,17 +431,17 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     task = spec["task"]
     predictors = [p["name"] for p in spec["predictors"]]
     subgroups = list(spec.get("subgroups", []))
-    fingerprint = list(reg.dataset.get("school_fingerprint", []))
+    fingerprint = reg.grouping["columns"]
     rec = reg.variable(outcome) or {}
-    outcome_source = rec["derive"]["from"] if rec.get("derive") else outcome
-    missing = [c for c in predictors + [outcome_source] if c not in raw.columns]
+    source = outcome_source(reg, outcome)
+    missing = [c for c in predictors + [source] if c not in raw.columns]
     if missing:
         raise DataError(f"columns not in the data: {missing}")
     original_n = len(raw)
     warnings_: list[str] = []
 
     # 1-2. select, then recode sentinels before anything else (including the outcome filter)
-    needed = list(dict.fromkeys(predictors + [outcome_source] + subgroups + fingerprint))
+    needed = list(dict.fromkeys(predictors + [source] + subgroups + fingerprint))
     needed = [c for c in needed if c in raw.columns]
     absent_sub = [c for c in subgroups if c not in raw.columns]
     if absent_sub:
@@ -462,11 +484,15 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     groups, school = reconstruct_schools(data, fingerprint, proto.min_clusters)
     use_groups = school["status"] == "success"
     if not use_groups:
-        warnings_.append(f"school reconstruction {school['status']} ({school['n_clusters']} clusters); "
-                         "the split is not grouped by school")
+        warnings_.append(f"{reg.grouping['unit']} clusters: {school['status']} ({school['n_clusters']} clusters); "
+                         f"the split is not grouped by {reg.grouping['unit']}")
+    grouping = reg.grouping
+    label = (f"reconstructed {grouping['unit']}" if grouping["reconstructed"]
+             else f"{grouping['unit']} ({', '.join(grouping['columns'])})")
     train_idx, test_idx, split = split_train_test(y, groups if use_groups else None, task, proto.test_fraction,
-                                                  proto.seed)
+                                                  proto.seed, group_label=label)
     split["school_reconstruction"] = school
+    split["grouping"] = grouping
     X_train, X_test = X.iloc[train_idx], X.iloc[test_idx]
 
     # 5. imputation fitted on training rows only
@@ -501,7 +527,7 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
         "train_n": len(train_y),
         "test_n": len(test_y),
         "outcome": outcome,
-        "outcome_source": outcome_source,
+        "outcome_source": source,
         "task": task,
         "class_balance": ({str(int(k)): int(v) for k, v in y.value_counts().sort_index().items()}
                           if task == "binary_classification" else None),

@@ -22,7 +22,6 @@ import pandas as pd  # noqa: E402
 
 from edm_ars.metrics import PRIMARY, binary_metrics, bootstrap_counts, regression_metrics  # noqa: E402
 
-DEFAULT_INTERSECTIONS: list[tuple[str, str]] = [("X1RACE", "X1SEX")]
 METRIC_NAMES = {"auc": "AUC", "r2": "R2", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection-rate",
                 "equalized_odds": "equalized-odds difference", "rmse": "RMSE", "mae": "MAE",
                 "mean_error": "mean-error", "base_rate": "base rate"}
@@ -273,7 +272,8 @@ def audit(task: str, y: np.ndarray, pred: np.ndarray, protected: pd.DataFrame, a
     """Audit predictive performance across the groups of each protected attribute and intersection.
 
     ``protected`` holds the test rows' original attribute labels in the same order as ``y``/``pred``. Attributes
-    missing from it are listed under "skipped". Intersections default to X1RACE x X1SEX when both are present.
+    missing from it are listed under "skipped". Intersections (pairs of attributes, e.g. the registry's
+    protected_intersections) are audited when both are columns of ``protected``.
     """
     if task not in PRIMARY:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(PRIMARY)}")
@@ -309,9 +309,7 @@ def audit(task: str, y: np.ndarray, pred: np.ndarray, protected: pd.DataFrame, a
             rec["binned"] = binning
         result_attrs[name] = rec
 
-    if intersections is None:
-        intersections = [p for p in DEFAULT_INTERSECTIONS if all(c in protected.columns for c in p)]
-    for a, b in intersections:
+    for a, b in intersections or []:
         name = f"{a} x {b}"
         absent = [c for c in (a, b) if c not in protected.columns]
         if absent:

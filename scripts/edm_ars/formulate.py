@@ -10,7 +10,7 @@ import yaml
 
 from .bibliography import parse_bibtex
 from .errors import EdmArsError
-from .registry import Registry, find_question, is_excluded, is_temporally_valid, wave_of
+from .registry import Registry, find_question, is_excluded, is_temporally_valid, temporal_order_note, wave_of
 
 MIN_PREDICTORS, MAX_PREDICTORS, MIN_NOVELTY = 3, 30, 3.0
 
@@ -38,6 +38,9 @@ def validate_spec(spec: dict[str, Any], reg: Registry, data_columns: set[str] | 
     for name in predictors:
         if name == outcome:
             violations.append(f"predictor {name} is the outcome itself")
+            continue
+        if name in reg.id_columns:
+            violations.append(f"predictor {name} is the identifier column (dataset.id_column): never a predictor")
             continue
         if is_excluded(reg, name):
             violations.append(f"predictor {name} is a Tier 3 variable (weights, IDs, flags): never a predictor")
@@ -100,18 +103,14 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
         rec = reg.variable(name) or {}
         predictors.append({"name": name, "label": rec.get("label", name), "wave": wave_of(reg, name),
                            "rationale": rationale})
-    subgroups = [s for s in q.get("subgroups", reg.dataset.get("protected_default", [])) if reg.knows(s)]
-    limitations = [
-        "Predictive associations only: the design supports no causal interpretation of any predictor.",
-        "School identifiers are suppressed in the public-use file; schools are reconstructed from a "
-        "fingerprint of school-level variables, which can merge schools with identical profiles.",
-        "Analyses are unweighted; estimates describe the analytic sample, not the national population.",
-    ]
+    subgroups = [s for s in q.get("subgroups", reg.protected_default) if reg.knows(s)]
+    limitations = ["Predictive associations only: the design supports no causal interpretation of any predictor."]
+    limitations += reg.limitations
     if (orec.get("pct_missing") or 0) > 20:
         limitations.append(f"The outcome is missing for {orec['pct_missing']}% of students in the full file "
                            "(survey non-response); the analytic sample is restricted to respondents.")
-    return {
-        "dataset": reg.dataset.get("name", "unknown"),
+    spec = {
+        "dataset": reg.name,
         "question_id": q["id"],
         "research_question": " ".join(q["question"].split()),
         "outcome": {"name": outcome, "label": orec.get("label", outcome), "wave": orec.get("wave"),
@@ -133,26 +132,36 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
         "backend": "offline",
         "round": round_,
         "revision_notes": list(revision_notes or []),
+        "topics": list(q.get("topics", [])),
     }
+    note = temporal_order_note(reg)
+    if note:
+        spec["temporal_order_note"] = note
+    return spec
 
 
-TOPICS_BY_QUESTION = {
-    "college_attendance": ["college", "hsls09_study"],
-    "hs_completion": ["dropout", "early_warning"],
-    "stem_major": ["stem"],
-    "math_achievement": ["performance_prediction"],
-    "academic_gpa": ["performance_prediction"],
-}
-CORE_TOPICS = ["hsls09", "edm", "fairness", "shap", "xgboost", "random_forest", "missing_data", "leakage",
+# Method topics every study cites from the curated bibliography; the registry adds the data set's topic
+# (dataset.literature.topic) and the question's (questions[].topics).
+CORE_TOPICS = ["edm", "fairness", "shap", "xgboost", "random_forest", "missing_data", "leakage",
                "bootstrap", "roc", "software", "stability", "linear"]
 
 
-def curated_literature(bib_path: str | Path, topics_path: str | Path, question_id: str,
+def literature_topics(reg: Registry, question_id: str | None) -> list[str]:
+    """The curated-bibliography topics of a study: the question's, the data set's and the core methods'."""
+    topics = []
+    for q in reg.questions:
+        if q.get("id") == question_id:
+            topics += list(q.get("topics", []))
+    dataset_topic = (reg.dataset.get("literature") or {}).get("topic")
+    return topics + ([dataset_topic] if dataset_topic else []) + CORE_TOPICS
+
+
+def curated_literature(bib_path: str | Path, topics_path: str | Path, topics: list[str],
                        note: str | None = None) -> dict[str, Any]:
     """The literature context from the shipped, verified bibliography, chosen by topic."""
     entries = {e.key: e for e in parse_bibtex(Path(bib_path).read_text(encoding="utf-8"))}
     works = yaml.safe_load(Path(topics_path).read_text())["works"]
-    wanted = TOPICS_BY_QUESTION.get(question_id, []) + CORE_TOPICS
+    wanted = list(topics)
     papers = []
     for key, info in works.items():
         if key not in entries:

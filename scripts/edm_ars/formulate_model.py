@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import SpecError
 from .formulate import task_of, validate_spec
-from .registry import Registry, wave_of
+from .registry import Registry, rules_text, temporal_order_note, wave_of
 
 ROLES = ("innovator", "pragmatist", "contrarian")
 
@@ -38,8 +38,7 @@ MODEL_SPEC_SCHEMA: dict[str, Any] = {
 
 def registry_context(reg: Registry, literature: dict[str, Any] | None = None) -> dict[str, str]:
     """The registry rendered for the prompt: waves, sentinels, pitfalls, variables, questions."""
-    waves = " < ".join(f"{w['key']} ({w['year']}, prefixes {'/'.join(w['prefixes'][:2])}...)"
-                       for w in sorted(reg.dataset["waves"], key=lambda w: w["order"]))
+    waves = " < ".join(f"{w['key']} ({w.get('label', w['key'])})" for w in sorted(reg.waves, key=lambda w: w["order"]))
     variables = "\n".join(f"{n} | {v.get('label', '')} | {v.get('wave')} | {v.get('type')} | {v.get('role')}"
                           for n, v in reg.tier1.items() if (v.get("pct_missing") or 0) < 99)
     pitfalls = "\n".join(f"- [{p['severity']}] {p['description']} ({p['check']})" for p in reg.pitfalls)
@@ -47,8 +46,9 @@ def registry_context(reg: Registry, literature: dict[str, Any] | None = None) ->
                           for q in reg.questions)
     papers = (literature or {}).get("papers", [])
     lit = "\n".join(f"- {p['title']} ({p.get('year')})" for p in papers[:12]) or "- (none yet)"
-    return {"dataset_title": reg.dataset.get("title", reg.dataset.get("name", "")), "waves": waves,
-            "sentinels": ", ".join(str(int(c)) for c in reg.sentinel_codes) + " and labels such as "
+    return {"dataset_title": reg.dataset.get("title", reg.name), "waves": waves or "(none: one cross-section)",
+            "dataset_rules": rules_text(reg),
+            "sentinels": ", ".join(f"{c:g}" for c in reg.sentinel_codes) + " and labels such as "
             + ", ".join(f'"{s}"' for s in reg.sentinel_labels[:4]),
             "pitfalls": pitfalls, "variables": variables, "questions": questions, "literature": lit}
 
@@ -67,8 +67,8 @@ def complete_spec(reg: Registry, drafted: dict[str, Any], *, prompt: str | None,
         task = task_of(reg, outcome)
     except Exception:  # an unknown or unsupported outcome is reported by the gate with its name
         task = "binary_classification"
-    return {
-        "dataset": reg.dataset.get("name", "unknown"),
+    spec = {
+        "dataset": reg.name,
         "question_id": question_id,
         "research_question": " ".join(drafted["research_question"].split()),
         "outcome": {"name": outcome, "label": orec.get("label", outcome), "wave": orec.get("wave") or "unknown",
@@ -79,13 +79,17 @@ def complete_spec(reg: Registry, drafted: dict[str, Any], *, prompt: str | None,
         "population": drafted["population"],
         "subgroups": [s for s in drafted["subgroups"] if reg.knows(s)],
         "expected_contribution": drafted["expected_contribution"],
-        "limitations": list(drafted["limitations"]),
+        "limitations": list(drafted["limitations"]) + [t for t in reg.limitations if t not in drafted["limitations"]],
         "novelty_score": float(drafted["novelty_score"]),
         "prompt": prompt or None,
         "backend": backend,
         "round": round_,
         "revision_notes": list(revision_notes),
     }
+    note = temporal_order_note(reg)
+    if note:
+        spec["temporal_order_note"] = note
+    return spec
 
 
 def spec_text(spec: dict[str, Any]) -> str:

@@ -514,8 +514,6 @@ _QUERY_STOP = _KEY_STOP | {
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
     "december", "s", "t", "student", "students", "do", "does",
 }
-# Extra search terms for the datasets the registry knows.
-DATASET_TERMS = {"hsls09": "High School Longitudinal Study", "hsls": "High School Longitudinal Study"}
 
 
 def _label_terms(label: str | None, max_words: int) -> list[str]:
@@ -544,11 +542,12 @@ def build_query(spec: dict[str, Any]) -> str:
     return " ".join(_dedupe(terms) + ["educational data mining"])
 
 
-def search_queries(spec: dict[str, Any]) -> list[str]:
-    """The primary query and a second one naming the dataset (used when the first returns too little)."""
+def search_queries(spec: dict[str, Any], dataset_terms: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The primary query and a second one naming the dataset (used when the first returns too little);
+    `dataset_terms` are the registry's literature.search_terms."""
     outcome = spec.get("outcome") or {}
     terms = _label_terms(outcome.get("label"), 4) or _label_terms(spec.get("research_question"), 5)
-    dataset = DATASET_TERMS.get(str(spec.get("dataset", "")).lower().replace(":", "").replace("_", ""))
+    dataset = dataset_terms[0] if dataset_terms else None
     second = " ".join(_dedupe(terms + ["prediction", "machine", "learning"]) + ([dataset] if dataset else []))
     queries = [build_query(spec)]
     if second != queries[0]:
@@ -565,7 +564,6 @@ TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {
     "dropout": ("dropout", "drop out", "dropping out", "attrition"),
     "early_warning": ("early warning", "at risk"),
     "college": ("college", "postsecondary", "higher education", "university enrollment"),
-    "hsls09": ("hsls", "hsls09", "high school longitudinal study"),
     "edm": ("educational data mining", "learning analytics"),
     "xgboost": ("xgboost", "gradient boosting"),
     "random_forest": ("random forest", "random forests"),
@@ -576,10 +574,11 @@ TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def topics_of(paper: dict[str, Any]) -> list[str]:
-    """Topic tags whose keywords occur (as whole words) in the title or abstract."""
+def topics_of(paper: dict[str, Any], extra: dict[str, tuple[str, ...]] | None = None) -> list[str]:
+    """Topic tags whose keywords occur (as whole words) in the title or abstract; `extra` adds the data set's
+    topic with its search terms (registry literature.topic and search_terms)."""
     text = " ".join(_words(f"{paper.get('title') or ''} {paper.get('abstract') or ''}".replace("'", "")))
-    return [topic for topic, keywords in TOPIC_KEYWORDS.items()
+    return [topic for topic, keywords in (TOPIC_KEYWORDS | (extra or {})).items()
             if any(re.search(rf"(?<![a-z0-9]){re.escape(k)}(?![a-z0-9])", text) for k in keywords)]
 
 
@@ -600,7 +599,8 @@ def _fall_back(fallback: Callable[[str], dict[str, Any]], note: str) -> dict[str
 
 
 def retrieve(spec: dict[str, Any], *, scholar: SemanticScholar, crossref: CrossRef, n_min: int = 8,
-             n_max: int = 12, fallback: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+             n_max: int = 12, fallback: Callable[[str], dict[str, Any]],
+             dataset_literature: dict[str, Any] | None = None) -> dict[str, Any]:
     """A literature_context from Semantic Scholar, each paper checked against CrossRef.
 
     Up to `n_max` papers with a title and a year are verified; HALLUCINATED ones are dropped and SUSPICIOUS
@@ -608,7 +608,10 @@ def retrieve(spec: dict[str, Any], *, scholar: SemanticScholar, crossref: CrossR
     ``fallback(note)`` (the curated bibliography) with ``retrieval_failed`` True and the note saying why.
     """
     prefix = "Semantic Scholar retrieval failed"
-    queries = search_queries(spec)
+    lit = dataset_literature or {}
+    terms = [str(t) for t in lit.get("search_terms", [])]
+    extra_topics = {lit["topic"]: tuple(t.lower() for t in terms)} if lit.get("topic") and terms else {}
+    queries = search_queries(spec, terms)
     candidates: list[tuple[dict[str, Any], set[str]]] = []
     seen: set[str] = set()
     used, returned, skipped = [], 0, 0
@@ -659,7 +662,7 @@ def retrieve(spec: dict[str, Any], *, scholar: SemanticScholar, crossref: CrossR
         key = bib_key(p, taken)
         papers.append({
             "key": key, "title": _clean(p["title"]), "authors": _author_names(p), "year": p["year"],
-            "venue": _venue(p), "doi": paper_doi(p), "url": _clean(p.get("url")), "topics": topics_of(p),
+            "venue": _venue(p), "doi": paper_doi(p), "url": _clean(p.get("url")), "topics": topics_of(p, extra_topics),
             "status": p["status"], "bibtex": to_bibtex(p, key), "paper_id": p.get("paperId"),
             "citation_count": p.get("citationCount"), "checks": p["checks"],
         })

@@ -1,8 +1,10 @@
-"""The data registry: waves, sentinels, Tier 1/2/3 variables, read through pure functions.
+"""The data registry: everything dataset-specific, as data, read through pure functions.
 
-A registry is a folder of YAML files (registry/<dataset>/): dataset.yaml, tier1.yaml, tier3.yaml,
-pitfalls.yaml, canonical_questions.yaml. Tier 2 is generated from the data and the layout file by
-the `registry_tier2` rule and passed in as a dict.
+A registry is either one YAML file with the sections `dataset`, `variables` (Tier 1), `tier3`,
+`pitfalls` and `questions`, or a folder holding them as dataset.yaml, tier1.yaml, tier3.yaml,
+pitfalls.yaml and canonical_questions.yaml (registry/hsls09/). Tier 2 is generated from the data
+(and a codebook layout file, when the registry names one) by the `registry_tier2` rule and passed
+in as a dict. `validate_registry` lists every inconsistency of a registry, naming the variable.
 """
 
 from __future__ import annotations
@@ -29,20 +31,84 @@ class Registry:
     tier2: dict[str, dict[str, Any]] = field(default_factory=dict)
     root: Path | None = None
 
+    # ---- identity and prose -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return str(self.dataset.get("name", "unknown"))
+
+    @property
+    def prose(self) -> dict[str, Any]:
+        """What the Writer says about the data set (names, population, source, unit, wave labels):
+        the registry's `prose` section completed from its other facts."""
+        given = dict(self.dataset.get("prose") or {})
+        title = self.dataset.get("title", self.name)
+        out = {
+            "short": given.get("short", self.name), "long": given.get("long", title),
+            "agency": given.get("agency", ""), "about": given.get("about", ""),
+            "source": given.get("source", ""), "design": given.get("design", "survey"),
+            "unit": given.get("unit", "student"), "units": given.get("units", given.get("unit", "student") + "s"),
+            "weights_note": given.get("weights_note", ""),
+            "waves": {w["key"]: w.get("prose", w.get("label", w["key"])) for w in self.waves},
+            "wave_order": [w["key"] for w in sorted(self.waves, key=lambda w: int(w["order"]))],
+            "group_phrases": dict(given.get("group_phrases") or {}),
+            "topic": given.get("topic", self.dataset.get("literature", {}).get("topic", self.name)),
+            "grouping": self.grouping,
+        }
+        return out
+
+    @property
+    def limitations(self) -> list[str]:
+        """Limitations every study of this data set carries (stated in each specification)."""
+        return [" ".join(str(t).split()) for t in self.dataset.get("limitations", [])]
+
     # ---- waves -------------------------------------------------------------------------
+    @property
+    def waves(self) -> list[dict[str, Any]]:
+        return list(self.dataset.get("waves") or [])
+
+    @property
+    def has_waves(self) -> bool:
+        """False for a single cross-section: the registry records no time order to check."""
+        return bool(self.waves)
+
     @cached_property
     def wave_order(self) -> dict[str, int]:
-        return {w["key"]: int(w["order"]) for w in self.dataset["waves"]}
+        return {w["key"]: int(w["order"]) for w in self.waves}
 
     @cached_property
     def _prefix_wave(self) -> dict[str, str]:
-        return {p.upper(): w["key"] for w in self.dataset["waves"] for p in w["prefixes"]}
+        return {p.upper(): w["key"] for w in self.waves for p in w.get("prefixes", [])}
 
     def wave(self, key: str) -> dict[str, Any]:
-        for w in self.dataset["waves"]:
+        for w in self.waves:
             if w["key"] == key:
                 return w
         raise KeyError(key)
+
+    # ---- units and groups --------------------------------------------------------------
+    @property
+    def grouping(self) -> dict[str, Any]:
+        """How students are clustered: {unit, columns, reconstructed}. `columns` name the cluster: one
+        identifier column, or a fingerprint of cluster-level variables (`reconstructed: true`)."""
+        g = self.dataset.get("grouping")
+        if g:
+            return {"unit": g.get("unit", "school"), "columns": list(g.get("columns", [])),
+                    "reconstructed": bool(g.get("reconstructed", False))}
+        fingerprint = self.dataset.get("school_fingerprint") or []
+        return {"unit": "school", "columns": list(fingerprint), "reconstructed": bool(fingerprint)}
+
+    @property
+    def id_columns(self) -> list[str]:
+        ids = self.dataset.get("id_column")
+        return [ids] if isinstance(ids, str) else list(ids or [])
+
+    @property
+    def protected_default(self) -> list[str]:
+        return list(self.dataset.get("protected_default") or [])
+
+    @property
+    def protected_intersections(self) -> list[tuple[str, str]]:
+        return [tuple(pair) for pair in self.dataset.get("protected_intersections") or []]
 
     # ---- variables ---------------------------------------------------------------------
     def variable(self, name: str) -> dict[str, Any] | None:
@@ -60,34 +126,116 @@ class Registry:
 
     @property
     def sentinel_codes(self) -> list[float]:
-        return [float(c) for c in self.dataset["sentinels"]["numeric"]]
+        return [float(c) for c in (self.dataset.get("sentinels") or {}).get("numeric", [])]
 
     @property
     def sentinel_labels(self) -> list[str]:
-        return list(self.dataset["sentinels"]["labels"])
+        return [str(t) for t in (self.dataset.get("sentinels") or {}).get("labels", [])]
 
 
-def load_registry(root: str | Path, tier2: dict[str, Any] | None = None) -> Registry:
-    """Load a registry folder; `tier2` is the parsed output/registry/tier2.json when available."""
-    root = Path(root)
-    if not (root / "dataset.yaml").exists():
-        raise EdmArsError(f"registry not found: {root}/dataset.yaml does not exist")
+FOLDER_FILES = {"dataset": "dataset.yaml", "variables": "tier1.yaml", "tier3": "tier3.yaml",
+                "pitfalls": "pitfalls.yaml", "questions": "canonical_questions.yaml"}
 
-    def read(name: str) -> Any:
-        path = root / name
-        return yaml.safe_load(path.read_text()) if path.exists() else {}
 
-    tier1 = {v["name"]: v for v in read("tier1.yaml").get("variables", [])}
+def _yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise EdmArsError(f"registry {path}: not valid YAML ({exc})") from exc
+
+
+def registry_sections(path: str | Path) -> dict[str, Any]:
+    """The sections of a registry file or folder, as plain data."""
+    path = Path(path)
+    if path.is_file() and path.name != FOLDER_FILES["dataset"]:
+        doc = _yaml(path) or {}
+        if not isinstance(doc, dict) or not isinstance(doc.get("dataset"), dict):
+            raise EdmArsError(f"registry {path}: expected a YAML mapping with a 'dataset' section")
+        unknown = sorted(set(doc) - set(FOLDER_FILES))
+        if unknown:
+            raise EdmArsError(f"registry {path}: unknown section(s) {unknown} (known: {sorted(FOLDER_FILES)})")
+        return {"root": path.parent, **{k: doc.get(k) for k in FOLDER_FILES}}
+    root = path.parent if path.is_file() else path
+    if not (root / FOLDER_FILES["dataset"]).exists():
+        raise EdmArsError(f"registry not found: {path} is neither a registry file nor a folder with dataset.yaml")
+    sections: dict[str, Any] = {"root": root}
+    for key, name in FOLDER_FILES.items():
+        doc = _yaml(root / name) if (root / name).exists() else None
+        # the folder's files wrap their lists in one key (variables:, pitfalls:, questions:)
+        sections[key] = doc.get(key) if isinstance(doc, dict) and key in doc else doc
+    return sections
+
+
+def load_registry(path: str | Path, tier2: dict[str, Any] | None = None) -> Registry:
+    """Load a registry file or folder; `tier2` is the parsed output/registry/tier2.json when available."""
+    sec = registry_sections(path)
+    variables = sec["variables"] or []
+    if not isinstance(variables, list) or not all(isinstance(v, dict) and v.get("name") for v in variables):
+        raise EdmArsError(f"registry {path}: 'variables' must be a list of mappings, each with a 'name'")
     t2 = (tier2 or {}).get("variables", {}) if tier2 else {}
     return Registry(
-        dataset=read("dataset.yaml"),
-        tier1=tier1,
-        tier3=read("tier3.yaml"),
-        pitfalls=read("pitfalls.yaml").get("pitfalls", []),
-        questions=read("canonical_questions.yaml").get("questions", []),
+        dataset=sec["dataset"] or {},
+        tier1={str(v["name"]): v for v in variables},
+        tier3=sec["tier3"] or {},
+        pitfalls=sec["pitfalls"] or [],
+        questions=sec["questions"] or [],
         tier2=t2,
-        root=root,
+        root=Path(sec["root"]),
     )
+
+
+TASK_TYPES = {"continuous": "regression", "binary": "binary_classification"}
+
+
+def validate_registry(reg: Registry) -> list[str]:
+    """Every inconsistency inside a registry, each naming the wave, variable or question (empty: valid)."""
+    errors = []
+    for key in ("name", "title"):
+        if not reg.dataset.get(key):
+            errors.append(f"dataset.{key} is missing")
+    keys = [w.get("key") for w in reg.waves]
+    if len(set(keys)) != len(keys) or any(w.get("order") is None for w in reg.waves):
+        errors.append(f"waves: every wave needs a unique key and an order (got {keys})")
+    ids = set(reg.id_columns)
+    for name, rec in reg.tier1.items():
+        if reg.has_waves and rec.get("wave") and rec["wave"] not in reg.wave_order:
+            errors.append(f"variable {name}: wave '{rec['wave']}' is not one of the waves {keys}")
+        if reg.has_waves and not wave_of(reg, name) and rec.get("role") in ("outcome", "predictor"):
+            errors.append(f"variable {name}: no wave (the registry has waves, so every variable needs one)")
+        if name in ids and rec.get("role") in ("outcome", "predictor"):
+            errors.append(f"variable {name} is the identifier column and cannot be a {rec['role']}")
+        if rec.get("derive") and not rec["derive"].get("from"):
+            errors.append(f"variable {name}: derive needs 'from' (the source column)")
+    for attr in reg.protected_default + [a for pair in reg.protected_intersections for a in pair]:
+        if attr not in reg.tier1:
+            errors.append(f"protected attribute {attr} is not a variable of the registry")
+    for col in reg.grouping["columns"]:
+        if col in reg.tier1 and reg.tier1[col].get("role") == "outcome":
+            errors.append(f"grouping column {col} is an outcome")
+    for q in reg.questions:
+        qid = q.get("id", "?")
+        out = q.get("outcome")
+        orec = reg.tier1.get(out) if out else None
+        if orec is None:
+            errors.append(f"question {qid}: outcome {out} is not a variable of the registry")
+        elif orec.get("type") not in TASK_TYPES:
+            errors.append(f"question {qid}: outcome {out} has type {orec.get('type')} (binary or continuous)")
+        for pred in (q.get("predictors") or {}):
+            if pred in ids:
+                errors.append(f"question {qid}: predictor {pred} is the identifier column")
+            elif pred not in reg.tier1:
+                errors.append(f"question {qid}: predictor {pred} is not a variable of the registry")
+            elif is_excluded(reg, pred):
+                errors.append(f"question {qid}: predictor {pred} is excluded (Tier 3: weights, IDs, flags)")
+            elif out and orec is not None and not is_temporally_valid(reg, pred, out):
+                errors.append(f"question {qid}: predictor {pred} ({wave_of(reg, pred)}) does not strictly "
+                              f"precede outcome {out} ({wave_of(reg, out)})")
+        for attr in q.get("subgroups") or []:
+            if attr not in reg.tier1:
+                errors.append(f"question {qid}: subgroup attribute {attr} is not a variable of the registry")
+    if not reg.questions:
+        errors.append("questions: the registry has no research question (the offline formulator needs one)")
+    return errors
 
 
 # ---- pure functions over a registry --------------------------------------------------------
@@ -102,7 +250,13 @@ def wave_of(reg: Registry, name: str) -> str | None:
 
 
 def is_temporally_valid(reg: Registry, predictor: str, outcome: str) -> bool:
-    """True when the predictor's wave is strictly earlier than the outcome's (same wave = leakage)."""
+    """True when the predictor's wave is strictly earlier than the outcome's (same wave = leakage).
+
+    A registry without waves (one cross-section) records no order to check: every predictor passes,
+    except one the registry marks as measured after the outcome (`after_outcome: true`); the
+    specification then carries `temporal_order_note` and the paper states it."""
+    if not reg.has_waves:
+        return not (reg.variable(predictor) or {}).get("after_outcome", False)
     pw, ow = wave_of(reg, predictor), wave_of(reg, outcome)
     if pw is None or ow is None:
         return False
@@ -111,8 +265,10 @@ def is_temporally_valid(reg: Registry, predictor: str, outcome: str) -> bool:
 
 def is_excluded(reg: Registry, name: str, category: str | None = None) -> bool:
     """Tier 3: weights, IDs, flags and design variables. A curated Tier 1 name always wins."""
+    if name in reg.id_columns:
+        return True
     if name in reg.tier1:
-        return False
+        return bool(reg.tier1[name].get("role") in ("identifier", "weight", "flag", "design"))
     upper = name.upper()
     t3 = reg.tier3
     if upper in {e.upper() for e in t3.get("exact", [])}:
@@ -151,6 +307,53 @@ def is_sentinel(reg: Registry, value: Any) -> bool:
 
 def outcomes(reg: Registry) -> list[str]:
     return [n for n, v in reg.tier1.items() if v.get("role") == "outcome"]
+
+
+def temporal_order_note(reg: Registry) -> str | None:
+    """What the temporal gate could not check, in words (None when the registry has waves)."""
+    if reg.has_waves:
+        return None
+    return (reg.dataset.get("time_order_note") or
+            f"The {reg.name} data have no wave structure: predictors and outcome come from one cross-section, "
+            "so the temporal gate could not establish that every predictor was measured before the outcome.")
+
+
+def rules_text(reg: Registry | None) -> str:
+    """The data set's rules in words, for the agents' prompts (time order, excluded variables, missing
+    codes, clusters, weights); the same rules are enforced in code at the stage boundaries."""
+    if reg is None:
+        return "- (no registry given)"
+    lines = []
+    if reg.has_waves:
+        order = " < ".join(f"{w['key']} ({w.get('label', w['key'])})" for w in sorted(reg.waves, key=lambda w: w["order"]))
+        lines.append(f"- Time order of the waves: {order}. Every predictor must come from a wave STRICTLY EARLIER "
+                     "than the outcome's wave; a predictor from the same wave as the outcome is leakage.")
+    else:
+        lines.append("- The data have no wave structure (one cross-section): temporal precedence cannot be checked; "
+                     "never use a variable measured after the outcome or a component of the outcome.")
+    t3 = reg.tier3
+    excluded = reg.id_columns + list(t3.get("exact", []))[:12]
+    patterns = list(t3.get("prefix_patterns", [])) + list(t3.get("suffix_patterns", []))
+    lines.append("- Never predictors: identifiers, weights and flags"
+                 + (f" ({', '.join(dict.fromkeys(excluded))}" if excluded else "")
+                 + (f"; names matching {', '.join(patterns)}" if patterns else "")
+                 + (")" if excluded else "") + ".")
+    codes, labels = reg.sentinel_codes, reg.sentinel_labels
+    if codes or labels:
+        lines.append("- Missing data are coded as reserve codes (" + ", ".join(f"{c:g}" for c in codes)
+                     + (") and labels such as " + ", ".join(f'"{t}"' for t in labels[:4]) if labels else ")")
+                     + "; the data engineer recodes them.")
+    g = reg.grouping
+    if g["columns"] and g["reconstructed"]:
+        lines.append(f"- {g['unit'].capitalize()} identifiers are not in the data; {g['unit']}s are reconstructed from "
+                     f"{g['unit']}-level variables and the split keeps every reconstructed {g['unit']} on one side.")
+    elif g["columns"]:
+        lines.append(f"- {reg.prose['units'].capitalize()} are nested in {g['unit']}s ({', '.join(g['columns'])}); the "
+                     f"split keeps every {g['unit']} on one side.")
+    if "survey" in str(reg.prose["design"]).lower():
+        lines.append("- Analyses are unweighted: they describe the analytic sample, not the population the survey "
+                     "represents.")
+    return "\n".join(lines)
 
 
 def find_question(reg: Registry, question_id: str) -> dict[str, Any]:

@@ -6,10 +6,10 @@ import logging
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .errors import EdmArsError
+from .layout import Layout, load_layout
 from .registry import Registry, load_registry
 
 log = logging.getLogger("edm_ars")
@@ -37,8 +37,14 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
 
 
 def registry_of(smk: Any, tier2: dict[str, Any] | None = None) -> Registry:
-    """The registry whose files the rule declares as `registry` input."""
-    return load_registry(Path(smk.input.registry[0]).parent, tier2=tier2)
+    """The registry whose file(s) the rule declares as `registry` input (one file, or a folder's files)."""
+    files = smk.input.registry
+    return load_registry(files if isinstance(files, str) else files[0], tier2=tier2)
+
+
+def layout_of(smk: Any) -> Layout | None:
+    """The codebook layout the rule declares as `layout` input, when the registry names one."""
+    return load_layout(smk.input.layout) if "layout" in smk.input.keys() else None
 
 
 def earlier_reviews(smk: Any) -> list[dict[str, Any]]:
