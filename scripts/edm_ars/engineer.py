@@ -145,7 +145,8 @@ def reconstruct_schools(frame: pd.DataFrame, columns: list[str], min_clusters: i
     present = [c for c in columns if c in frame.columns]
     if not present:
         ids = pd.Series(np.arange(len(frame)), index=frame.index, name="pseudo_school_id")
-        return ids, {"status": "failed_zero_clusters", "n_clusters": 0, "columns": []}
+        # the registry names no cluster (a file without schools) or none of its columns is in the data
+        return ids, {"status": "failed_zero_clusters" if columns else "no_grouping", "n_clusters": 0, "columns": []}
     key = frame[present].astype("string").fillna("<NA>")
     ids = key.groupby(present, sort=True, dropna=False).ngroup()
     ids = pd.Series(ids.to_numpy(), index=frame.index, name="pseudo_school_id")
@@ -483,7 +484,7 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     # 4. schools, then the split, before any encoding or imputation
     groups, school = reconstruct_schools(data, fingerprint, proto.min_clusters)
     use_groups = school["status"] == "success"
-    if not use_groups:
+    if not use_groups and school["status"] != "no_grouping":
         warnings_.append(f"{reg.grouping['unit']} clusters: {school['status']} ({school['n_clusters']} clusters); "
                          f"the split is not grouped by {reg.grouping['unit']}")
     grouping = reg.grouping

@@ -107,8 +107,11 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
     limitations = ["Predictive associations only: the design supports no causal interpretation of any predictor."]
     limitations += reg.limitations
     if (orec.get("pct_missing") or 0) > 20:
-        limitations.append(f"The outcome is missing for {orec['pct_missing']}% of students in the full file "
-                           "(survey non-response); the analytic sample is restricted to respondents.")
+        why = reg.dataset.get("outcome_missing_reason")
+        units = reg.prose["units"]
+        limitations.append(f"The outcome is missing for {orec['pct_missing']}% of {units} in the full file"
+                           + (f" ({why})" if why else "")
+                           + f"; the analytic sample is restricted to {units} with a recorded outcome.")
     spec = {
         "dataset": reg.name,
         "question_id": q["id"],

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.compose import TransformedTargetRegressor
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
@@ -108,10 +109,15 @@ def _xgboost_space(task: str) -> dict[str, list[Any]]:
 
 def _mlp(task: str, seed: int, p: dict[str, Any]) -> BaseEstimator:
     cls = MLPClassifier if task == BINARY else MLPRegressor
-    return make_pipeline(StandardScaler(), cls(
+    net = make_pipeline(StandardScaler(), cls(
         hidden_layer_sizes=tuple(p.get("hidden_layer_sizes", (64,))), alpha=p.get("alpha", 1e-3),
         learning_rate_init=p.get("learning_rate_init", 1e-3), batch_size=512, max_iter=100, early_stopping=True,
         validation_fraction=0.1, n_iter_no_change=5, random_state=seed))
+    if task == BINARY:
+        return net
+    # an outcome on a scale far from 0 (test scores in the hundreds) would need many epochs just to reach its
+    # mean from small initial weights: the network learns the standardized outcome instead
+    return TransformedTargetRegressor(regressor=net, transformer=StandardScaler())
 
 
 def _mlp_space(task: str) -> dict[str, list[Any]]:

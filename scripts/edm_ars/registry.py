@@ -258,8 +258,8 @@ def is_temporally_valid(reg: Registry, predictor: str, outcome: str) -> bool:
     if not reg.has_waves:
         return not (reg.variable(predictor) or {}).get("after_outcome", False)
     pw, ow = wave_of(reg, predictor), wave_of(reg, outcome)
-    if pw is None or ow is None:
-        return False
+    if pw not in reg.wave_order or ow not in reg.wave_order:
+        return False  # an unknown wave is never valid
     return reg.wave_order[pw] < reg.wave_order[ow]
 
 
