@@ -81,7 +81,7 @@ def _design(results: dict[str, Any], phase: str | None = None) -> tuple[str, str
     errors = [e for e in results.get("errors") or [] if phase is None or e.get("phase") == phase]
     if errors:
         return "inconclusive", f"the {errors[0].get('phase', 'analysis')} phase recorded errors"
-    return "supported", "leakage-safe design (split by school before encoding; no leakage signal)"
+    return "supported", "leakage-safe design (split before encoding, by cluster where the data have one; no leakage signal)"
 
 
 def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -105,7 +105,7 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                    "skeptic": ("supported" if ci[0] > chance else "inconclusive",
                                f"95% interval [{ci[0]:.3f}, {ci[1]:.3f}] " + ("excludes" if ci[0] > chance
                                                                               else "includes") + f" {chance:g}"),
-                   "methodologist": ("inconclusive", "AUC above 0.95 on survey data suggests leakage") if high
+                   "methodologist": ("inconclusive", "AUC above 0.95 on educational data suggests leakage") if high
                    else _design(results, "evaluate")}, evidence)
         if floor is not None:
             b.add("meets_quality_floor", f"The selected model reaches the quality floor for interpretation "

@@ -470,7 +470,7 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
             f"students with a valid {rec.get('label', outcome)} record. This is a population restriction, not "
             "random dropout. Findings generalize to this subpopulation only.")
 
-    # predictors that the public-use file suppresses carry no information
+    # predictors that the data suppress (all but entirely missing) carry no information
     kinds = variable_kinds(predictors, reg, data)
     dropped = [c for c in predictors if data[c].isna().mean() * 100 >= proto.drop_above]
     for c in dropped:

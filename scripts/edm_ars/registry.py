@@ -2,7 +2,7 @@
 
 A registry is either one YAML file with the sections `dataset`, `variables` (Tier 1), `tier3`,
 `pitfalls` and `questions`, or a folder holding them as dataset.yaml, tier1.yaml, tier3.yaml,
-pitfalls.yaml and canonical_questions.yaml (registry/hsls09/). Tier 2 is generated from the data
+pitfalls.yaml and canonical_questions.yaml. Tier 2 is generated from the data
 (and a codebook layout file, when the registry names one) by the `registry_tier2` rule and passed
 in as a dict. `validate_registry` lists every inconsistency of a registry, naming the variable.
 """

@@ -61,7 +61,7 @@ class Adapter:
         hint = (reg.dataset.get("download_hint", "") if reg else "").strip()
         return (f"dataset '{self.name}': the raw data file {path or '(not configured)'} does not exist.\n"
                 + (f"{hint}\n" if hint else "")
-                + "Or run on the bundled synthetic data: --config dataset=hsls09_synthetic")
+                + "Or run one of the data sets that ship with EDM-ARS (registry/datasets.yaml): --config dataset=NAME")
 
 
 def known_datasets(registry_root: str | Path) -> dict[str, dict[str, Any]]:
