@@ -9,6 +9,7 @@ from edm_ars.writer.outline import DISCUSSION_ORDER, choose
 BASE = {"predicts_above_chance": "supported", "meets_quality_floor": "supported",
         "strongest_predictor": "supported", "ranking_robust": "supported"}
 RESULTS = {"best_model": "logistic", "top_features": [{"feature": "X3TGPAACAD"}]}
+EXPECTED = ["academic", "academic_followup", "course_taking", "family", "outcomes"]  # the HSLS:09 registry's
 
 
 @pytest.mark.parametrize("claims, results, groups, expected", [
@@ -25,6 +26,11 @@ RESULTS = {"best_model": "logistic", "top_features": [{"feature": "X3TGPAACAD"}]
     ({**BASE, "outperforms_mlp": "supported"}, {**RESULTS, "best_model": "xgboost"}, {}, "policy_brief"),
 ])
 def test_archetype_follows_the_supported_claims(claims, results, groups, expected):
-    out = choose(claims, results, groups)
+    out = choose(claims, results, groups, expected=EXPECTED)
     assert out["archetype"] == expected and out["rule"]
     assert out["discussion"] == DISCUSSION_ORDER[expected]
+
+
+def test_without_expected_groups_no_predictor_is_surprising():
+    top = {"best_model": "logistic", "top_features": [{"feature": "X1MTHEFF"}]}
+    assert choose(BASE, top, {"X1MTHEFF": "math_attitudes"})["archetype"] == "policy_brief"

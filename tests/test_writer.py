@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from edm_ars.registry import load_registry
 from edm_ars.writer import (
     LatexError,
     build_paper,
@@ -27,6 +28,7 @@ from edm_ars.writer.macros import MacroTable, fmt_ci, fmt_count, fmt_metric, fmt
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "config" / "paper_template.tex"
+HSLS_PROSE = load_registry(ROOT / "registry" / "hsls09").prose
 SECTION_SLOTS = ["ABSTRACT", "INTRODUCTION", "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION",
                  "LIMITATIONS", "APPENDIX"]
 SPECIAL_LABEL = "X1 Parents' income & R_D spending: top 5% $ #1"
@@ -446,7 +448,8 @@ def _build(tmp_path: Path, binary: bool, passed: bool, name: str = "paper", **ch
     out = tmp_path / name
     summary = build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"],
                           arts["review"], figures_dir=figs, template=TEMPLATE, out_dir=out,
-                          registry_labels=REGISTRY_LABELS, claims=arts.get("claims"))
+                          registry_labels=REGISTRY_LABELS, claims=arts.get("claims"),
+                          dataset=arts.get("dataset", HSLS_PROSE))
     return summary, out
 
 
@@ -717,7 +720,7 @@ def test_unknown_dataset_and_sparse_artifacts(tmp_path):
     rep = data_report(False)
     rep["outcome_summary"] = None
     rep["split"]["school_reconstruction"] = {"status": "unavailable", "n_clusters": None}
-    summary, out = _build(tmp_path, binary=False, passed=True, spec=sp, results=res, data_report=rep)
+    summary, out = _build(tmp_path, binary=False, passed=True, spec=sp, results=res, data_report=rep, dataset={})
     tex = (out / "paper.tex").read_text()
     assert summary["raw_numbers"] == {} and summary["figures"] == 0
     assert "may therefore appear in both" in tex and "the ELS2002 data" in tex
@@ -1013,7 +1016,7 @@ def _build_real(tmp_path: Path, regression: bool) -> tuple[dict, Path, dict]:
     out = tmp_path / "paper"
     summary = build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
                           figures_dir=figs, template=TEMPLATE, out_dir=out, registry_labels=REAL_LABELS,
-                          authors="EDM-ARS (automated research system)")
+                          authors="EDM-ARS (automated research system)", dataset=HSLS_PROSE)
     return summary, out, arts
 
 
@@ -1103,3 +1106,41 @@ def test_writer_states_only_supported_claims(tmp_path):
     abstract = slot_content((out / "paper.tex").read_text(), "ABSTRACT")
     assert "is thus predictive" not in abstract and "not settled" not in abstract
     assert "differed by up to" not in abstract
+
+
+# ---- other data sets: the registry's prose, never HSLS:09 wording ---------------------------------------------
+
+
+def _other_dataset_paper(tmp_path: Path, registry: str, name: str) -> tuple[str, dict]:
+    prose = load_registry(ROOT / "registry" / registry).prose
+    sp = spec(False)
+    sp.update(dataset=name, population="Students in the data with a recorded outcome.",
+              research_question="How accurately can the later score be predicted from earlier records?",
+              limitations=["Predictive associations only."], expected_contribution="")
+    sp["outcome"].update(label="Later score", wave=prose["wave_order"][-1] if prose["wave_order"] else None)
+    for p in sp["predictors"]:
+        p["wave"] = prose["wave_order"][0] if prose["wave_order"] else None
+    if not prose["wave_order"]:
+        sp["temporal_order_note"] = "The data have no wave structure, so precedence could not be checked."
+    rep = data_report(False)
+    rep["split"]["school_reconstruction"] = {"status": "success", "n_clusters": 75, "columns": ["schoolid3"]}
+    rep["sentinel_recoding"] = {"n_values_recoded": 0, "by_variable": {}, "codes": [], "labels": []}
+    rep["warnings"] = []
+    summary, out = _build(tmp_path, binary=False, passed=True, name=name, spec=sp, data_report=rep, dataset=prose)
+    return (out / "paper.tex").read_text(), summary
+
+
+@pytest.mark.parametrize("registry, name", [("star.yaml", "star"), ("hsb_math.yaml", "hsb_math")])
+def test_other_data_sets_are_described_from_their_registry(tmp_path, registry, name):
+    tex, summary = _other_dataset_paper(tmp_path, registry, name)
+    body = re.sub(r"\\cite[a-z]*\{[^}]*\}", "", tex).lower()  # wording, not the keys of cited works
+    prose = load_registry(ROOT / "registry" / registry).prose
+    assert summary["raw_numbers"] == {}
+    assert escape_latex(prose["short"]) in tex and "identified by \\texttt{" in tex
+    for word in ("hsls", "nces", "public-use", "ninth", "reconstructed", "nationally representative",
+                 "survey wave"):
+        assert not re.search(rf"\b{word}\b", body), word
+    if name == "hsb_math":  # one cross-section: the paper says so and states what the gate could not check
+        assert "the same cross-section as the outcome" in tex and "precedence could not be checked" in tex
+    else:
+        assert "kindergarten year" in tex and "cross-section" not in tex

@@ -45,12 +45,15 @@ class Registry:
         out = {
             "short": given.get("short", self.name), "long": given.get("long", title),
             "agency": given.get("agency", ""), "about": given.get("about", ""),
-            "source": given.get("source", ""), "design": given.get("design", "survey"),
+            "source": given.get("source", ""), "design": given.get("design", ""),
+            "used_for": given.get("used_for", ""),
             "unit": given.get("unit", "student"), "units": given.get("units", given.get("unit", "student") + "s"),
             "weights_note": given.get("weights_note", ""),
             "waves": {w["key"]: w.get("prose", w.get("label", w["key"])) for w in self.waves},
             "wave_order": [w["key"] for w in sorted(self.waves, key=lambda w: int(w["order"]))],
             "group_phrases": dict(given.get("group_phrases") or {}),
+            "expected_groups": list(given.get("expected_groups") or []),
+            "study_topics": list((self.dataset.get("literature") or {}).get("study_topics") or []),
             "topic": given.get("topic", self.dataset.get("literature", {}).get("topic", self.name)),
             "grouping": self.grouping,
         }

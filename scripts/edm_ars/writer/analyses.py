@@ -191,7 +191,7 @@ def tuning_text(ctx: Ctx) -> str:
     folds = "cross-validation folds of the training set"
     how = []
     if ctx.school_split_ok:
-        how.append("grouped by reconstructed school")
+        how.append(f"grouped by {'reconstructed ' if ctx.grouping['reconstructed'] else ''}{ctx.cluster}")
     if ctx.binary:
         how.append("stratified by the outcome")
     if how:
@@ -207,7 +207,7 @@ def tuning_text(ctx: Ctx) -> str:
         allf = _range_macros(ctx, "Folds", {m: int(p.group(4)) for m, p in parsed.items() if p},
                               "all folds")
         text = (f"Hyperparameters were tuned by a budgeted random search raced over {folds.rstrip(',')}"
-                + (", so that no school contributed to both sides of a fold" if ctx.school_split_ok else "")
+                + (f", so that no {ctx.cluster} contributed to both sides of a fold" if ctx.school_split_ok else "")
                 + f": {cand} candidate settings per family were scored on "
                 f"the first {first} folds, only the best {kept} were scored on all {allf}, and the candidate with "
                 "the best mean score was refitted on the whole training set.")
@@ -571,11 +571,11 @@ def quality_text(ctx: Ctx, sec: str) -> str:
         thr_t = (f" above {ctx.m.add('LeakageThreshold', f'{thr:.2f}', thr, f'results.json:flags.{leaks[0][0]}')}"
                  if thr is not None else "")
         text += (f" The analysis stage flagged possible leakage because the AUC of {join_list(names)} was"
-                 f"{thr_t}; performance this high is unusual for survey-based prediction, and the predictors "
-                 "should be checked for information recorded after the outcome (Section~\\ref{sec:limitations}).")
+                 f"{thr_t}; performance this high is unusual for {_kind_of_prediction(ctx)} prediction, and the "
+                 "predictors should be checked for information recorded after the outcome (Section~\\ref{sec:limitations}).")
     elif suspiciously_high(ctx):
-        text += (" Performance at this level is unusual for survey-based prediction and warrants a check for "
-                 "leakage (Section~\\ref{sec:limitations}).")
+        text += (f" Performance at this level is unusual for {_kind_of_prediction(ctx)} prediction and warrants a "
+                 "check for leakage (Section~\\ref{sec:limitations}).")
     return text.strip()
 
 
@@ -1159,3 +1159,7 @@ def other_flags_sentence(ctx: Ctx) -> str:
 __all__ = ["comparison", "errors_sentence", "fairness_section", "fairness_table", "interpretation",
            "methods_fairness", "methods_interpretation", "methods_models", "methods_stability", "results",
            "stability_section"]
+
+
+def _kind_of_prediction(ctx: Ctx) -> str:
+    return "survey-based" if ctx.survey else "educational"

@@ -9,24 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .latex import escape_latex
 from .prose import clean_label, join_list, lc_first, metric_name
 
 if TYPE_CHECKING:
     from .prose import Ctx
 
-#: what a variable group means for students, in running text (registry groups)
-GROUP_MEANING = {
-    "academic": "students' academic preparation when they entered high school",
-    "academic_followup": "students' achievement and plans later in high school",
-    "course_taking": "the courses students took and the credits they earned",
-    "family": "family background and the resources and expectations students bring from home",
-    "math_attitudes": "how students see themselves as learners of mathematics",
-    "behavioral": "students' engagement and behaviour in school",
-    "school_level": "the schools students attended",
-    "teacher": "students' teachers and classrooms",
-    "demographic": "students' demographic and socioeconomic background",
-    "outcomes": "students' earlier academic record, measured before the outcome",
-}
+def group_meaning(ctx: Ctx, group: str | None) -> str | None:
+    """What a registry variable group means for the units, in running text (the registry's group_phrases)."""
+    if not group:
+        return None
+    phrase = (ctx.dataset.get("group_phrases") or {}).get(group)
+    return escape_latex(" ".join(str(phrase).split())) if phrase else None
 
 
 def archetype(ctx: Ctx) -> str:
@@ -35,7 +29,7 @@ def archetype(ctx: Ctx) -> str:
 
 def title(ctx: Ctx, label: str) -> str:
     frames = {
-        "limits_of_prediction": f"How Far Can Earlier Survey Waves Predict ``{label}''? Limits of Prediction in "
+        "limits_of_prediction": f"How Far Can {_earlier(ctx)} Predict ``{label}''? Limits of Prediction in "
                                 f"{ctx.short}",
         "fairness_audit": f"Predicting ``{label}'' in {ctx.short}: Accuracy and Its Uneven Distribution Across "
                           "Groups of Students",
@@ -45,6 +39,13 @@ def title(ctx: Ctx, label: str) -> str:
                         "Analysis",
     }
     return frames[archetype(ctx)]
+
+
+def _earlier(ctx: Ctx) -> str:
+    """What the predictors are, for a title: earlier survey waves, earlier records, or background and context."""
+    if ctx.survey and ctx.has_waves:
+        return "Earlier Survey Waves"
+    return "Earlier Records" if ctx.has_waves else "Background and Context"
 
 
 # ---- introduction ------------------------------------------------------------------------------
@@ -72,7 +73,8 @@ def motivation(ctx: Ctx) -> str:
     if a == "complexity_pays":
         return ("A recurring question in educational prediction is whether flexible learners such as tree "
                 "ensembles and neural networks improve on transparent linear models enough to justify their "
-                f"loss of transparency{c.citep('xgboost', 'random_forest', 'linear', limit=3)}. On survey data "
+                f"loss of transparency{c.citep('xgboost', 'random_forest', 'linear', limit=3)}. On "
+                f"{'survey' if ctx.survey else 'educational'} data "
                 "with a few dozen well-chosen predictors the answer is often no, because most of the signal is "
                 "additive; when nonlinear relationships or interactions carry information, however, a flexible "
                 "model can identify students that a linear model misses. Answering the question requires a "
@@ -96,7 +98,8 @@ def motivation(ctx: Ctx) -> str:
 
 def gap(ctx: Ctx) -> str:
     c = ctx.cites
-    return ("Existing analyses of longitudinal surveys often leave three gaps that limit their use as evidence. "
+    data = "longitudinal surveys" if ctx.survey else "educational data"
+    return (f"Existing analyses of {data} often leave three gaps that limit their use as evidence. "
             "First, preprocessing decisions such as how reserve codes, missing responses and categorical "
             "variables are handled are seldom reported in enough detail to reproduce the analysis. Second, "
             "performance is frequently reported as a point estimate without uncertainty, so that differences "
@@ -111,10 +114,11 @@ def gap(ctx: Ctx) -> str:
 def related_extra(ctx: Ctx) -> list[str]:
     c = ctx.cites
     paras = []
-    ew = c.keys("early_warning", "dropout", "performance_prediction", "college", "hsls09_study", "stem")
+    ew = c.keys("early_warning", "dropout", "performance_prediction", "college", "stem",
+                *(ctx.dataset.get("study_topics") or []))
     if ew:
         paras.append("\\paragraph{Early warning and outcome prediction} Early-warning systems flag students at "
-                     "risk of not completing high school or not continuing to postsecondary education, so that "
+                     "risk of failing, of not completing school or of not continuing their education, so that "
                      f"support can reach them in time{c.citep(keys=ew[:4])}. This literature has shown that a "
                      "small number of indicators available in school records carries much of the predictive "
                      "signal, and that the value of a prediction depends on how its errors are distributed "
@@ -223,9 +227,10 @@ def meaning(ctx: Ctx) -> str:
     for i, f in enumerate(ctx.top_features[:5]):
         var = sources.get(f["feature"], f["feature"])
         g = groups.get(var)
-        if g in GROUP_MEANING and g not in seen:
+        meaning_ = group_meaning(ctx, g)
+        if meaning_ and g not in seen:
             seen.append(g)
-            parts.append(f"\\emph{{{ctx.feature_label(i)}}} reflects {GROUP_MEANING[g]}")
+            parts.append(f"\\emph{{{ctx.feature_label(i)}}} reflects {meaning_}")
     if not parts:
         return ""
     lead = ("The strongest predictors carry distinct educational meanings. " + "; ".join(parts) + ".")
@@ -275,11 +280,15 @@ def limits(ctx: Ctx) -> str:
 
 def future(ctx: Ctx) -> str:
     c = ctx.cites
-    text = ("Several extensions would strengthen these findings. First, the analysis is unweighted; repeating "
-            "it with the survey's weights and design information would yield estimates for the national "
-            "population rather than the analytic sample. Second, the model was evaluated on students from the "
-            "same cohort; validation on a later cohort or another survey would show whether its performance "
-            "transfers. Third, the predictors that rank highly here are candidates for study with designs that "
+    if ctx.survey:
+        first = ("First, the analysis is unweighted; repeating it with the survey's weights and design information "
+                 "would yield estimates for the population the survey represents rather than the analytic sample. ")
+    else:
+        first = (f"First, the {ctx.units} of this data set are not a probability sample of a wider population; "
+                 "repeating the analysis on a representative sample would show how far the estimates generalise. ")
+    text = ("Several extensions would strengthen these findings. " + first
+            + f"Second, the model was evaluated on {ctx.units} from the same data set; validation on a later "
+            "cohort or another data set would show whether its performance transfers. Third, the predictors that rank highly here are candidates for study with designs that "
             "support causal conclusions, such as natural experiments or randomised interventions, before any of "
             f"them is treated as a lever for change{c.citep('stability', limit=1)}.")
     if ctx.fairness:

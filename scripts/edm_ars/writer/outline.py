@@ -21,8 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 ARCHETYPES = ("limits_of_prediction", "fairness_audit", "surprising_predictor", "complexity_pays", "policy_brief")
-#: variable groups whose leading a ranking is the expected finding in outcome prediction
-EXPECTED_GROUPS = {"academic", "academic_followup", "course_taking", "family", "outcomes"}
 FLEXIBLE = {"random_forest", "xgboost", "mlp", "stacking"}
 
 DISCUSSION_ORDER = {
@@ -38,10 +36,12 @@ DISCUSSION_ORDER = {
 }
 
 
-def choose(claims: dict[str, str], results: dict[str, Any], groups: dict[str, str] | None = None
-           ) -> dict[str, Any]:
-    """The archetype and why, from the claims' statuses (claim id -> status) and the results."""
-    groups = groups or {}
+def choose(claims: dict[str, str], results: dict[str, Any], groups: dict[str, str] | None = None,
+           expected: set[str] | list[str] | None = None) -> dict[str, Any]:
+    """The archetype and why, from the claims' statuses (claim id -> status) and the results. `expected` are
+    the registry groups whose leading the ranking is the expected finding (prose.expected_groups); without
+    them no predictor is called surprising."""
+    groups, expected = groups or {}, set(expected or ())
     best = results.get("best_model")
     top = (results.get("top_features") or [{}])[0].get("feature")
     gaps = sorted(c for c, s in claims.items() if c.startswith("subgroup_gap_") and s == "supported")
@@ -54,7 +54,7 @@ def choose(claims: dict[str, str], results: dict[str, Any], groups: dict[str, st
         archetype, why = "fairness_audit", ("supported subgroup gap(s): "
                                             + ", ".join(g.removeprefix("subgroup_gap_") for g in gaps))
     elif (top and claims.get("strongest_predictor") == "supported" and claims.get("ranking_robust") == "supported"
-          and groups.get(top) and groups[top] not in EXPECTED_GROUPS):
+          and expected and groups.get(top) and groups[top] not in expected):
         archetype, why = "surprising_predictor", (f"the strongest, stable predictor {top} belongs to the "
                                                   f"'{groups[top]}' group, which is rarely the leading one")
     elif best in FLEXIBLE and any(m not in FLEXIBLE for m in beaten):

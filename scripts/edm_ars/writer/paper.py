@@ -127,10 +127,11 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                 out_dir: Path, registry_labels: dict[str, str] | None = None,
                 authors: str | None = None, validate_inputs: bool = True,
                 claims: dict[str, Any] | None = None, registry_groups: dict[str, str] | None = None,
-                rewriter: Any = None) -> dict[str, Any]:
+                rewriter: Any = None, dataset: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
 
-    Returns a summary: word counts per section, figure and table counts, cited keys, the number of
+    `dataset` is the registry's prose (Registry.prose: names, population, source, design, unit, waves,
+    grouping); without it the paper describes the data neutrally. Returns a summary: word counts per section, figure and table counts, cited keys, the number of
     macros, whether the paper is marked unverified, figures that could not be found, and any number
     literal that escaped the macro table (should be none).
     """
@@ -159,8 +160,9 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                     m=MacroTable(), cites=prose.Citations.from_literature(literature),
                     registry_labels=dict(registry_labels or {}),
                     claims={c["id"]: c["status"] for c in claims["claims"]}, claims_doc=claims,
-                    registry_groups=dict(registry_groups or {}))
-    ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups)
+                    registry_groups=dict(registry_groups or {}), dataset=dict(dataset or {}))
+    ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
+                                 expected=(dataset or {}).get("expected_groups"))
     prose.register_numbers(ctx)
     missing = _collect_figures(ctx, figures_dir, out_dir)
 

@@ -22,25 +22,6 @@ from .macros import (
 )
 
 # ---- static knowledge --------------------------------------------------------------------------
-DATASETS = {
-    "hsls09": {
-        "short": "HSLS:09",
-        "long": "High School Longitudinal Study of 2009",
-        "agency": "the National Center for Education Statistics (NCES)",
-        "about": "a nationally representative longitudinal study of students who were "
-                 "ninth-graders in the fall of 2009",
-        "waves": {
-            "base_year": "base-year (ninth-grade) wave",
-            "first_follow_up": "first follow-up (eleventh-grade) wave",
-            "second_follow_up": "2013 update and high school transcript collection",
-            "update_panel": "second follow-up (2016)",
-            "postsecondary_records": "postsecondary records collection (2017)",
-        },
-        "wave_order": ["base_year", "first_follow_up", "second_follow_up", "update_panel",
-                       "postsecondary_records"],
-    },
-}
-
 MODEL_NAMES = {
     "logistic_regression": "penalised logistic regression",
     "logistic": "penalised logistic regression",
@@ -208,6 +189,7 @@ class Ctx:
     claims_doc: dict[str, Any] = field(default_factory=dict)  # claims.json
     outline: dict[str, Any] = field(default_factory=dict)  # writer.outline.choose
     registry_groups: dict[str, str] = field(default_factory=dict)  # variable -> registry group
+    dataset: dict[str, Any] = field(default_factory=dict)  # the registry's prose (names, design, unit, waves)
 
     def claim(self, id_: str) -> str:
         """The results debate's status of a claim ('unsupported' when the debate did not make it): the
@@ -221,12 +203,58 @@ class Ctx:
 
     @property
     def ds(self) -> dict[str, Any]:
-        key = str(self.spec.get("dataset", "")).lower()
-        if key in DATASETS:
-            return DATASETS[key]
-        name = escape_latex(str(self.spec.get("dataset") or "study").upper())
-        return {"short": name, "long": f"{name} data", "agency": "", "about": "", "waves": {},
-                "wave_order": []}
+        """What the registry says about the data set, escaped for LaTeX (a neutral description without it)."""
+        if not self.dataset:
+            name = escape_latex(str(self.spec.get("dataset") or "study").upper())
+            return {"short": name, "long": f"{name} data", "agency": "", "about": "", "source": "",
+                    "design": "", "unit": "student", "units": "students", "used_for": "", "waves": {},
+                    "wave_order": [], "grouping": None}
+        d = self.dataset
+
+        def esc(value: Any) -> str:
+            return escape_latex(" ".join(str(value or "").split()))
+
+        return {**{k: esc(d.get(k)) for k in ("short", "long", "agency", "about", "source", "design", "used_for")},
+                "unit": esc(d.get("unit") or "student"), "units": esc(d.get("units") or "students"),
+                "waves": {k: esc(v) for k, v in (d.get("waves") or {}).items()},
+                "wave_order": list(d.get("wave_order") or []), "grouping": d.get("grouping")}
+
+    @property
+    def survey(self) -> bool:
+        """Survey wording (waves of a survey, nonresponse, weights) only for data the registry calls a survey."""
+        return "survey" in self.ds["design"].lower()
+
+    @property
+    def has_waves(self) -> bool:
+        """False for one cross-section (a registry without waves); unknown data are taken to have them."""
+        return bool(self.ds["wave_order"]) or not self.dataset
+
+    @property
+    def units(self) -> str:
+        return self.ds["units"]
+
+    @property
+    def grouping(self) -> dict[str, Any]:
+        """{unit, columns, reconstructed}: the registry's, else the data report's, else reconstructed schools."""
+        g = self.ds.get("grouping") or self.data["split"].get("grouping")
+        if g:
+            return {"unit": escape_latex(str(g.get("unit") or "school")), "columns": list(g.get("columns") or []),
+                    "reconstructed": bool(g.get("reconstructed"))}
+        # artifacts from before registries described clusters: schools reconstructed from a fingerprint
+        columns = self.data["split"]["school_reconstruction"].get("columns") or ["school fingerprint"]
+        return {"unit": "school", "columns": list(columns), "reconstructed": True}
+
+    @property
+    def cluster(self) -> str:
+        return self.grouping["unit"]
+
+    @property
+    def split_by(self) -> str:
+        """'by reconstructed school clusters ', 'by school ' or '' (how the split kept clusters together)."""
+        if not self.school_split_ok:
+            return ""
+        return (f"by reconstructed {self.cluster} clusters " if self.grouping["reconstructed"]
+                else f"by {self.cluster} ")
 
     @property
     def short(self) -> str:
@@ -234,17 +262,21 @@ class Ctx:
 
     @property
     def full_name(self) -> str:
-        """'High School Longitudinal Study of 2009 (HSLS:09)', or the short name alone."""
+        """The long name with the short one in parentheses, or the short name alone."""
         long, short = self.ds["long"], self.ds["short"]
-        return long if long.startswith(short) else f"{long} ({short})"
+        return long if not long or long.startswith(short) else f"{long} ({short})"
 
     @property
     def dataset_topic(self) -> str:
-        """The literature topic tag of the dataset (e.g. 'hsls09')."""
+        """The curated-bibliography topic of the data set ('' when the bibliography has none)."""
+        if self.dataset:
+            return str(self.dataset.get("topic") or "")
         return str(self.spec.get("dataset") or "").lower()
 
     @property
     def waves_text(self) -> str:
+        if not self.has_waves:
+            return "the same cross-section as the outcome"
         waves = join_list([self.wave(w) for w in self.predictor_waves])
         return f"the {waves}" if waves else "waves that precede the outcome"
 
@@ -293,7 +325,7 @@ class Ctx:
 
     def wave(self, key: Any) -> str:
         if not key:
-            return "an unrecorded wave"
+            return "single cross-section of the data" if not self.has_waves else "an unrecorded wave"
         return self.ds["waves"].get(str(key)) or escape_latex(str(key).replace("_", " ")) + " wave"
 
     def var_label(self, name: str) -> str:
@@ -402,6 +434,7 @@ class Ctx:
 
     @property
     def school_split_ok(self) -> bool:
+        """True when the split kept every cluster (school) on one side."""
         status = str(self.data["split"]["school_reconstruction"].get("status", "")).lower()
         return status in {"ok", "reconstructed", "success", "succeeded", "done", "complete", "passed"}
 
@@ -714,10 +747,11 @@ def abstract(ctx: Ctx) -> str:
     parts.append((3, "We ask: " + ctx.t(ctx.spec["research_question"].rstrip(),
                                          "research_spec.json:research_question")
                   + ("" if ctx.spec["research_question"].rstrip().endswith("?") else ".")))
-    parts.append((0, f"Using the {ctx.full_name}, we analysed {n['AnalyticN']} students "
-                     f"and {n['NPredictors']} predictors from {ctx.waves_text}, recoded "
-                     "missing-data reserve codes, split the data into training and test sets "
-                     + ("by reconstructed school clusters " if ctx.school_split_ok else "")
+    parts.append((0, f"Using the {ctx.full_name}, we analysed {n['AnalyticN']} {ctx.units} "
+                     f"and {n['NPredictors']} predictors from {ctx.waves_text}, "
+                     + ("recoded missing-data reserve codes, " if has_reserve_codes(ctx) else "")
+                     + "split the data into training and test sets "
+                     + ctx.split_by
                      + f"before any encoding or imputation, and compared {n['NModels']} models "
                      f"({model_list(ctx) if len(ctx.results['models']) <= 4 else _families_phrase(ctx)})."))
     res = (f"On a held-out test set of {n['TestN']} students, the selected model, {best}, reached "
@@ -753,7 +787,8 @@ def abstract(ctx: Ctx) -> str:
                              "training data is not settled by these analyses."))
     s = strength(ctx)
     if suspiciously_high(ctx):
-        parts.append((0, "Performance this high is unusual for survey-based prediction and calls for "
+        parts.append((0, f"Performance this high is unusual for {'survey-based' if ctx.survey else 'educational'} "
+                         "prediction and calls for "
                          "scrutiny of possible leakage before the result is relied on."))
     elif ctx.claim("predicts_above_chance") == "supported":
         what = "discrimination" if ctx.binary else "explanatory accuracy"
@@ -847,18 +882,7 @@ def introduction(ctx: Ctx) -> str:
             "show which early indicators carry information about later performance. Such models are "
             "only useful, however, if their accuracy is estimated honestly, if their uncertainty is "
             "reported, and if the variables they rely on precede the outcome in time.")
-    about = f", {ctx.ds['about']}," if ctx.ds.get("about") else ""
-    paras.append(
-        f"Large longitudinal surveys such as the {ctx.full_name}{about} are an "
-        f"attractive basis for such models{c.citep(ctx.dataset_topic, limit=3)}. They follow the same "
-        "students across several waves and record achievement, attitudes, family background and "
-        "school context. They also pose well-known pitfalls for predictive modelling: missing "
-        "responses are stored as negative reserve codes that look like valid numbers, some "
-        "variables are measured after the outcome they would be used to predict, students are "
-        "nested within schools whose identifiers are suppressed in public-use files, and item "
-        f"nonresponse is substantial{c.citep('missing_data', 'leakage', limit=3)}. Analyses that "
-        "ignore these issues can report optimistic accuracy that would not carry over to new "
-        "students or schools.")
+    paras.append(data_pitfalls(ctx))
     paras += [_narrative().motivation(ctx), _narrative().gap(ctx)]
     rq = ctx.t(spec["research_question"].strip(), "research_spec.json:research_question")
     pop = ctx.t(spec.get("population", "").strip().rstrip("."), "research_spec.json:population")
@@ -878,9 +902,10 @@ def introduction(ctx: Ctx) -> str:
                 else "") + ".")
     paras.append(text)
     items = [
-        f"A leakage-aware prediction pipeline for {ctx.short} that recodes reserve codes, splits "
-        + ("the data by reconstructed school clusters " if ctx.school_split_ok else "the data ")
-        + "before any encoding, and fits every preprocessing step on the training set only.",
+        f"A leakage-aware prediction pipeline for {ctx.short} that "
+        + ("recodes reserve codes, " if has_reserve_codes(ctx) else "")
+        + f"splits the data {ctx.split_by}before any encoding, and fits every preprocessing step on the "
+        "training set only.",
         f"A comparison of {n['NModels']} models on a held-out test set of {n['TestN']} students, "
         "with bootstrap confidence intervals for every metric.",
     ]
@@ -921,6 +946,44 @@ def introduction(ctx: Ctx) -> str:
     return "\n\n".join(paras)
 
 
+def has_reserve_codes(ctx: Ctx) -> bool:
+    """True when the registry lists numeric reserve codes or text labels that mean 'missing'."""
+    sr = ctx.data.get("sentinel_recoding") or {}
+    return bool(sr.get("codes") or sr.get("labels")) if sr else True
+
+
+def data_pitfalls(ctx: Ctx) -> str:
+    """The introduction's paragraph on the data set and the pitfalls of modelling it."""
+    c, ds, units, unit = ctx.cites, ctx.ds, ctx.units, ctx.cluster
+    about = f", {ds['about']}," if ds.get("about") else ""
+    cite = c.citep(ctx.dataset_topic, limit=3) if ctx.dataset_topic else ""
+    if ctx.survey and ctx.has_waves:
+        text = (f"Large longitudinal surveys such as the {ctx.full_name}{about} are an attractive basis for such "
+                f"models{cite}. They follow the same {units} across several waves and record achievement, "
+                f"attitudes, family background and {unit} context.")
+    else:
+        text = (f"Data sets such as the {ctx.full_name}{about} are an attractive basis for such models{cite}: they "
+                f"record {units}' achievement together with their background and {unit} context.")
+    pitfalls = []
+    if has_reserve_codes(ctx):
+        pitfalls.append("missing responses are stored as negative reserve codes that look like valid numbers")
+    pitfalls.append("some variables are measured after the outcome they would be used to predict" if ctx.has_waves
+                    else "without a recorded order of measurement, some variables may not precede the outcome "
+                         "they would be used to predict")
+    g = ctx.grouping
+    if g["columns"] and g["reconstructed"]:
+        pitfalls.append(f"{units} are nested within {unit}s whose identifiers are suppressed in public-use files")
+    elif g["columns"]:
+        pitfalls.append(f"{units} are nested within {unit}s, so a random split lets a model recognise {unit}s it "
+                        "has already seen")
+    pitfalls.append("item nonresponse is substantial" if ctx.survey else f"values are missing for some {units}")
+    listed = "; ".join(pitfalls[:-1]) + "; and " + pitfalls[-1] if len(pitfalls) > 1 else pitfalls[0]
+    return (text + " They also pose well-known pitfalls for predictive modelling: " + listed
+            + f"{c.citep('missing_data', 'leakage', limit=3)}. Analyses that ignore these issues can report "
+            f"optimistic accuracy that would not carry over to new {units}"
+            + (f" or {unit}s." if g["columns"] else "."))
+
+
 def related_work(ctx: Ctx) -> str:
     c = ctx.cites
     if not c.papers:
@@ -941,8 +1004,8 @@ def related_work(ctx: Ctx) -> str:
                 text += (f" For example, {c.citet(edm[0])} and {c.citet(edm[1])} illustrate how such "
                          "models are built and evaluated.")
         if hsls:
-            text += (f" The {ctx.short} data have been used to study students' trajectories from "
-                     f"secondary school into postsecondary education and work{c.citep(keys=hsls)}.")
+            used_for = ctx.ds.get("used_for") or "in earlier studies"
+            text += f" The {ctx.short} data have been used {used_for}{c.citep(keys=hsls)}."
         text += (" Much of this work relies on a single model and on preprocessing choices that are "
                  "rarely reported in enough detail to reproduce; our pipeline makes each choice "
                  "explicit and records it with the results.")
@@ -992,7 +1055,8 @@ def related_work(ctx: Ctx) -> str:
     md, lk, bs = c.keys("missing_data"), c.keys("leakage"), c.keys("bootstrap")
     safe = []
     if md:
-        safe.append("Missing data are pervasive in large surveys, and how they are handled can bias "
+        safe.append(f"Missing data are pervasive in {'large surveys' if ctx.survey else 'educational data'}, "
+                    "and how they are handled can bias "
                     f"both estimates and predictions{c.citep(keys=md)}.")
     if lk:
         safe.append("Leakage, where information unavailable at prediction time enters training, is a "
@@ -1041,10 +1105,42 @@ def split_method(ctx: Ctx) -> str:
     m = _KFOLD.match(method)
     if m:
         k = ctx.m.count("SplitFolds", int(m.group(2)), "data_report.json:split.method (n_splits)")
-        grouped = ", school-grouped" if m.group(1) and ctx.school_split_ok else (
+        grouped = f", {ctx.cluster}-grouped" if m.group(1) and ctx.school_split_ok else (
             ", grouped" if m.group(1) else "")
         return f"the test set is one fold of a stratified{grouped} {k}-fold partition"
     return ctx.t(method.replace("_", " "), "data_report.json:split.method")
+
+
+def split_sentences(ctx: Ctx, method: str) -> str:
+    """How clusters (schools) were kept on one side of the split: reconstructed from a fingerprint, given by an
+    identifier column, absent from the data, or not formed."""
+    n, g, unit, units = ctx.n, ctx.grouping, ctx.cluster, ctx.units
+    share = f"test share {n['TestFractionPct']}; seed {n['SplitSeed']}"
+    row = units[:-1] if units.endswith("s") else units
+    if ctx.school_split_ok and g["reconstructed"]:
+        return (f" {_cap_first(units)} attending the same {unit} share {unit}-level characteristics, so a "
+                f"{row}-level random split would let a model recognise {unit}s it has already seen. The "
+                f"public-use file suppresses {unit} identifiers; EDM-ARS therefore reconstructed approximate "
+                f"{unit} clusters from a fingerprint of {unit}-level variables"
+                + (f" ({n['NClusters']} clusters)" if "NClusters" in n else "")
+                + f" and assigned whole clusters to the training or the test set ({method}; {share}). The "
+                f"number of clusters present in both sets was {n['GroupOverlap']}.")
+    if ctx.school_split_ok:
+        cols = ", ".join(f"\\texttt{{{escape_latex(c)}}}" for c in g["columns"])
+        return (f" {_cap_first(units)} attending the same {unit} share {unit}-level characteristics, so a "
+                f"{row}-level random split would let a model recognise {unit}s it has already seen. We therefore "
+                f"assigned whole {unit}s, identified by {cols}"
+                + (f" ({n['NClusters']} {unit}s)" if "NClusters" in n else "")
+                + f", to the training or the test set ({method}; {share}). The number of {unit}s present in both "
+                f"sets was {n['GroupOverlap']}.")
+    if not g["columns"]:
+        return (f" The data identify no {unit} or other cluster of {units}, so the data were split at the {row} "
+                f"level ({method}; {share}).")
+    status = escape_latex(str(ctx.data["split"]["school_reconstruction"].get("status", "unavailable")))
+    how = "reconstructed from the public-use file" if g["reconstructed"] else "formed from the data"
+    return (f" {_cap_first(unit)} clusters could not be {how} (status: \\emph{{{status}}}), so the data were split "
+            f"at the {row} level ({method}; {share}); {units} from the same {unit} may therefore appear in both the "
+            "training and the test set.")
 
 
 def methods(ctx: Ctx) -> str:
@@ -1055,15 +1151,15 @@ def methods(ctx: Ctx) -> str:
     out = []
     # data
     agency = f", collected by {ctx.ds['agency']}" if ctx.ds.get("agency") else ""
-    text = (f"\\subsection{{Data and Students}}\nWe used the public-use student file of the "
-            f"{ctx.full_name}{agency}. ")
+    source = ctx.ds.get("source") or f"the {ctx.full_name}"
+    text = (f"\\subsection{{Data and {_cap_first(ctx.units)}}}\nWe used {source}{agency}. ")
     pop = (spec.get("population") or "").strip().rstrip(".")
     if pop:
         text += f"The study population consists of {lc_first(ctx.t(pop, 'research_spec.json:population'))}. "
-    text += (f"Of the {n['OriginalN']} students in the file, {n['AnalyticN']} ({n['RetentionPct']}) "
+    text += (f"Of the {n['OriginalN']} {ctx.units} in the file, {n['AnalyticN']} ({n['RetentionPct']}) "
              "had a valid value of the outcome and formed the analytic sample.")
     if ctx.binary and "NPositive" in n:
-        text += (f" Of these students, {n['NPositive']}"
+        text += (f" Of these {ctx.units}, {n['NPositive']}"
                  + (f" ({n['PositivePct']})" if "PositivePct" in n else "")
                  + " belonged to the positive class"
                  + (f" (\\emph{{{ctx.positive}}})." if spec["outcome"].get("positive_label") else "."))
@@ -1080,9 +1176,13 @@ def methods(ctx: Ctx) -> str:
     text = (f"\\subsection{{Outcome and Predictors}}\nThe outcome was {outcome_sentence_np(ctx)}, "
             f"recorded in the {ctx.wave(o.get('wave'))}; the task was "
             + ("binary classification." if ctx.binary else "regression.")
-            + f" We used the {n['NPredictors']} predictors listed in Table~\\ref{{tab:predictors}}, all "
-            "measured in waves that precede the outcome, which yielded "
-            f"{n['NFeatures']} model features after one-hot encoding of categorical variables.")
+            + f" We used the {n['NPredictors']} predictors listed in Table~\\ref{{tab:predictors}}, "
+            + ("all measured in waves that precede the outcome" if ctx.has_waves
+               else "taken from the same cross-section as the outcome")
+            + f", which yielded {n['NFeatures']} model features after one-hot encoding of categorical variables.")
+    note = (spec.get("temporal_order_note") or "").strip()
+    if note:
+        text += " " + _sentence(ctx.t(note, "research_spec.json:temporal_order_note"))
     preds = spec.get("predictors", [])
     if preds:
         first = preds[0]
@@ -1108,32 +1208,21 @@ def methods(ctx: Ctx) -> str:
     # preprocessing
     sr_n = n.get("sentinel:n_values_recoded")
     sr_v = n.get("sentinel:n_variables") or n.get("sentinel:n_variables_recoded")
-    text = ("\\subsection{Preprocessing and Data Splitting}\n"
-            f"{ctx.short} stores item nonresponse, legitimate skips and similar conditions as "
-            "negative reserve (sentinel) codes. Because treating these codes as numbers would distort every "
-            "numeric predictor, we recoded them to missing before any other step")
-    if sr_n:
-        text += f" ({sr_n} values" + (f" in {sr_v} variables" if sr_v else "") + " were recoded)"
-    text += "."
-    split = d["split"]
-    method = split_method(ctx)
-    if ctx.school_split_ok:
-        text += (" Students attending the same school share school-level characteristics, so a "
-                 "student-level random split would let a model recognise schools it has already "
-                 "seen. The public-use file suppresses school identifiers; EDM-ARS therefore "
-                 "reconstructed approximate school clusters from a fingerprint of school-level "
-                 "variables"
-                 + (f" ({n['NClusters']} clusters)" if "NClusters" in n else "")
-                 + f" and assigned whole clusters to the training or the test set ({method}; "
-                 f"test share {n['TestFractionPct']}; seed {n['SplitSeed']}). The number of clusters "
-                 f"present in both sets was {n['GroupOverlap']}.")
+    if has_reserve_codes(ctx):
+        text = ("\\subsection{Preprocessing and Data Splitting}\n"
+                f"{ctx.short} stores item nonresponse, legitimate skips and similar conditions as "
+                "negative reserve (sentinel) codes. Because treating these codes as numbers would distort every "
+                "numeric predictor, we recoded them to missing before any other step")
+        if sr_n:
+            text += f" ({sr_n} values" + (f" in {sr_v} variables" if sr_v else "") + " were recoded)"
+        text += "."
     else:
-        status = escape_latex(str(split["school_reconstruction"].get("status", "unavailable")))
-        text += (" School clusters could not be reconstructed from the public-use file (status: "
-                 f"\\emph{{{status}}}), so the data were split at the student level ({method}; "
-                 f"test share {n['TestFractionPct']}; seed {n['SplitSeed']}); students from the same "
-                 "school may therefore appear in both the training and the test set.")
-    text += (f" The split produced {n['TrainN']} training and {n['TestN']} test students, and it was "
+        text = ("\\subsection{Preprocessing and Data Splitting}\n"
+                "The data record missing values as empty cells, so no reserve codes had to be recoded "
+                "before the other steps.")
+    method = split_method(ctx)
+    text += split_sentences(ctx, method)
+    text += (f" The split produced {n['TrainN']} training and {n['TestN']} test {ctx.units}, and it was "
              "made before any encoding, scaling or imputation, so that every preprocessing step was "
              "fitted on the training set only and then applied unchanged to the test set.")
     imp = (d.get("imputation_protocol") or "").strip()
@@ -1240,13 +1329,16 @@ def discussion(ctx: Ctx) -> str:
             f"{s} {what}: the selected model" if ctx.claim("predicts_above_chance") == "supported" else
             f"Whether information available by the {latest} predicts {outcome_sentence_np(ctx)} better than "
             "chance is not settled by these data: the selected model")
+    unit, units = ctx.cluster, ctx.units
     add("performance",
         f"{lead}, {ctx.model_phrase(best)}, reached {primary_stmt(ctx)} on "
-        "students whose "
-        + ("school clusters " if ctx.school_split_ok else "records ")
+        f"{units} whose "
+        + ((f"{unit} clusters " if ctx.grouping["reconstructed"] else f"{unit}s ") if ctx.school_split_ok
+           else "records ")
         + "were not seen during training. Because the split, encoding and imputation were arranged "
-        "to prevent leakage, this estimate should be a fair guide to performance on similar students "
-        + ("in new schools." if ctx.school_split_ok else "drawn from the same schools."))
+        f"to prevent leakage, this estimate should be a fair guide to performance on similar {units} "
+        + (f"in new {unit}s." if ctx.school_split_ok
+           else f"drawn from the same {unit}s." if ctx.grouping["columns"] else "from the same population."))
     fam = model_family(best)
     if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
         other = n["contrast"]
@@ -1401,12 +1493,13 @@ def limitations(ctx: Ctx) -> str:
     if unreliable:
         items.append("Some groups of students were too small for a reliable subgroup estimate, so the audit "
                      "cannot show whether the model serves them as well as larger groups.")
-    if ctx.school_split_ok:
-        items.append("School clusters were reconstructed from school-level characteristics rather than "
-                     "from school identifiers, so some schools may have been merged or split; the "
-                     "separation of training and test schools is therefore approximate.")
-    else:
-        items.append("Students from the same school may appear in both the training and the test set, "
+    g, unit = ctx.grouping, ctx.cluster
+    if ctx.school_split_ok and g["reconstructed"]:
+        items.append(f"{_cap_first(unit)} clusters were reconstructed from {unit}-level characteristics rather than "
+                     f"from {unit} identifiers, so some {unit}s may have been merged or split; the "
+                     f"separation of training and test {unit}s is therefore approximate.")
+    elif not ctx.school_split_ok:
+        items.append(f"{_cap_first(ctx.units)} from the same {unit} may appear in both the training and the test set, "
                      "which can make the test performance optimistic.")
     items.append("Performance was estimated on a single train/test split; the confidence intervals "
                  "reflect sampling variability of the test set but not variability due to the split"
