@@ -238,9 +238,14 @@ def meaning(ctx: Ctx) -> str:
         lead += (" That several kinds of information rank highly suggests that the outcome is anticipated by "
                  "a combination of academic, personal and contextual factors rather than by any single one, "
                  "which is consistent with accounts of educational trajectories as cumulative.")
-    lead += (" For schools, the practical value of these indicators lies in their timing: they are observed "
-             "well before the outcome, when support can still change a student's options, although the "
-             "analysis cannot say which of them, if changed, would change the outcome.")
+    if ctx.has_waves:
+        lead += (" For schools, the practical value of these indicators lies in their timing: they are observed "
+                 "well before the outcome, when support can still change a student's options, although the "
+                 "analysis cannot say which of them, if changed, would change the outcome.")
+    else:
+        lead += (" Because the data are one cross-section, these indicators describe who achieves what rather "
+                 "than signals observed in advance, and the analysis cannot say which of them, if changed, would "
+                 "change the outcome.")
     return lead
 
 

@@ -732,6 +732,12 @@ def keywords(ctx: Ctx) -> str:
     return ", ".join(words)
 
 
+def _information(ctx: Ctx) -> str:
+    """What the predictors are, in the abstract's words."""
+    return ("information available before the outcome is measured" if ctx.has_waves
+            else "information on students' background and context")
+
+
 def abstract(ctx: Ctx) -> str:
     n = ctx.n
     best = ctx.model_phrase(ctx.best)
@@ -741,8 +747,9 @@ def abstract(ctx: Ctx) -> str:
                          "task of educational data mining, yet many published models are difficult "
                          "to reproduce, report no uncertainty, and are vulnerable to data leakage."))
     else:
-        parts.append((1, "Anticipating students' later achievement from earlier records is a central "
-                         "task of educational data mining, yet many published models are difficult "
+        parts.append((1, ("Anticipating students' later achievement from earlier records" if ctx.has_waves
+                          else "Predicting students' achievement from their background and context")
+                         + " is a central task of educational data mining, yet many published models are difficult "
                          "to reproduce, report no uncertainty, and are vulnerable to data leakage."))
     parts.append((3, "We ask: " + ctx.t(ctx.spec["research_question"].rstrip(),
                                          "research_spec.json:research_question")
@@ -792,12 +799,14 @@ def abstract(ctx: Ctx) -> str:
                          "scrutiny of possible leakage before the result is relied on."))
     elif ctx.claim("predicts_above_chance") == "supported":
         what = "discrimination" if ctx.binary else "explanatory accuracy"
-        parts.append((2, f"Information available before the outcome is measured is thus predictive of "
-                         f"{lc_first(ctx.outcome_label) if ctx.binary else 'later achievement'} with "
+        parts.append((2, f"{_cap_first(_information(ctx))} is thus predictive of "
+                         f"{lc_first(ctx.outcome_label) if ctx.binary or not ctx.has_waves else 'later achievement'} "
+                         "with "
                          f"{s} {what}, although predictive associations do not identify causes."))
     elif ctx.claim("predicts_above_chance") == "inconclusive":
-        parts.append((2, "Whether information available before the outcome is measured predicts "
-                         f"{lc_first(ctx.outcome_label) if ctx.binary else 'later achievement'} better than "
+        parts.append((2, f"Whether {_information(ctx)} predicts "
+                         f"{lc_first(ctx.outcome_label) if ctx.binary or not ctx.has_waves else 'later achievement'} "
+                         "better than "
                          "chance is not settled by these data: the interval of the selected model's "
                          f"{metric_name(ctx)} includes the chance level."))
     disclosure = ("This study was generated automatically by the EDM-ARS pipeline with its "
@@ -877,11 +886,14 @@ def introduction(ctx: Ctx) -> str:
     else:
         paras.append(
             "Predicting student outcomes is one of the central tasks of educational data mining "
-            f"(EDM){c.citep('edm', limit=3)}. Models that anticipate later achievement from earlier "
-            "records can help educators identify students who may need additional support, and they "
-            "show which early indicators carry information about later performance. Such models are "
-            "only useful, however, if their accuracy is estimated honestly, if their uncertainty is "
-            "reported, and if the variables they rely on precede the outcome in time.")
+            f"(EDM){c.citep('edm', limit=3)}. "
+            + ("Models that anticipate later achievement from earlier records can help educators identify "
+               "students who may need additional support, and they show which early indicators carry "
+               "information about later performance." if ctx.has_waves else
+               "Models that relate achievement to students' background and context show how much of the "
+               "variation in achievement that information accounts for, and which indicators carry it.")
+            + " Such models are only useful, however, if their accuracy is estimated honestly, if their "
+            "uncertainty is reported, and if the variables they rely on precede the outcome in time.")
     paras.append(data_pitfalls(ctx))
     paras += [_narrative().motivation(ctx), _narrative().gap(ctx)]
     rq = ctx.t(spec["research_question"].strip(), "research_spec.json:research_question")
@@ -1325,9 +1337,10 @@ def discussion(ctx: Ctx) -> str:
     latest = ctx.wave(ctx.predictor_waves[-1]) if ctx.predictor_waves else "the predictor waves"
     s = strength(ctx)
     what = "discrimination" if ctx.binary else "accuracy"
-    lead = (f"Information available by the {latest} was predictive of {outcome_sentence_np(ctx)} with "
+    info = f"information available by the {latest}" if ctx.has_waves else _information(ctx)
+    lead = (f"{_cap_first(info)} was predictive of {outcome_sentence_np(ctx)} with "
             f"{s} {what}: the selected model" if ctx.claim("predicts_above_chance") == "supported" else
-            f"Whether information available by the {latest} predicts {outcome_sentence_np(ctx)} better than "
+            f"Whether {info} predicts {outcome_sentence_np(ctx)} better than "
             "chance is not settled by these data: the selected model")
     unit, units = ctx.cluster, ctx.units
     add("performance",
