@@ -124,8 +124,9 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
         "subgroups": subgroups,
         "expected_contribution": (
             f"A reproducible, leakage-safe benchmark of models predicting {orec.get('label', outcome)} from "
-            "strictly earlier survey waves, with interval estimates, interpretation of the strongest "
-            "predictors and a subgroup audit across " + ", ".join(subgroups) + "."),
+            + ("strictly earlier waves" if reg.has_waves else "background and context variables of one cross-section")
+            + ", with interval estimates, interpretation of the strongest predictors"
+            + (" and a subgroup audit across " + ", ".join(subgroups) if subgroups else "") + "."),
         "limitations": limitations,
         # Stated rule: a canonical question scores 3; a subgroup audit on two or more protected
         # attributes adds 0.5; predictors from three or more earlier waves add 0.5.
