@@ -1,4 +1,5 @@
-"""`edm-ars`: chores around the workflow (status, validate-spec, approve, reject)."""
+"""`edm-ars`: chores around the workflow (status, validate-spec, validate-registry, init-registry, approve,
+reject, lessons, verify-paper)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,19 @@ from .registry import load_registry
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
-def find_registry(dataset: str, explicit: str | None) -> Path:
+def find_registry(dataset: str | None, explicit: str | None) -> Path:
+    """A registry file or folder: the one given, or the named data set's (registry/datasets.yaml) found here,
+    in a parent folder or beside the package."""
+    from .datasets.adapters import INDEX, adapter
+
     if explicit:
         return Path(explicit)
+    if not dataset:
+        raise EdmArsError("name a data set (--dataset NAME, as in registry/datasets.yaml) or a registry (--registry)")
     for base in [Path.cwd(), *Path.cwd().parents, PACKAGE_ROOT]:
-        candidate = base / "registry" / dataset
-        if (candidate / "dataset.yaml").exists():
-            return candidate
-    raise EdmArsError(f"no registry for dataset '{dataset}' found (looked for registry/{dataset}/dataset.yaml "
-                      "here, in parent folders and beside the package); pass --registry DIR")
+        if (base / "registry" / INDEX).exists():
+            return adapter(dataset, {}, base / "registry").registry
+    raise EdmArsError(f"no registry/{INDEX} found here, in parent folders or beside the package; pass --registry")
 
 
 def cmd_validate_spec(args: argparse.Namespace) -> int:
@@ -45,6 +50,33 @@ def cmd_validate_spec(args: argparse.Namespace) -> int:
             print(f"  - {v}")
         return 1
     print(f"{args.spec}: OK ({len(spec['predictors'])} predictors, outcome {spec['outcome']['name']})")
+    return 0
+
+
+def cmd_validate_registry(args: argparse.Namespace) -> int:
+    from .datasets.adapters import data_problems, read_raw
+    from .registry import validate_registry
+
+    reg = load_registry(args.registry)
+    problems = validate_registry(reg)
+    if args.data:
+        problems += [f"data {args.data}: {p}" for p in data_problems(read_raw(args.data), reg, args.min_rows)]
+    if problems:
+        print(f"{args.registry}: {len(problems)} problem(s)")
+        for p in problems:
+            print(f"  - {p}")
+        return 1
+    print(f"{args.registry}: OK ({reg.name}, {len(reg.tier1)} variables, {len(reg.questions)} question(s))"
+          + (f"; {args.data} matches it" if args.data else ""))
+    return 0
+
+
+def cmd_init_registry(args: argparse.Namespace) -> int:
+    from .datasets.adapters import read_raw
+    from .datasets.draft import draft_registry, render_yaml
+
+    draft, notes = draft_registry(read_raw(args.data), args.name or args.data)
+    sys.stdout.write(render_yaml(draft, notes, args.data))
     return 0
 
 
@@ -132,10 +164,19 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("validate-spec", help="check a research specification against the registry")
     p.add_argument("spec")
-    p.add_argument("--dataset", default="hsls09")
-    p.add_argument("--registry", help="registry folder (default: registry/<dataset> found from here)")
+    p.add_argument("--dataset", help="a data set named in registry/datasets.yaml (e.g. hsls09)")
+    p.add_argument("--registry", help="a registry file or folder (instead of --dataset)")
     p.add_argument("--tier2", help="output/registry/tier2.json, to accept Tier 2 predictors")
     p.set_defaults(func=cmd_validate_spec)
+    r = sub.add_parser("validate-registry", help="check a registry, and a data file against it")
+    r.add_argument("registry", help="a registry file (REG.yaml) or folder")
+    r.add_argument("--data", help="a CSV to check against the registry, column by column")
+    r.add_argument("--min-rows", type=int, default=1000, help="the floor of analytic cases (engineer.min_analytic_n)")
+    r.set_defaults(func=cmd_validate_registry)
+    i = sub.add_parser("init-registry", help="draft a registry for a CSV (printed; edit it before a run)")
+    i.add_argument("data", help="the CSV file")
+    i.add_argument("--name", help="the data set's name (default: the file's stem)")
+    i.set_defaults(func=cmd_init_registry)
     s = sub.add_parser("status", help="where the run in a workflow directory stands")
     s.add_argument("--directory", "-d", default=".")
     s.set_defaults(func=cmd_status)

@@ -1,0 +1,108 @@
+"""`edm-ars init-registry`: a draft registry from a CSV that loads, passes its checks on its own file, and
+states each suspicion (identifier, weight, missing codes, cluster, protected attribute, outcomes)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from edm_ars.cli import main
+from edm_ars.datasets.adapters import data_problems, read_raw
+from edm_ars.datasets.draft import draft_registry, render_yaml
+from edm_ars.formulate import offline_spec, validate_spec
+from edm_ars.registry import load_registry, validate_registry
+
+
+def district_csv(path, n=1200, seed=7):
+    rng = np.random.default_rng(seed)
+    prior = rng.normal(50, 10, n)
+    attendance = rng.uniform(0.5, 1.0, n).round(3)
+    frame = pd.DataFrame({
+        "student_id": rng.permutation(np.arange(10_000, 10_000 + n)),
+        "school": rng.integers(1, 60, n),
+        "sex": rng.choice(["F", "M"], n),
+        "race": rng.choice(["A", "B", "C", "D"], n),
+        "prior_score": prior.round(2),
+        "attendance": attendance,
+        "absences": rng.integers(0, 30, n).astype(float),
+        "track": rng.choice(["academic", "general", "vocational", "Missing"], n, p=[0.4, 0.4, 0.15, 0.05]),
+        "sample_weight": rng.uniform(0.5, 3.0, n).round(4),
+        "final_score": (0.8 * prior + rng.normal(0, 5, n)).round(2),
+        "passed": (prior + rng.normal(0, 8, n) > 50).astype(int),
+    })
+    frame.loc[rng.random(n) < 0.05, "absences"] = -9
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def drafted(tmp_path):
+    data = district_csv(tmp_path / "district.csv")
+    draft, notes = draft_registry(read_raw(data), str(data))
+    reg_path = tmp_path / "reg.yaml"
+    reg_path.write_text(render_yaml(draft, notes, str(data)))
+    return data, reg_path, draft, notes
+
+
+def test_the_draft_loads_and_matches_its_own_file(drafted):
+    data, reg_path, _, _ = drafted
+    reg = load_registry(reg_path)
+    assert validate_registry(reg) == []
+    frame = pd.read_csv(data)
+    assert data_problems(frame, reg, min_rows=1000) == []
+    spec = offline_spec(reg, prompt=None, question_id=None, round_=0)
+    assert validate_spec(spec, reg, set(frame.columns)) == []
+    assert "no wave structure" in spec["temporal_order_note"]
+
+
+def test_the_suspicions(drafted):
+    _, reg_path, draft, notes = drafted
+    reg = load_registry(reg_path)
+    ds = draft["dataset"]
+    assert ds["id_column"] == "student_id" and "student_id" not in reg.tier1
+    assert all("student_id" not in q["predictors"] for q in reg.questions)
+    assert "sample_weight" in draft["tier3"]["exact"] and "sample_weight" not in reg.tier1
+    assert ds["sentinels"]["numeric"] == [-9.0] and "Missing" in ds["sentinels"]["labels"]
+    assert ds["grouping"] == {"unit": "school", "columns": ["school"], "reconstructed": False}
+    assert set(ds["protected_default"]) == {"sex", "race"}
+    assert reg.tier1["final_score"]["role"] == "outcome" and reg.tier1["final_score"]["type"] == "continuous"
+    assert reg.tier1["passed"]["role"] == "outcome" and reg.tier1["passed"]["type"] == "binary"
+    assert reg.tier1["absences"]["pct_missing"] > 0  # the -9 codes count as missing
+    outcomes = {q["outcome"] for q in reg.questions}
+    assert outcomes == {"final_score", "passed"}
+    for q in reg.questions:  # another outcome is never a predictor
+        assert not outcomes & set(q["predictors"]) and set(q["subgroups"]) == {"sex", "race"}
+    assert sum(bool(q.get("default")) for q in reg.questions) == 1
+    assert any("suspected identifier: student_id" in n for n in notes)
+
+
+def test_cli_prints_yaml(tmp_path, capsys):
+    data = district_csv(tmp_path / "district.csv")
+    assert main(["init-registry", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# DRAFT registry") and yaml.safe_load(out)["dataset"]["name"] == "district"
+    (tmp_path / "reg.yaml").write_text(out)
+    assert main(["validate-registry", str(tmp_path / "reg.yaml"), "--data", str(data)]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, message", [
+    ("student_id,score\n", "no rows"),
+    ("score\n1.5\n2.5\n", "1 column"),
+    ("name,city\nann,x\nbob,y\ncat,z\n", "no column can serve as an outcome"),
+])
+def test_bad_inputs_are_named(tmp_path, capsys, content, message):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(content)
+    assert main(["init-registry", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv" in err and message in err
+
+
+def test_validate_registry_names_the_column(tmp_path, capsys):
+    data = district_csv(tmp_path / "district.csv")
+    assert main(["init-registry", str(data)]) == 0
+    (tmp_path / "reg.yaml").write_text(capsys.readouterr().out)
+    pd.read_csv(data).drop(columns=["attendance"]).to_csv(data, index=False)
+    assert main(["validate-registry", str(tmp_path / "reg.yaml"), "--data", str(data)]) == 1
+    assert "column attendance: listed in the registry but not in the data" in capsys.readouterr().out
