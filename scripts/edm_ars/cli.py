@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("validate-spec", help="check a research specification against the registry")
     p.add_argument("spec")
-    p.add_argument("--dataset", help="a data set named in registry/datasets.yaml (e.g. hsls09)")
+    p.add_argument("--dataset", help="a data set named in registry/datasets.yaml")
     p.add_argument("--registry", help="a registry file or folder (instead of --dataset)")
     p.add_argument("--tier2", help="output/registry/tier2.json, to accept Tier 2 predictors")
     p.set_defaults(func=cmd_validate_spec)

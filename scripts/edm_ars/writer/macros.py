@@ -216,7 +216,7 @@ def _suffix(k: int) -> str:
 
 
 # ---- numbers inside free text ----------------------------------------------------------------
-# Identifier-like tokens (HSLS:09, X1SES, 9th, F1) are not numbers; standalone numbers are.
+# Identifier-like tokens (ABC:09, X1SES, 9th, F1) are not numbers; standalone numbers are.
 _TOKENS = re.compile(
     r"(?P<ident>[A-Za-z][A-Za-z0-9]*:\d+)"
     r"|(?P<num>(?<![A-Za-z0-9_.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![A-Za-z0-9_]))"

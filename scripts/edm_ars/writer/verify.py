@@ -337,7 +337,7 @@ def scan(tex_path: Path, macros: dict[str, dict[str, Any]]) -> list[Number]:
             before = text[start - 1] if start else " "
             num, neg = m.group("num"), m.group("neg") or ""
             if before.isalnum() or before in "_.:\\@":
-                continue  # identifiers: X1SES, HSLS:09, F1, file.v2
+                continue  # identifiers: X1SES, ABC:09, F1, file.v2
             if neg == "-" and start and text[start - 1].isalpha():
                 neg = ""
             after = text[m.end(): m.end() + 12]
