@@ -106,3 +106,83 @@ def test_validate_registry_names_the_column(tmp_path, capsys):
     pd.read_csv(data).drop(columns=["attendance"]).to_csv(data, index=False)
     assert main(["validate-registry", str(tmp_path / "reg.yaml"), "--data", str(data)]) == 1
     assert "column attendance: listed in the registry but not in the data" in capsys.readouterr().out
+
+
+def test_zero_byte_file_is_named(tmp_path, capsys):
+    bad = tmp_path / "empty.csv"
+    bad.write_text("")
+    assert main(["init-registry", str(bad)]) == 2
+    assert "empty.csv" in capsys.readouterr().err
+
+
+def test_too_few_predictors_is_named(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    bad = tmp_path / "thin.csv"
+    pd.DataFrame({"student_id": np.arange(1200), "sex": rng.choice(["F", "M"], 1200),
+                  "prior_score": rng.normal(0, 1, 1200), "final_score": rng.normal(0, 1, 1200)}).to_csv(bad,
+                                                                                                        index=False)
+    assert main(["init-registry", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "thin.csv" in err and "fewer than 3 usable predictors" in err
+
+
+def test_name_option_and_render_without_source(tmp_path, capsys):
+    data = district_csv(tmp_path / "2024 District Extract.csv")
+    assert main(["init-registry", str(data), "--name", "My District"]) == 0
+    doc = yaml.safe_load(capsys.readouterr().out)
+    assert doc["dataset"]["name"] == "my_district"
+    draft, notes = draft_registry(read_raw(data), str(data))
+    assert draft["dataset"]["name"] == "data_2024_district_extract"
+    text = render_yaml(draft, notes)
+    assert text.startswith("# DRAFT registry") and yaml.safe_load(text) == draft
+    assert "# suspected identifier: student_id (unique per row)" in text.splitlines()
+
+
+def test_codes_that_are_real_values_are_not_missing_codes(tmp_path):
+    """99 far above a column is a code, 99 inside a 0-100 range is not; -1/1 effect codes and a gain score
+    running below zero keep their negatives; a code found in one column is flagged where it is a real value."""
+    rng = np.random.default_rng(5)
+    n = 1200
+    frame = pd.DataFrame({
+        "student_id": np.arange(n),
+        "age": np.where(rng.random(n) < 0.03, 99, rng.integers(14, 19, n)),
+        "percent_correct": rng.integers(0, 101, n),
+        "effect": rng.choice([-1, 1], n),
+        "gain": rng.integers(-3, 15, n),
+        "hours": rng.uniform(0, 10, n).round(2),
+        "final_score": rng.normal(50, 10, n).round(2),
+    })
+    draft, notes = draft_registry(frame, "codes.csv")
+    assert draft["dataset"]["sentinels"]["numeric"] == [99.0]
+    assert any(n.startswith("WARNING: 99 ") and "percent_correct" in n for n in notes)
+    types = {v["name"]: v["type"] for v in draft["variables"]}
+    assert types["age"] == "categorical" and types["effect"] == "binary" and types["gain"] == "continuous"
+
+
+def test_repeated_learner_rows_are_grouped_and_labelled_outcomes_wait_for_a_label(tmp_path):
+    """A log table (several rows per user) splits by user; a course with a few values stays a predictor; a
+    binary outcome labelled other than 0/1 or No/Yes is drafted after a runnable one, with a note."""
+    rng = np.random.default_rng(11)
+    n = 1200
+    path = tmp_path / "mooc_log.csv"
+    pd.DataFrame({
+        "user_id": rng.integers(0, 300, n),
+        "course": rng.choice(["c1", "c2", "c3"], n),
+        "gender": rng.choice(["f", "m"], n),
+        "clicks": rng.poisson(20, n),
+        "videos": rng.poisson(5, n),
+        "forum_posts": rng.poisson(2, n),
+        "certificate": rng.choice(["earned", "none"], n),
+        "completed": rng.choice(["No", "Yes"], n),
+        "passed": rng.choice(["fail", "pass"], n),
+    }).to_csv(path, index=False)
+    draft, notes = draft_registry(read_raw(path), str(path))
+    reg_path = tmp_path / "reg.yaml"
+    reg_path.write_text(render_yaml(draft, notes, str(path)))
+    reg = load_registry(reg_path)
+    assert validate_registry(reg) == [] and data_problems(read_raw(path), reg) == []
+    assert reg.grouping == {"unit": "user", "columns": ["user_id"], "reconstructed": False}
+    assert reg.id_columns == [] and "user_id" in draft["tier3"]["exact"]
+    assert [q["outcome"] for q in reg.questions] == ["completed", "passed"]
+    assert reg.questions[0]["default"] and "course" in reg.questions[0]["predictors"]
+    assert any("passed" in n and "not 0/1 or No/Yes" in n for n in notes)

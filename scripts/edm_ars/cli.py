@@ -75,7 +75,7 @@ def cmd_init_registry(args: argparse.Namespace) -> int:
     from .datasets.adapters import read_raw
     from .datasets.draft import draft_registry, render_yaml
 
-    draft, notes = draft_registry(read_raw(args.data), args.name or args.data)
+    draft, notes = draft_registry(read_raw(args.data), args.data, name=args.name)
     sys.stdout.write(render_yaml(draft, notes, args.data))
     return 0
 

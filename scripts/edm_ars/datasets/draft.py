@@ -16,46 +16,66 @@ import yaml
 
 from ..errors import DataError
 
-MISSING_LABELS = ["NA", "N/A", "n/a", "Missing", "missing", "Refused", "Don't know", "Unknown", ".", ""]
-ID_NAME = re.compile(r"(^|_)(id|ids|rownames|uuid)$|[a-z]ID$|^(student|learner|user|person)(_?(no|num|number))?$",
-                     re.IGNORECASE)
-WEIGHT_NAME = re.compile(r"(^|_)(weight|wt|wgt)s?($|_)|^W\d", re.IGNORECASE)
-FLAG_NAME = re.compile(r"(flag|_flg|_imp)$", re.IGNORECASE)
-CLUSTER_NAME = re.compile(r"^(school|class|classroom|section|course|cluster|district|teacher|site|campus)"
-                          r"(_?id)?$", re.IGNORECASE)
-PROTECTED_NAME = re.compile(r"^(sex|gender|race|ethnicity|ethnic|minority|lunch|frl|free_lunch|ses|disability|"
-                            r"iep|ell|esl|language|home_language)$", re.IGNORECASE)
-OUTCOME_NAME = re.compile(r"score|grade|gpa|exam|achieve|outcome|pass|dropout|drop_out|complete|completion|final|"
-                          r"post|graduat|retain|attain", re.IGNORECASE)
-PRIOR_NAME = re.compile(r"prior|^pre_?|_pre$|pretest|baseline|intake|entry|previous|last_year", re.IGNORECASE)
+MISSING_LABELS = ("NA", "N/A", "n/a", "na", "Missing", "missing", "MISSING", "Refused", "refused",
+                  "Don't know", "Don't Know", "don't know", "DK", ".", "")
+ID_TAIL = {"id", "ids", "uuid", "guid", "rownames"}
+ID_NAME = re.compile(r"^(rownames|unnamed: ?0|index|(stu|student|user|learner|pupil|person|case|resp|respondent|"
+                     r"sch|school|class|course|teacher|record|row|obs)_?(id|no|num|number)?)$|[a-z]ID$", re.IGNORECASE)
+CLUSTERS = ("school", "class", "classroom", "section", "course", "teacher", "cluster", "district", "site", "campus")
+PERSONS = ("student", "stu", "user", "learner", "pupil", "person")
+WEIGHT_TOKENS = {"weight", "weights", "wt", "wgt", "wts"}
+FLAG_NAME = re.compile(r"(flag|_flg|flg|_imp)$", re.IGNORECASE)
+PROTECTED_TOKENS = {"sex", "gender", "female", "male", "race", "ethnicity", "ethnic", "raceeth", "minority", "lunch",
+                    "frl", "frpl", "ses", "disability", "disabled", "iep", "sped", "ell", "esl", "lep", "immigrant"}
+STRONG_OUTCOME = re.compile(r"^(outcome|final\w*|post|posttest|postscore|pass|passed|passing|dropout\w*|dropped|"
+                            r"complete[ds]?|completion|graduat\w*|retained|retention|persist\w*|attain\w*|result)$")
+OUTCOME = re.compile(r"(score|scores|exam|exams|gpa|grade|grades|achieve|achievement)$|^(tests?|ach|achv)$")
+PRIOR = re.compile(r"^(prior\w*|pre|pre(test|score|exam)s?|baseline|intake|entry|previous|prev|lag\w*|initial|start)$")
 MAX_PREDICTORS = 30
+MAX_LEVELS = 50  # a text column with more levels (free text, timestamps) is left out of the predictors
 
 
-def _numeric_codes(values: pd.Series) -> list[float]:
-    """Reserve codes in a numeric column: negative integers in an otherwise non-negative column, or 9s-codes
-    (99, 999, 9999) far above the rest of the values."""
+def tokens(name: Any) -> list[str]:
+    """Lower-case words of a column name (snake_case, camelCase, spaces, dots)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
+    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+
+
+def identifier_name(name: str) -> str:
+    """A lower-case identifier from a file name or a label (dataset.name, question ids)."""
+    ident = re.sub(r"[^a-z0-9_]+", "_", str(name).lower()).strip("_") or "dataset"
+    return f"data_{ident}" if ident[0].isdigit() else ident
+
+
+def numeric_codes(values: pd.Series) -> list[float]:
+    """Reserve codes of a numeric column: a few negative integers in an otherwise non-negative column (-1, -7,
+    -8, -9...), or 9s-codes (97-99, 997-999, 9997-9999) far above the rest of the values."""
     present = values.dropna()
-    if present.empty or not pd.api.types.is_numeric_dtype(present):
+    if len(present) < 2 or not pd.api.types.is_numeric_dtype(present) or pd.api.types.is_bool_dtype(present):
         return []
-    codes = []
-    negatives = present[present < 0]
-    if len(negatives) and (present >= 0).mean() > 0.5 and (negatives == negatives.round()).all():
-        codes += sorted(float(v) for v in negatives.unique() if -99 <= v <= -1)
-    rest = present[present >= 0]
-    for nines in (99.0, 999.0, 9999.0):
-        others = rest[rest != nines]
-        if (rest == nines).any() and len(others) and others.max() < nines / 3:
-            codes.append(nines)
+    codes: list[float] = []
+    neg, rest = present[present < 0], present[present >= 0]
+    negs = sorted(float(v) for v in neg.unique())
+    contiguous = len(negs) >= 2 and negs == [float(-k) for k in range(len(negs), 0, -1)]
+    integer_rest = bool((rest == rest.round()).all())
+    if (len(neg) and len(rest) and (neg == neg.round()).all() and len(negs) <= 4 and len(neg) <= 0.3 * len(present)
+            and (rest.nunique() >= 3 or max(negs) <= -5) and not (contiguous and integer_rest)):
+        codes += negs
+    for base in (99.0, 999.0, 9999.0):
+        reserve = rest[rest.isin([base - 2, base - 1, base])]
+        others = rest[~rest.isin([base - 2, base - 1, base])]
+        if (base in set(reserve) and len(others) and others.nunique() >= 2 and others.max() < 0.7 * (base - 2)
+                and len(reserve) <= 0.3 * len(present)):
+            codes += sorted(float(v) for v in reserve.unique())
     return codes
 
 
-def _clean(values: pd.Series, codes: set[float], labels: set[str]) -> pd.Series:
-    if pd.api.types.is_numeric_dtype(values):
-        return values.mask(values.isin(codes))
-    text = values.astype("string").str.strip()
-    cleaned = values.mask(text.isin(labels).fillna(False).astype(bool))
-    numeric = pd.to_numeric(cleaned, errors="coerce")
-    return numeric if numeric.notna().sum() == cleaned.notna().sum() and cleaned.notna().any() else cleaned
+def _as_numbers(values: pd.Series) -> pd.Series:
+    """A text column whose every value is a number, as numbers; anything else unchanged."""
+    if pd.api.types.is_numeric_dtype(values) or values.notna().sum() == 0:
+        return values
+    numeric = pd.to_numeric(values.astype("string").str.strip(), errors="coerce")
+    return numeric.astype(float) if numeric.notna().sum() == values.notna().sum() else values
 
 
 def column_type(values: pd.Series) -> str:
@@ -64,143 +84,271 @@ def column_type(values: pd.Series) -> str:
     n = present.nunique()
     if n <= 2:
         return "binary"
-    if pd.api.types.is_numeric_dtype(present) and n > 12:
-        return "continuous"
-    return "categorical"
+    numeric = pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present)
+    return "continuous" if numeric and n > 12 else "categorical"
 
 
-def _is_identifier(name: str, values: pd.Series) -> bool:
-    present = values.dropna()
-    unique = len(present) > 1 and present.nunique() == len(values)
-    integer_like = pd.api.types.is_integer_dtype(present) or (
-        pd.api.types.is_numeric_dtype(present) and bool((present == present.round()).all()))
-    textual = not pd.api.types.is_numeric_dtype(present)
-    return bool(ID_NAME.search(name)) and present.nunique() > len(values) / 2 or (unique and (integer_like or textual))
+def _integer_like(present: pd.Series) -> bool:
+    if pd.api.types.is_bool_dtype(present):
+        return False
+    if pd.api.types.is_integer_dtype(present):
+        return True
+    return pd.api.types.is_numeric_dtype(present) and bool((present == present.round()).all())
 
 
-def _binary_outcome_ok(values: pd.Series) -> bool:
+def _distinct_per_row(raw: pd.Series) -> bool:
+    """As the data check sees an identifier: every present value distinct, and integer-like or text."""
+    present = raw.dropna()
+    if len(present) < 2 or present.nunique() != len(present):
+        return False
+    return _integer_like(present) or not pd.api.types.is_numeric_dtype(present)
+
+
+def _runnable_binary(values: pd.Series) -> bool:
     """Two values the DataEngineer maps to 0/1 without further instructions."""
     observed = {str(v).strip() for v in values.dropna().unique()}
-    return observed <= {"0", "1", "0.0", "1.0"} or observed == {"No", "Yes"}
+    return len(observed) == 2 and (observed <= {"0", "1", "0.0", "1.0"} or observed == {"No", "Yes"})
 
 
-def draft_registry(frame: pd.DataFrame, name: str) -> tuple[dict[str, Any], list[str]]:
-    """The draft registry of a data frame, and the suspicions behind it (one line each)."""
-    source = name
-    name = re.sub(r"[^a-z0-9_]+", "_", Path(name).stem.lower()).strip("_") or "dataset"
+def _cluster_word(name: str, clean: pd.Series) -> str | None:
+    """The unit a column clusters rows by (school, class, user...), or None: named like a cluster or a repeated
+    identifier, integer or text values, at least 2 rows per value on average."""
+    words = tokens(name)
+    joined = "".join(words)
+    present = clean.dropna()
+    if present.empty or present.nunique() > len(clean) / 2:
+        return None
+    if pd.api.types.is_numeric_dtype(present) and not _integer_like(present):
+        return None
+    for word in CLUSTERS + PERSONS:  # the word alone, or with id/no/code/name (not school_type, class_size)
+        if re.fullmatch(rf"{word}(id|no|num|number|code|name)?(\d+|[a-z])?", joined):
+            return "student" if word == "stu" else word
+    if re.fullmatch(r"sch(l|ool)?(id|no|num|code)?", joined):
+        return "school"
+    if len(words) > 1 and words[-1] in ID_TAIL:
+        return words[0]
+    return None
+
+
+def _variable(col: Any, values: pd.Series) -> dict[str, Any]:
+    return {"name": col, "label": " ".join(tokens(col)).capitalize() or str(col), "role": "predictor",
+            "type": column_type(values), "pct_missing": round(float(values.isna().mean() * 100), 2)}
+
+
+def _outcome_rank(name: str, typ: str, values: pd.Series, position: int) -> tuple[int, int, int] | None:
+    """How likely a column is the outcome (smaller first), or None: continuous or binary, named like an outcome
+    (score, grade, exam, final, pass, dropout...) and not like a prior measure."""
+    words = tokens(name) or [str(name).lower()]
+    if typ not in ("continuous", "binary") or values.dropna().nunique() < 2 or any(PRIOR.match(w) for w in words):
+        return None
+    strong = any(STRONG_OUTCOME.match(w) for w in words)
+    if not strong and not any(OUTCOME.search(w) for w in words):
+        return None
+    runnable = typ == "continuous" or _runnable_binary(values)
+    return (0 if runnable else 1, 0 if strong else 1, -position)
+
+
+def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The draft registry of the data frame read from `source` (a file name; `name` overrides the dataset name
+    drawn from its stem), and the suspicions behind it, one line each."""
+    file = Path(str(source)).name
+    dname = identifier_name(name or Path(str(source)).stem)
     if len(frame) == 0:
         raise DataError(f"{source}: the file has no rows; nothing to draft a registry from")
     if frame.shape[1] < 2:
         raise DataError(f"{source}: the file has {frame.shape[1]} column(s); a study needs an outcome and predictors")
     notes: list[str] = []
-    codes: set[float] = set()
     labels: set[str] = set()
     for col in frame.columns:
-        found = _numeric_codes(frame[col])
-        if found:
-            codes.update(found)
-            notes.append(f"missing codes in {col}: {', '.join(f'{c:g}' for c in found)}")
         if not pd.api.types.is_numeric_dtype(frame[col]):
             text = frame[col].astype("string").str.strip()
             hits = sorted({t for t in MISSING_LABELS if (text == t).any()})
             if hits:
                 labels.update(hits)
                 notes.append(f"missing labels in {col}: {hits}")
-    clean = {col: _clean(frame[col], codes, labels) for col in frame.columns}
-    ids, excluded, cluster, protected, outcomes, variables = [], [], None, [], [], []
-    for col in frame.columns:
-        values = clean[col]
-        pct = round(float(values.isna().mean() * 100), 2)
-        if values.notna().sum() == 0:
+    unlabelled = {c: _as_numbers(frame[c].mask(frame[c].astype("string").str.strip().isin(labels).fillna(False)
+                                                .astype(bool))) for c in frame.columns}
+    codes: set[float] = set()
+    for col, values in unlabelled.items():
+        found = numeric_codes(values)
+        if found:
+            codes.update(found)
+            notes.append(f"missing codes in {col}: {', '.join(f'{c:g}' for c in found)}")
+    clean = {c: v.mask(v.isin(sorted(codes))) if pd.api.types.is_numeric_dtype(v) else v for c, v in unlabelled.items()}
+    ids, excluded, clusters, protected, variables = [], [], [], [], []
+    ranks: dict[str, tuple[int, int, int]] = {}
+    for position, col in enumerate(frame.columns):
+        raw, values, words = frame[col], clean[col], tokens(col)
+        present = values.dropna()
+        if present.empty:
+            excluded.append(col)
             notes.append(f"empty column (every value missing): {col}; left out")
-            excluded.append(col)
             continue
-        if _is_identifier(col, values):
+        unique_rows = bool(raw.notna().all() and raw.nunique() == len(raw))
+        id_named = bool(ID_NAME.search(str(col)) or (words and words[-1] in ID_TAIL))
+        if unique_rows and (id_named or _distinct_per_row(raw)):
             ids.append(col)
-            notes.append(f"suspected identifier: {col} (unique per row or named like an ID); never a predictor")
+            why = "unique per row" if _distinct_per_row(raw) else "unique per row and named like an ID"
+            notes.append(f"suspected identifier: {col} ({why})")
             continue
-        if WEIGHT_NAME.search(col) or FLAG_NAME.search(col):
+        if _distinct_per_row(raw):
             excluded.append(col)
-            notes.append(f"suspected {'weight' if WEIGHT_NAME.search(col) else 'flag'}: {col}; never a predictor")
+            notes.append(f"suspected identifier: {col} (distinct on every row where present, but some rows are "
+                         "missing, so it cannot be dataset.id_column); never a predictor")
             continue
-        if cluster is None and CLUSTER_NAME.match(col) and values.nunique() <= len(frame) / 2:
-            cluster = col
+        numeric = pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present)
+        if (words and (set(words) & WEIGHT_TOKENS or re.match(r"^W\d", str(col)))) and numeric and present.min() >= 0 \
+                and present.nunique() > 2:
             excluded.append(col)
-            notes.append(f"suspected cluster: {col} ({values.nunique()} groups); the split keeps each on one side")
+            notes.append(f"suspected weight: {col}; never a predictor (analyses are unweighted)")
             continue
-        typ = column_type(values)
-        rec: dict[str, Any] = {"name": col, "label": col.replace("_", " ").capitalize(), "role": "predictor",
-                               "type": typ, "pct_missing": pct}
-        if PROTECTED_NAME.match(col):
+        if FLAG_NAME.search(str(col)):
+            excluded.append(col)
+            notes.append(f"suspected flag: {col}; never a predictor")
+            continue
+        unit = _cluster_word(str(col), values)
+        if unit:
+            clusters.append((col, unit))
+            continue
+        if id_named:
+            excluded.append(col)
+            notes.append(f"named like an identifier but neither unique nor a cluster: {col}; never a predictor")
+            continue
+        if present.nunique() < 2:
+            excluded.append(col)
+            notes.append(f"constant column: {col} (one value: {present.iloc[0]!r}); left out")
+            continue
+        rec = _variable(col, values)
+        typ = rec["type"]
+        rank = _outcome_rank(str(col), typ, values, position)
+        if set(words) & PROTECTED_TOKENS:
             rec.update(role="protected", protected=True)
             protected.append(col)
-            notes.append(f"suspected protected attribute: {col}; audited for subgroup gaps, not a predictor")
-        elif OUTCOME_NAME.search(col) and not PRIOR_NAME.search(col) and (typ == "continuous" or (typ == "binary" and _binary_outcome_ok(values))):
+            notes.append(f"suspected protected attribute: {col} ({typ}); audited for subgroup gaps, not a predictor")
+        elif rank is not None:
             rec["role"] = "outcome"
-            outcomes.append(col)
-            notes.append(f"candidate outcome: {col} ({'regression' if typ == 'continuous' else 'binary classification'})")
-        variables.append(rec)
-    if not outcomes:  # no name says outcome: any 0/1 or continuous column can still serve
-        for rec in variables:
-            if rec["role"] == "predictor" and (rec["type"] == "continuous" or (
-                    rec["type"] == "binary" and _binary_outcome_ok(clean[rec["name"]]))):
-                rec["role"] = "outcome"
-                outcomes.append(rec["name"])
-                notes.append(f"candidate outcome (by its values only): {rec['name']}")
-                break
-    if not outcomes:
-        raise DataError(f"{source}: no column can serve as an outcome (a 0/1, Yes/No or continuous column)")
-    predictors = [r["name"] for r in variables if r["role"] == "predictor"]
-    questions = []
-    for outcome in outcomes:
-        chosen = predictors[:MAX_PREDICTORS]  # another outcome is never a predictor (it may be a proxy)
-        if len(chosen) < 3:
+            ranks[col] = rank
+        elif typ == "categorical" and not numeric and present.nunique() > MAX_LEVELS:
+            excluded.append(col)
+            notes.append(f"text column with {present.nunique()} distinct values (free text, dates?): {col}; "
+                         "left out of the predictors")
             continue
-        questions.append({
-            "id": f"{re.sub(r'[^a-z0-9_]+', '_', outcome.lower())}_prediction", "default": not questions,
-            "question": f"How accurately can {outcome} be predicted from the other variables of {Path(source).name}"
-                        + (", and is the prediction equally accurate across " + " and ".join(protected) + " groups?"
-                           if protected else "?"),
-            "outcome": outcome,
-            "keywords": [w for w in re.split(r"[^a-z0-9]+", outcome.lower()) if w],
-            "population": f"The rows of {Path(source).name} with a recorded {outcome}.",
-            "subgroups": protected,
-            "predictors": {p: "Drafted by init-registry: check that it is measured before the outcome." for p in chosen},
-        })
-    if not questions:
-        raise DataError(f"{source}: fewer than 3 usable predictors for any outcome ({predictors})")
+        variables.append(rec)
+
+    grouping = {"unit": "school", "columns": [], "reconstructed": False}
+    if clusters:  # schools, classes... with at least 10 groups first, then a repeated person identifier
+        order = CLUSTERS + PERSONS
+        col, unit = min(clusters, key=lambda cu: (clean[cu[0]].nunique() < 10,
+                                                  order.index(cu[1]) if cu[1] in order else len(order)))
+        grouping = {"unit": unit, "columns": [col], "reconstructed": False}
+        for other, other_unit in clusters:
+            n_groups = clean[other].nunique()
+            what = f"{other} ({n_groups} {other_unit} values, {len(frame) / n_groups:.1f} rows each)"
+            if other == col:
+                excluded.append(other)
+                notes.append(f"suspected grouping: {what}; the split keeps each one on one side")
+            elif n_groups <= 12:  # a second, coarse cluster (a few courses): its values recur on both sides
+                variables.append(_variable(other, clean[other]))
+                notes.append(f"another cluster-like column: {what}; kept as a predictor")
+            else:
+                excluded.append(other)
+                notes.append(f"another cluster-like column: {what}; not a predictor")
+    used = [r["name"] for r in variables] + grouping["columns"]
+    for code in sorted(codes):  # the codes apply to every column: warn where one looks like a real value
+        for col in used:
+            values = unlabelled[col]
+            if pd.api.types.is_numeric_dtype(values) and code in set(values) and code not in numeric_codes(values):
+                rest = values[values != code]
+                if rest.min() <= code <= rest.max():
+                    notes.append(f"WARNING: {code:g} is a missing code elsewhere but looks like a real value of {col} "
+                                 f"(range {rest.min():g} to {rest.max():g}); sentinels apply to every column")
+
+    if not any(r[0] == 0 for r in ranks.values()):  # no runnable outcome by name: the last 0/1, Yes/No or
+        for rec in reversed(variables):                  # continuous column not named like an ID can still serve
+            if rec["role"] == "predictor" and not re.search(r"id\d*$", str(rec["name"]), re.IGNORECASE) and (
+                    rec["type"] == "continuous" or _runnable_binary(clean[rec["name"]])):
+                rec["role"] = "outcome"
+                ranks[rec["name"]] = (0, 2, 0)
+                notes.append(f"no runnable column is named like an outcome: {rec['name']} drafted as one by its "
+                             "values only (probably not the outcome you study)")
+                break
+    if not ranks:
+        raise DataError(f"{source}: no column can serve as an outcome (a 0/1, Yes/No or continuous column "
+                        "that is not an identifier, weight, flag, cluster or protected attribute)")
+    outcomes = sorted(ranks, key=lambda c: ranks[c])
+    types = {r["name"]: r["type"] for r in variables}
+    for col in outcomes:
+        task = "regression" if types[col] == "continuous" else "binary classification"
+        extra = "" if ranks[col][0] == 0 else (
+            f"; its values {sorted(map(str, clean[col].dropna().unique()))} are not 0/1 or No/Yes: name the "
+            "positive label (derive: {from, map}) before you run it")
+        notes.append(f"candidate outcome: {col} ({task}){extra}")
+
+    usable = [r for r in variables if r["role"] == "predictor"]
+    if len(usable) > MAX_PREDICTORS:
+        kept = {r["name"] for r in sorted(usable, key=lambda r: r["pct_missing"])[:MAX_PREDICTORS]}
+        notes.append(f"{len(usable)} usable predictors: the {MAX_PREDICTORS} with the fewest missing values are "
+                     f"drafted; left out: {[r['name'] for r in usable if r['name'] not in kept]}")
+        usable = [r for r in usable if r["name"] in kept]
+    predictors = [r["name"] for r in usable]
+    if len(predictors) < 3:
+        raise DataError(f"{source}: fewer than 3 usable predictors for the outcome {outcomes[0]} ({predictors}); "
+                        "identifiers, weights, flags, clusters, protected attributes and outcomes are never predictors")
+    across = (", and is the prediction equally accurate across " + " and ".join(map(str, protected)) + " groups?"
+              if protected else "?")
+    questions = [{
+        "id": f"{identifier_name(col)}_prediction", "default": i == 0,
+        "question": f"How accurately can {col} be predicted from the other variables of {file}{across}",
+        "outcome": col,
+        "keywords": tokens(col),
+        "population": f"The students whose records make up {file}, with a recorded {col}.",
+        "subgroups": list(protected),
+        "predictors": {p: "Drafted by init-registry: check that it is measured before the outcome and is not part "
+                          "of it." for p in predictors},
+    } for i, col in enumerate(outcomes)]
+    words = " ".join(tokens(Path(str(source)).stem)) or dname
     dataset = {
-        "name": name, "title": f"{Path(source).name} (drafted by edm-ars init-registry)",
+        "name": dname, "title": f"{words.capitalize()} data ({file})",
         "id_column": ids[0] if len(ids) == 1 else ids, "require_all_variables": True,
-        "prose": {"short": f"{name.replace('_', ' ')} data", "long": f"{Path(source).name} data",
-                  "about": "", "source": f"the data file {Path(source).name}", "design": "", "unit": "student",
-                  "units": "students"},
-        "grouping": {"unit": (cluster or "school").lower().removesuffix("_id"), "columns": [cluster] if cluster else [],
-                     "reconstructed": False},
+        "prose": {"short": f"{words} data", "long": f"the {words} data ({file})",
+                  "about": f"the students whose records make up {file}", "source": f"the data file {file}",
+                  "design": "", "unit": "student", "units": "students"},
+        "grouping": grouping,
         "waves": [],
         "sentinels": {"numeric": sorted(codes), "labels": sorted(labels)},
-        "protected_default": protected,
-        "protected_intersections": [protected[:2]] if len(protected) >= 2 else [],
+        "protected_default": list(protected),
+        "protected_intersections": [],
         "limitations": [],
     }
+    if not ids:
+        notes.append("no identifier column found (dataset.id_column: []); name one if rows have an ID")
     draft = {"dataset": dataset, "variables": variables, "tier3": {"exact": ids + excluded}, "pitfalls": [],
              "questions": questions}
     return draft, notes
 
 
 HEADER = """\
-# DRAFT registry written by `edm-ars init-registry` from {source}: check every line before you trust a paper.
-# Format: registry/README.md in the EDM-ARS repository. At least:
-#   - dataset.prose: the names, population and source the paper states;
-#   - waves: the data's time order ([] means one cross-section: the temporal gate says it could not check
-#     precedence); with waves, give every variable a `wave` so predictors strictly precede the outcome;
-#   - variables: labels, types and roles; the questions' predictors and their rationales.
+# DRAFT registry written by `edm-ars init-registry` from {source}. It loads and matches that file as written,
+# but every entry is a guess from column names and values: check each one before you trust a paper.
+# Format: registry/README.md of EDM-ARS. Check and edit at least:
+#   - dataset.title, dataset.prose: the names, population (about), source and design the paper states;
+#   - dataset.id_column and tier3.exact: identifiers, weights, flags and clusters, never predictors;
+#   - dataset.sentinels: missing codes and labels apply to EVERY column; drop one that is a real value anywhere;
+#   - dataset.grouping: the cluster the split keeps on one side (columns: [] when rows are independent);
+#   - dataset.waves: [] declares one cross-section (the paper then says time order could not be checked). If the
+#     data have a time order, add waves [{{key, order, label, prose}}] and a `wave` on every variable, so that
+#     each predictor strictly precedes the outcome;
+#   - variables: labels, types and roles; a binary outcome whose values are not 0/1 or No/Yes needs its positive
+#     label (research_spec outcome.positive_label, or derive: {{from: COLUMN, map: {{LABEL: 1, OTHER: 0}}}});
+#   - questions: one per candidate outcome, the first is the default; keep a predictor only when it is measured
+#     before the outcome and is not a part or a proxy of it, and replace the drafted rationales.
 # What the draft suspects:
 {notes}
 """
 
 
-def render_yaml(draft: dict[str, Any], notes: list[str], source: str) -> str:
+def render_yaml(draft: dict[str, Any], notes: list[str], source: str | None = None) -> str:
+    """The draft as YAML text, under a header comment that says it is a draft and lists each suspicion."""
     body = yaml.safe_dump(draft, sort_keys=False, allow_unicode=True, width=110)
-    lines = "\n".join(f"#   - {n}" for n in notes) or "#   (nothing)"
-    return HEADER.format(source=source, notes=lines) + body
+    lines = "\n".join(f"# {n}" for n in notes) or "# (nothing)"
+    return HEADER.format(source=source or draft["dataset"]["prose"]["source"], notes=lines) + body
