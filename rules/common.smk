@@ -22,21 +22,28 @@ from edm_ars.models import STACKING  # noqa: E402
 from edm_ars.registry import load_registry  # noqa: E402
 from edm_ars.stability import perturbations  # noqa: E402
 
+def workflow_file(*parts):
+    """A file of the workflow (registry, config, prompts), as a path relative to the working directory: a
+    project directory that is moved or copied (`cp -a`), or reached through another mount point on a
+    cluster node, keeps the same input paths, so nothing reruns."""
+    return os.path.relpath(BASE.joinpath(*parts))
+
+
 STAGES = ["formulate", "engineer", "analyze"]
 # The data set: its registry (file or folder) and where its rows come from (registry/datasets.yaml, or
 # dataset=csv path=... registry=...). Repository files are addressed from the workflow's folder, so
 # `--directory` may point anywhere.
 ADAPTER = _adapter(config["dataset"], config, BASE / "registry")
 REGISTRY = load_registry(ADAPTER.registry)
-REGISTRY_FILES = ADAPTER.registry_files()
-DATASET_INDEX = str(BASE / "registry" / "datasets.yaml")
-LAYOUT_FILE = ADAPTER.layout_file(REGISTRY)
+REGISTRY_FILES = [os.path.relpath(f) for f in ADAPTER.registry_files()]
+DATASET_INDEX = workflow_file("registry", "datasets.yaml")
+LAYOUT_FILE = ADAPTER.layout_file(REGISTRY) and os.path.relpath(ADAPTER.layout_file(REGISTRY))
 BIBLIOGRAPHY = [
-    str(BASE / "registry" / "bibliography" / name)
+    workflow_file("registry", "bibliography", name)
     for name in ("references.bib", "topics.yaml")
 ]
-PAPER_TEMPLATE = str(BASE / "config" / "paper_template.tex")
-RUBRIC = str(BASE / "config" / "rubric.yaml")
+PAPER_TEMPLATE = workflow_file("config", "paper_template.tex")
+RUBRIC = workflow_file("config", "rubric.yaml")
 FIGURE_PHASES = ["evaluate", "explain", "fairness"]
 
 
@@ -79,11 +86,10 @@ def run_reviews(wildcards=None):
 
 # ---- agents and their language models -------------------------------------------------------
 
-PROMPTS_DIR = BASE / "config" / "prompts"
 
 
 def prompt_file(agent):
-    return str(PROMPTS_DIR / f"{agent}.yaml")
+    return workflow_file("config", "prompts", f"{agent}.yaml")
 
 
 def prompt_hash(agent):

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from workflow import jobs_run, snakemake
+from workflow import ROOT, jobs_run, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -97,6 +97,27 @@ def test_second_run_does_nothing(base_run):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Nothing to be done" in again.stderr
     assert jobs_run(again) == []
+
+
+def test_a_copied_project_reruns_nothing(tmp_path):
+    """A project directory holding the workflow and its outputs, copied elsewhere (`cp -a`, times kept), redoes
+    no job: inputs are recorded relative to the working directory, not as absolute paths."""
+    import sys
+
+    project = tmp_path / "project"
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for name in tracked.split():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, project / name)
+    cmd = [sys.executable, "-m", "snakemake", "output/round_0/data/data_report.json", "--cores", "2",
+           "--configfile", "tests/workflow_config.yaml"]
+    first = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    moved = tmp_path / "moved"
+    shutil.copytree(project, moved, symlinks=True)
+    again = subprocess.run(cmd, cwd=moved, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert jobs_run(again) == [] and "Nothing to be done" in again.stderr
 
 
 @pytest.fixture(scope="module")
