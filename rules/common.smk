@@ -22,6 +22,7 @@ from edm_ars.models import STACKING  # noqa: E402
 from edm_ars.registry import load_registry  # noqa: E402
 from edm_ars.stability import perturbations  # noqa: E402
 
+
 def workflow_file(*parts):
     """A file of the workflow (registry, config, prompts), as a path relative to the working directory: a
     project directory that is moved or copied (`cp -a`), or reached through another mount point on a
@@ -37,7 +38,9 @@ ADAPTER = _adapter(config["dataset"], config, BASE / "registry")
 REGISTRY = load_registry(ADAPTER.registry)
 REGISTRY_FILES = [os.path.relpath(f) for f in ADAPTER.registry_files()]
 DATASET_INDEX = workflow_file("registry", "datasets.yaml")
-LAYOUT_FILE = ADAPTER.layout_file(REGISTRY) and os.path.relpath(ADAPTER.layout_file(REGISTRY))
+LAYOUT_FILE = ADAPTER.layout_file(REGISTRY) and os.path.relpath(
+    ADAPTER.layout_file(REGISTRY)
+)
 BIBLIOGRAPHY = [
     workflow_file("registry", "bibliography", name)
     for name in ("references.bib", "topics.yaml")
@@ -76,16 +79,15 @@ def round_artifacts(wildcards=None):
         "specs": [spec_for(wildcards_for(r))["spec"] for r in rounds],
         "reports": [engineered_for(wildcards_for(r))["report"] for r in rounds],
         "results": [f"output/round_{r}/results.json" for r in rounds],
-        "reviews": [review_path(r) for r in rounds],
+        "reviews": [review_file(r) for r in rounds],
     }
 
 
 def run_reviews(wildcards=None):
-    return [review_path(r) for r in range(final_round() + 1)]
+    return [review_file(r) for r in range(final_round() + 1)]
 
 
 # ---- agents and their language models -------------------------------------------------------
-
 
 
 def prompt_file(agent):
@@ -133,11 +135,7 @@ def ledgers(wildcards=None):
         for agent in ("debate", "critique")
     ]
     # an aborted run writes no paper, so it has no Writer ledger
-    write = (
-        []
-        if load_review(last)["verdict"] == "ABORT"
-        else ["output/ledger/write/paper.jsonl"]
-    )
+    write = [] if verdict_of(last) == "ABORT" else ["output/ledger/write/paper.jsonl"]
     return formulate + per_round + write
 
 
@@ -248,6 +246,19 @@ def load_review(r):
         return json.load(fh)
 
 
+def review_file(r):
+    return f"output/round_{r}/review_report.json"
+
+
+def verdict_of(r):
+    """The verdict of round r's review as the file stands now, or None while it does not exist."""
+    path = Path(review_file(r))
+    if not path.exists():
+        return None
+    with open(path) as fh:
+        return json.load(fh)["verdict"]
+
+
 def rerun_from(r):
     """The stage from which round r re-runs (round 0 runs everything)."""
     if r == 0:
@@ -305,7 +316,7 @@ def training_for(wildcards):
 
 
 def abort_review(wildcards):
-    return review_path(final_round())
+    return review_file(final_round())
 
 
 def fitted_models(wildcards):
@@ -334,19 +345,27 @@ def stability_runs(wildcards):
 
 
 def final_round():
-    """The first round whose review is PASS or ABORT (REVISE with no rounds left is PASS)."""
+    """The round the paper is written from: the first whose review is PASS or ABORT (REVISE with no
+    rounds left is PASS), or the first without a review yet, which is final until its review says
+    otherwise.
+
+    The reviews are read as plain files, not through the checkpoint: every job that takes them as
+    input is re-evaluated when the critique that writes one finishes, and its input set then changes
+    (round r's artifacts instead of round r-1's), so the engine schedules the new round whatever the
+    target. Read through `checkpoints.critique.get`, a redone review that asks for a new round left
+    the paper's jobs waiting for a checkpoint that nothing scheduled (with output/paper.pdf as the
+    target, Snakemake 9 then rebuilt the PDF from the old paper).
+    """
     r = 0
-    while True:
-        review = load_review(r)
-        if review["verdict"] != "REVISE":
-            return r
+    while verdict_of(r) == "REVISE":
         r += 1
+    return r
 
 
 def paper_inputs(wildcards):
     r = final_round()
-    if load_review(r)["verdict"] == "ABORT":
-        return {"review": review_path(r), "abort": "output/abort_report.json"}
+    if verdict_of(r) == "ABORT":
+        return {"review": review_file(r), "abort": "output/abort_report.json"}
     spec = spec_for(wildcards_for(r))
     data = engineered_for(wildcards_for(r))
     return {
@@ -356,7 +375,7 @@ def paper_inputs(wildcards):
         "results": f"output/round_{r}/results.json",
         "claims": f"output/round_{r}/claims.json",
         "figures": [f"output/round_{r}/figures/{phase}" for phase in FIGURE_PHASES],
-        "review": f"output/round_{r}/review_report.json",
+        "review": review_file(r),
         "template": PAPER_TEMPLATE,
     }
 

@@ -122,13 +122,17 @@ def test_a_copied_project_reruns_nothing(tmp_path):
 
 @pytest.fixture(scope="module")
 def revised_run(base_run, tmp_path_factory):
-    """The finished base run, copied, then re-run with a forced revision of the engineer stage."""
+    """The finished base run, copied, then re-run for output/paper.pdf with a forced revision of the engineer
+    stage."""
     src, _ = base_run
     workdir = tmp_path_factory.mktemp("revised")
     shutil.copytree(src, workdir, dirs_exist_ok=True, symlinks=True)
     before = {p: p.stat().st_mtime_ns for p in (workdir / "output" / "round_0").rglob("*") if p.is_file()}
-    result = snakemake(workdir, config={"force_revise": "engineer"})  # the default target: paper, costs, revisions
+    # the README's target: the redone review of round 0 must still lead to round 1 and a paper written from it
+    result = snakemake(workdir, "output/paper.pdf", config={"force_revise": "engineer"})
     assert result.returncode == 0, result.stderr[-5000:]
+    rest = snakemake(workdir, config={"force_revise": "engineer"})  # the default target adds revisions.md, costs
+    assert rest.returncode == 0 and "write" not in jobs_run(rest), rest.stderr[-5000:]
     return workdir, result, before
 
 
@@ -152,6 +156,8 @@ def test_forced_revision_reruns_only_the_target_and_downstream(revised_run):
         if path.name != "review_report.json":
             assert path.stat().st_mtime_ns == mtime, path
     assert (out / "paper.pdf").exists()
+    assert "round_1/results.json" in (out / "paper" / "sources.json").read_text()  # written from round 1
+    assert (out / "paper.pdf").stat().st_mtime >= (out / "paper" / "paper.tex").stat().st_mtime
     revisions = (out / "revisions.md").read_text()
     assert "## Round 1" in revisions and "re-run from engineer" in revisions
     assert "Revision of the engineer stage requested by configuration" in revisions
