@@ -70,6 +70,7 @@ rule explain:
     input:
         unpack(fitted_models),
         unpack(engineered_for),
+        unpack(earlier_explain),
         evaluation="output/round_{round}/analysis/evaluation.json",
         registry=REGISTRY_FILES,
     output:
@@ -92,6 +93,7 @@ rule fairness:
     input:
         unpack(spec_for),
         unpack(engineered_for),
+        unpack(earlier_fairness),
         evaluation="output/round_{round}/analysis/evaluation.json",
         predictions="output/round_{round}/analysis/test_predictions.csv",
         registry=REGISTRY_FILES,
@@ -119,6 +121,7 @@ rule stability_run:
         unpack(engineered_for),
         unpack(spec_for),
         unpack(layout_input),
+        unpack(earlier_stability_run),
         evaluation="output/round_{round}/analysis/evaluation.json",
         raw=raw_data,
         manifest="output/data/dataset.json",

@@ -319,22 +319,75 @@ def abort_review(wildcards):
     return review_file(final_round())
 
 
+def model_round(m, r):
+    """The round whose fit of family `m` serves round r. A revision round refits a family only when its
+    data changed (the engineer stage re-ran in that round) or the round adds it, and stacking also when
+    its base models changed; otherwise the earlier fit is reused by path, as stages are."""
+    r = int(r)
+    if not data_unchanged(r) or m not in models(r - 1):
+        return r
+    if m == STACKING and base_fits(r) != base_fits(r - 1):
+        return r
+    return model_round(m, r - 1)
+
+
+def base_fits(r):
+    """The base families of round r and the rounds whose fits serve them."""
+    return {m: model_round(m, r) for m in base_models(r)}
+
+
+def model_file(m, r, kind):
+    """A fitted model's file (`joblib`, `json` or `oof.csv`) as round r uses it."""
+    return f"output/round_{model_round(m, r)}/models/{m}.{kind}"
+
+
 def fitted_models(wildcards):
-    d = f"output/round_{wildcards.round}/models"
     listed = models(wildcards.round)
-    return {m: f"{d}/{m}.joblib" for m in listed} | {
-        f"{m}_meta": f"{d}/{m}.json" for m in listed
+    return {m: model_file(m, wildcards.round, "joblib") for m in listed} | {
+        f"{m}_meta": model_file(m, wildcards.round, "json") for m in listed
     }
 
 
 def stacking_inputs(wildcards):
-    d = f"output/round_{wildcards.round}/models"
-    files = training_for(wildcards)
+    bases = base_models(wildcards.round)
     return (
-        files
-        | {f"{m}_oof": f"{d}/{m}.oof.csv" for m in base_models(wildcards.round)}
-        | {f"{m}_meta": f"{d}/{m}.json" for m in base_models(wildcards.round)}
+        training_for(wildcards)
+        | {f"{m}_oof": model_file(m, wildcards.round, "oof.csv") for m in bases}
+        | {f"{m}_meta": model_file(m, wildcards.round, "json") for m in bases}
     )
+
+
+def data_unchanged(r):
+    """Whether round r > 0 uses the same prepared data as round r-1 (its engineer stage did not re-run)."""
+    r = int(r)
+    return r > 0 and producing_round("engineer", r) < r
+
+
+def earlier_explain(wildcards):
+    """The previous round's explanations, kept for the fits both rounds share (edm_ars.reuse)."""
+    r = int(wildcards.round)
+    if not data_unchanged(r):
+        return {}
+    return {
+        "earlier": f"output/round_{r - 1}/analysis/explain.json",
+        "earlier_figures": f"output/round_{r - 1}/figures/explain",
+    }
+
+
+def earlier_fairness(wildcards):
+    """The previous round's audit, kept when it audited the same predictions."""
+    r = int(wildcards.round)
+    return {"earlier": f"output/round_{r - 1}/analysis/fairness.json"} if data_unchanged(r) else {}
+
+
+def earlier_stability_run(wildcards):
+    """The previous round's run of the same perturbation, kept when it refitted the same fit."""
+    r = int(wildcards.round)
+    if not data_unchanged(r):
+        return {}
+    return {
+        "earlier": f"output/round_{r - 1}/analysis/stability/{wildcards.perturbation}.json"
+    }
 
 
 def stability_runs(wildcards):

@@ -1,21 +1,19 @@
 """Rule stability_run: refit the interpreted model family under one perturbation; score and rank features."""
 
-import numpy as np
 import pandas as pd
 
 from edm_ars.artifacts import read_json, write_json
-from edm_ars.datasets.adapters import read_raw
-from edm_ars.engineer import Protocol, needed_columns, prepare
-from edm_ars.explain import ExplainSkipped, shap_values, top_features
-from edm_ars.metrics import PRIMARY
-from edm_ars.models import family, predict, score
 from edm_ars.phases import recorded
+from edm_ars.reuse import earlier_record, same_inputs
 from edm_ars.rule_io import layout_of, log, registry_of, run
-from edm_ars.stability import bootstrap_rows
 
 
 def perturbed_data(smk, kind, arg, seed):
     """Training and test features under the perturbation (same split, same test students)."""
+    from edm_ars.datasets.adapters import read_raw
+    from edm_ars.engineer import Protocol, needed_columns, prepare
+    from edm_ars.stability import bootstrap_rows
+
     X, y = pd.read_csv(smk.input.train_X), pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy(dtype=float)
     Xt = pd.read_csv(smk.input.test_X)
     sources = read_json(smk.input.report, "data_report")["feature_sources"]
@@ -49,17 +47,35 @@ def main(smk):
     task, name = evaluation["task"], evaluation["interpreted_model"]
     pert = smk.wildcards.perturbation
     kind, _, arg = pert.partition("_")
-    seed = smk.params.seed
     out = {"perturbation": pert, "kind": kind, "family": name, "metric": None, "top_features": [], "errors": []}
     if name is None:
         out["errors"].append({"phase": "stability", "what": pert, "type": "ValueError",
                               "message": "no model passed the quality floor; nothing to perturb"})
         write_json(smk.output.run, out)
         return
+    inputs = {"model": smk.input[f"{name}_meta"], "family": name}
+    kept = earlier_record(smk)
+    if same_inputs(kept, inputs):
+        log.info("%s: kept from the previous round (same fit of %s, same data)", pert, name)
+        write_json(smk.output.run, kept)
+        return
+    write_json(smk.output.run, refit(smk, out | {"inputs": inputs}, task, name, kind, arg))
+
+
+def refit(smk, out, task, name, kind, arg):
+    """The refit under the perturbation, its held-out metric and its top features (the model libraries are
+    imported here: a run kept from the previous round needs none of them)."""
+    import numpy as np
+
+    from edm_ars.explain import ExplainSkipped, shap_values, top_features
+    from edm_ars.metrics import PRIMARY
+    from edm_ars.models import family, predict, score
+
+    seed = smk.params.seed
     params = read_json(smk.input[f"{name}_meta"])["best_params"]
     yt = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
     fitted = None
-    with recorded(out["errors"], "stability", pert):
+    with recorded(out["errors"], "stability", out["perturbation"]):
         X, y, Xt, sources = perturbed_data(smk, kind, arg, seed)
         fit_seed = seed + 1000 * int(arg) if kind == "seed" else seed
         model = family(name).build(task, fit_seed, params).fit(X, y)
@@ -67,7 +83,7 @@ def main(smk):
         fitted = model
     if fitted is not None:
         # a failed or timed-out explanation keeps the refit's metric
-        with recorded(out["errors"], "stability", f"{pert} SHAP", extra=(ExplainSkipped,)):
+        with recorded(out["errors"], "stability", f"{out['perturbation']} SHAP", extra=(ExplainSkipped,)):
             cfg = smk.params.shap
             values, rows, info = shap_values(fitted, name, task, X.sample(min(len(X), 500), random_state=seed), Xt,
                                              max_samples=cfg["stability_samples"],
@@ -75,10 +91,10 @@ def main(smk):
                                              seed=seed)
             out["top_features"] = top_features(values, rows, sources, k=10)
             out["explainer"] = info.get("explainer")
-        log.info("%s: %s %s %.4f; top 5 %s", pert, name, PRIMARY[task], out["metric"],
+        log.info("%s: %s %s %.4f; top 5 %s", out["perturbation"], name, PRIMARY[task], out["metric"],
                  [f["feature"] for f in out["top_features"][:5]])
     out["metric"] = None if out["metric"] is None or np.isnan(out["metric"]) else out["metric"]
-    write_json(smk.output.run, out)
+    return out
 
 
 run(snakemake, main)  # noqa: F821

@@ -24,6 +24,7 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
         handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
                         handlers=handlers, force=True)
+    logging.getLogger("fontTools").setLevel(logging.WARNING)  # matplotlib's PDF font subsetting, glyph by glyph
     rule = getattr(smk, "rule", "rule")
     try:
         main(smk)
