@@ -16,7 +16,7 @@ checkpoint critique:
     log:
         "logs/critique/round_{round}.log",
     conda:
-        "../envs/data.yaml"
+        "../envs/agents.yaml"
     resources:
         llm_api=1,
     params:

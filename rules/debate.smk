@@ -11,7 +11,7 @@ rule debate:
     log:
         "logs/debate/round_{round}.log",
     conda:
-        "../envs/data.yaml"
+        "../envs/agents.yaml"
     resources:
         llm_api=1,
     params:

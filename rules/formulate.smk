@@ -14,7 +14,7 @@ rule formulate:
     log:
         "logs/formulate/round_{round}.log",
     conda:
-        "../envs/data.yaml"
+        "../envs/agents.yaml"
     resources:
         llm_api=1,
     params:
