@@ -19,6 +19,8 @@ from edm_ars.models import BINARY, predict, tune
 from edm_ars.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
+# the whole analysis on a generated data set of full size
+pytestmark = pytest.mark.workflow
 
 
 @pytest.fixture(scope="module")

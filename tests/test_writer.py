@@ -734,6 +734,7 @@ def test_best_model_without_primary_metric(tmp_path):
         _build(tmp_path, binary=True, passed=True, results=res)
 
 
+@pytest.mark.workflow
 @needs_latex
 def test_compile_without_references(tmp_path):
     lit = {"source": "semantic_scholar", "retrieval_failed": False, "retrieval_note": "ok", "papers": []}
@@ -751,6 +752,7 @@ def test_bad_best_model_is_reported(tmp_path):
 # ---- compiling ----------------------------------------------------------------------------------
 
 
+@pytest.mark.workflow
 @needs_latex
 @pytest.mark.parametrize("binary", [True, False])
 def test_compile_pdf(tmp_path, binary):
@@ -1055,6 +1057,7 @@ def test_real_fixture_builds(tmp_path, regression):
         assert "Black/African-American, non-Hispanic" in _subsection(results_tex, "Subgroup Fairness")
 
 
+@pytest.mark.workflow
 @needs_latex
 @pytest.mark.parametrize("regression", [False, True])
 def test_real_fixture_compiles(tmp_path, regression):
