@@ -22,6 +22,7 @@ from edm_ars.models import STACKING  # noqa: E402
 from edm_ars.registry import load_registry  # noqa: E402
 from edm_ars.stability import perturbations  # noqa: E402
 
+
 def workflow_file(*parts):
     """A file of the workflow (registry, config, prompts), as a path relative to the working directory: a
     project directory that is moved or copied (`cp -a`), or reached through another mount point on a
@@ -37,7 +38,9 @@ ADAPTER = _adapter(config["dataset"], config, BASE / "registry")
 REGISTRY = load_registry(ADAPTER.registry)
 REGISTRY_FILES = [os.path.relpath(f) for f in ADAPTER.registry_files()]
 DATASET_INDEX = workflow_file("registry", "datasets.yaml")
-LAYOUT_FILE = ADAPTER.layout_file(REGISTRY) and os.path.relpath(ADAPTER.layout_file(REGISTRY))
+LAYOUT_FILE = ADAPTER.layout_file(REGISTRY) and os.path.relpath(
+    ADAPTER.layout_file(REGISTRY)
+)
 BIBLIOGRAPHY = [
     workflow_file("registry", "bibliography", name)
     for name in ("references.bib", "topics.yaml")
@@ -85,7 +88,6 @@ def run_reviews(wildcards=None):
 
 
 # ---- agents and their language models -------------------------------------------------------
-
 
 
 def prompt_file(agent):
