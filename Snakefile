@@ -22,6 +22,11 @@ if config["backend"] == "anthropic" and not config.get("api_key_env"):
         "ANTHROPIC_API_KEY",
 
 
+# `snakemake --report output/report.html`: this description, then the outputs marked with report() in the rules,
+# by stage (category) and round (subcategory); captions are in report/.
+report: "report/workflow.rst"
+
+
 # One Apptainer image for every rule (--sdm apptainer); build it from containers/edm-ars.def.
 container: "containers/edm-ars.sif"
 

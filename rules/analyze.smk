@@ -51,7 +51,14 @@ rule evaluate:
         evaluation="output/round_{round}/analysis/evaluation.json",
         predictions="output/round_{round}/analysis/test_predictions.csv",
         metrics_table="output/round_{round}/tables/metrics.csv",
-        figures=directory("output/round_{round}/figures/evaluate"),
+        figures=report(
+            directory("output/round_{round}/figures/evaluate"),
+            patterns=FIGURE_PATTERNS,
+            caption="../report/evaluate_figure.rst",
+            category="3. Analyze",
+            subcategory="round {round}",
+            labels={"artifact": "evaluate figure: {figure}", "round": "{round}"},
+        ),
     log:
         "logs/evaluate/round_{round}.log",
     benchmark:
@@ -75,7 +82,14 @@ rule explain:
         registry=REGISTRY_FILES,
     output:
         explain="output/round_{round}/analysis/explain.json",
-        figures=directory("output/round_{round}/figures/explain"),
+        figures=report(
+            directory("output/round_{round}/figures/explain"),
+            patterns=FIGURE_PATTERNS,
+            caption="../report/explain_figure.rst",
+            category="3. Analyze",
+            subcategory="round {round}",
+            labels={"artifact": "explain figure: {figure}", "round": "{round}"},
+        ),
     log:
         "logs/explain/round_{round}.log",
     benchmark:
@@ -100,7 +114,14 @@ rule fairness:
     output:
         fairness="output/round_{round}/analysis/fairness.json",
         table="output/round_{round}/tables/fairness.csv",
-        figures=directory("output/round_{round}/figures/fairness"),
+        figures=report(
+            directory("output/round_{round}/figures/fairness"),
+            patterns=FIGURE_PATTERNS,
+            caption="../report/fairness_figure.rst",
+            category="3. Analyze",
+            subcategory="round {round}",
+            labels={"artifact": "fairness figure: {figure}", "round": "{round}"},
+        ),
     log:
         "logs/fairness/round_{round}.log",
     benchmark:
@@ -165,7 +186,13 @@ rule analyze:
         fairness="output/round_{round}/analysis/fairness.json",
         stability="output/round_{round}/analysis/stability.json",
     output:
-        results="output/round_{round}/results.json",
+        results=report(
+            "output/round_{round}/results.json",
+            caption="../report/results.rst",
+            category="3. Analyze",
+            subcategory="round {round}",
+            labels={"artifact": "results", "round": "{round}"},
+        ),
     log:
         "logs/analyze/round_{round}.log",
     conda:

@@ -48,6 +48,9 @@ BIBLIOGRAPHY = [
 PAPER_TEMPLATE = workflow_file("config", "paper_template.tex")
 RUBRIC = workflow_file("config", "rubric.yaml")
 FIGURE_PHASES = ["evaluate", "explain", "fairness"]
+# The files of a figure directory that `snakemake --report` shows, one item each (the directory also holds
+# Snakemake's .snakemake_timestamp).
+FIGURE_PATTERNS = ["{figure}.pdf", "{figure}.png", "{figure}.svg"]
 
 
 wildcard_constraints:
@@ -431,6 +434,15 @@ def paper_inputs(wildcards):
         "review": review_file(r),
         "template": PAPER_TEMPLATE,
     }
+
+
+def final_round_name(wildcards=None):
+    """The report's subcategory of the paper (or abort report): the round it was written from."""
+    return f"round {final_round()}"
+
+
+def final_round_labels(artifact):
+    return lambda wildcards: {"artifact": artifact, "round": str(final_round())}
 
 
 def wildcards_for(r):

@@ -10,7 +10,13 @@ checkpoint critique:
         rubric=RUBRIC,
         prompts=prompt_file("critique"),
     output:
-        review="output/round_{round}/review_report.json",
+        review=report(
+            "output/round_{round}/review_report.json",
+            caption="../report/review.rst",
+            category="5. Critique",
+            subcategory="round {round}",
+            labels={"artifact": "review", "round": "{round}"},
+        ),
         ledger="output/ledger/critique/round_{round}.jsonl",
         transcripts=directory("output/prompts/critique/round_{round}"),
     log:

@@ -5,7 +5,13 @@ rule debate:
         results="output/round_{round}/results.json",
         prompts=prompt_file("debate"),
     output:
-        claims="output/round_{round}/claims.json",
+        claims=report(
+            "output/round_{round}/claims.json",
+            caption="../report/claims.rst",
+            category="4. Debate",
+            subcategory="round {round}",
+            labels={"artifact": "claims", "round": "{round}"},
+        ),
         ledger="output/ledger/debate/round_{round}.jsonl",
         transcripts=directory("output/prompts/debate/round_{round}"),
     log:

@@ -14,7 +14,13 @@ rule engineer:
         test_X="output/round_{round}/data/test_X.csv",
         test_y="output/round_{round}/data/test_y.csv",
         test_protected="output/round_{round}/data/test_protected.csv",
-        report="output/round_{round}/data/data_report.json",
+        report=report(
+            "output/round_{round}/data/data_report.json",
+            caption="../report/data_report.rst",
+            category="2. Engineer",
+            subcategory="round {round}",
+            labels={"artifact": "data report", "round": "{round}"},
+        ),
     log:
         "logs/engineer/round_{round}.log",
     benchmark:

@@ -7,7 +7,13 @@ rule formulate:
         bibliography=BIBLIOGRAPHY,
         prompts=prompt_file("formulate"),
     output:
-        spec="output/round_{round}/research_spec.json",
+        spec=report(
+            "output/round_{round}/research_spec.json",
+            caption="../report/spec.rst",
+            category="1. Formulate",
+            subcategory="round {round}",
+            labels={"artifact": "research specification", "round": "{round}"},
+        ),
         literature="output/round_{round}/literature_context.json",
         ledger="output/ledger/formulate/round_{round}.jsonl",
         transcripts=directory("output/prompts/formulate/round_{round}"),

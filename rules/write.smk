@@ -37,7 +37,13 @@ rule abort_report:
     input:
         review=abort_review,
     output:
-        report="output/abort_report.json",
+        report=report(
+            "output/abort_report.json",
+            caption="../report/abort_report.rst",
+            category="6. Write",
+            subcategory=final_round_name,
+            labels=final_round_labels("abort report"),
+        ),
     log:
         "logs/abort_report.log",
     conda:
@@ -53,7 +59,13 @@ rule compile_pdf:
         numbers="output/paper/numbers.tex",
         figures="output/paper/figures",
     output:
-        pdf="output/paper.pdf",
+        pdf=report(
+            "output/paper.pdf",
+            caption="../report/paper.rst",
+            category="6. Write",
+            subcategory=final_round_name,
+            labels=final_round_labels("paper"),
+        ),
     log:
         "logs/compile_pdf.log",
     conda:
@@ -69,7 +81,13 @@ rule costs:
         ledgers=ledgers,
     output:
         calls="output/llm_calls.jsonl",
-        costs="output/costs.json",
+        costs=report(
+            "output/costs.json",
+            caption="../report/costs.rst",
+            category="7. Run",
+            subcategory="all rounds",
+            labels={"artifact": "language-model costs", "round": "all"},
+        ),
     log:
         "logs/costs.log",
     conda:
@@ -98,7 +116,13 @@ rule revisions:
     input:
         unpack(round_artifacts),
     output:
-        md="output/revisions.md",
+        md=report(
+            "output/revisions.md",
+            caption="../report/revisions.rst",
+            category="5. Critique",
+            subcategory="all rounds",
+            labels={"artifact": "revision history", "round": "all"},
+        ),
     log:
         "logs/revisions.log",
     conda:

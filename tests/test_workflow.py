@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -91,6 +93,63 @@ def test_status_reports_the_run(base_run):
     assert "paper.pdf" in result.stdout
 
 
+def report_data(html: str, name: str):
+    """A JSON block of a Snakemake 9 HTML report: `<script id="NAME"> var x = JSON; </script>` (the results,
+    with every file embedded as a base64 data URI, its categories, the workflow description)."""
+    match = re.search(rf'<script id="{name}">\s*var \w+ = (.*?);\s*</script>', html, re.S)
+    assert match, f"no {name} block in the report"
+    return json.loads(match.group(1))
+
+
+def build_report(src: Path, workdir: Path, config: dict | None = None):
+    """Copy a finished run, complete its default target (costs, lessons and revisions: seconds) and build
+    `output/report.html`; returns the report's categories, results and description."""
+    shutil.copytree(src, workdir, dirs_exist_ok=True, symlinks=True)
+    done = snakemake(workdir, config=config)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert set(jobs_run(done)) <= {"costs", "lessons", "revisions", "all"}
+    built = snakemake(workdir, "--report", "output/report.html", config=config)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert jobs_run(built) == []
+    html = (workdir / "output" / "report.html").read_text()
+    return (
+        {cat: {sub: set(paths) for sub, paths in subs.items()} for cat, subs in report_data(html, "categories").items()},
+        report_data(html, "results"),
+        report_data(html, "workflow-desc"),
+    )
+
+
+def test_report_shows_the_artifacts_by_stage_and_round(base_run, tmp_path_factory):
+    """`snakemake --report output/report.html`: spec, data report, results and each figure, claims, review
+    (a checkpoint's output), paper, revisions and costs, by stage (category) and round (subcategory)."""
+    src, _ = base_run
+    workdir = tmp_path_factory.mktemp("report")
+    categories, results, description = build_report(src, workdir)
+    r0 = "output/round_0"
+    figures = {f"{r0}/{f['path']}" for f in read(src / r0 / "results.json")["figures"]}
+    assert len(figures) == 5
+    assert categories == {
+        "1. Formulate": {"round 0": {f"{r0}/research_spec.json"}},
+        "2. Engineer": {"round 0": {f"{r0}/data/data_report.json"}},
+        "3. Analyze": {"round 0": {f"{r0}/results.json"} | figures},
+        "4. Debate": {"round 0": {f"{r0}/claims.json"}},
+        "5. Critique": {"round 0": {f"{r0}/review_report.json"}, "all rounds": {"output/revisions.md"}},
+        "6. Write": {"round 0": {"output/paper.pdf"}},
+        "7. Run": {"all rounds": {"output/costs.json"}},
+    }
+    assert results[f"{r0}/review_report.json"]["job_properties"]["rule"] == "critique"
+    assert results[f"{r0}/research_spec.json"]["labels"] == {"artifact": "research specification", "round": "0"}
+    roc = results[f"{r0}/figures/evaluate/roc.pdf"]
+    assert roc["mime_type"] == "application/pdf" and roc["labels"] == {"artifact": "evaluate figure: roc", "round": "0"}
+    assert "ROC curves of all models (logistic, xgboost, stacking)" in roc["caption"] and "Round 0" in roc["caption"]
+    assert "review of round 0" in results[f"{r0}/review_report.json"]["caption"]
+    # every item is embedded in the single HTML file: the paper's bytes are in it
+    paper = results["output/paper.pdf"]
+    assert paper["mime_type"] == "application/pdf" and paper["labels"] == {"artifact": "paper", "round": "0"}
+    assert base64.b64decode(paper["data_uri"].split("base64,", 1)[1]) == (workdir / "output" / "paper.pdf").read_bytes()
+    assert "hsls09_synthetic" in description and "<strong>Formulate</strong>" in description
+
+
 def test_second_run_does_nothing(base_run):
     workdir, _ = base_run
     again = snakemake(workdir, "output/paper.pdf")
@@ -162,6 +221,23 @@ def test_forced_revision_reruns_only_the_target_and_downstream(revised_run):
     assert "## Round 1" in revisions and "re-run from engineer" in revisions
     assert "Revision of the engineer stage requested by configuration" in revisions
     assert "**Re-ran**: engineer, analyze, critique" in revisions and "**Effect**: best model" in revisions
+
+
+def test_report_of_a_revised_run_has_a_subcategory_per_round(revised_run, tmp_path_factory):
+    """After a forced revision of the engineer stage, round 1 has its own data report, results, claims and review;
+    the specification stays under round 0 (reused by path) and the paper is filed under round 1."""
+    src, _, _ = revised_run
+    categories, results, _ = build_report(src, tmp_path_factory.mktemp("report_revised"),
+                                          config={"force_revise": "engineer"})
+    assert categories["1. Formulate"] == {"round 0": {"output/round_0/research_spec.json"}}
+    for stage, name in (("2. Engineer", "data/data_report.json"), ("3. Analyze", "results.json"),
+                        ("4. Debate", "claims.json"), ("5. Critique", "review_report.json")):
+        for r in (0, 1):
+            assert f"output/round_{r}/{name}" in categories[stage][f"round {r}"], (stage, r)
+    assert "output/round_1/figures/explain/shap_summary.pdf" in categories["3. Analyze"]["round 1"]
+    assert categories["6. Write"] == {"round 1": {"output/paper.pdf"}}
+    assert results["output/round_1/review_report.json"]["labels"] == {"artifact": "review", "round": "1"}
+    assert "force_revise=engineer" in results["output/round_1/review_report.json"]["caption"]
 
 
 def test_max_rounds_are_honoured_and_the_paper_is_flagged(base_run, tmp_path_factory):
@@ -327,10 +403,10 @@ def test_step_by_step_gates_every_stage_and_a_rejection_reaches_the_stage(tmp_pa
 
 def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     """Too few analytic cases for a defensible study: the engineer's floor was lowered, the Critic's is not."""
-    result = snakemake(tmp_path, "output/paper.pdf", overrides=(
-        "synthetic: {n_students: 1150, n_schools: 60}\n"
-        "engineer: {test_fraction: 0.2, simple_below: 5.0, warn_above: 20.0, min_analytic_n: 500,"
-        " min_retention: 0.6, max_categories: 100}\n"))
+    overrides = ("synthetic: {n_students: 1150, n_schools: 60}\n"
+                 "engineer: {test_fraction: 0.2, simple_below: 5.0, warn_above: 20.0, min_analytic_n: 500,"
+                 " min_retention: 0.6, max_categories: 100}\n")
+    result = snakemake(tmp_path, "output/paper.pdf", overrides=overrides)
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "the Critic aborted the study in round 0" in message and "analytic cases" in message
@@ -338,3 +414,9 @@ def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     assert report["round"] == 0 and report["critical_issues"]
     assert not (tmp_path / "output" / "paper.pdf").exists()
     assert not (tmp_path / "output" / "paper" / "paper.tex").exists()
+    # the report of an aborted run names a target that exists (the default one includes the paper)
+    built = snakemake(tmp_path, "--report", "output/report.html", "output/abort_report.json", overrides=overrides)
+    assert built.returncode == 0, built.stderr[-3000:]
+    categories = report_data((tmp_path / "output" / "report.html").read_text(), "categories")
+    assert categories["6. Write"] == {"round 0": ["output/abort_report.json"]}
+    assert categories["5. Critique"] == {"round 0": ["output/round_0/review_report.json"]}
