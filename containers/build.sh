@@ -2,15 +2,20 @@
 # Build the EDM-ARS OCI image with podman from a Debian base made locally by mmdebstrap (no image
 # registry), then run the workflow inside it with the network off and check its output.
 #
-#   bash containers/build.sh [--slim] [--target FILE] [--no-run] [--rebuild-base] [--keep-output]
+#   bash containers/build.sh [--slim] [--target FILE] [--configfile FILE|none] [--no-run]
+#                            [--rebuild-base] [--keep-output] [--check]
 #
 #   (default)       full image (TeX Live with acmart), runs the small test configuration to
 #                   output/paper.pdf
 #   --slim          image without TeX Live; runs up to output/round_0/data/data_report.json
 #   --target FILE   another target of the workflow (a path relative to the run directory)
+#   --configfile F  the run's extra config file, relative to the checkout (default
+#                   tests/workflow_config.yaml, a small study; "none" for config/config.yaml alone)
 #   --no-run        build only
 #   --rebuild-base  make the mmdebstrap base again even if the image exists
 #   --keep-output   keep the run directory (its path is printed)
+#   --check         only check that .ci/setup, edm-ars.def and the Containerfile list the same
+#                   TeX Live packages (no root, no podman; for CI)
 #
 # Environment: EDM_ARS_MIRROR (a Debian mirror URL or a sources file; default: the host's bookworm
 # sources), EDM_ARS_BASE_IMAGE, EDM_ARS_IMAGE, EDM_ARS_OCI_RUNTIME (crun or runc; default: the
@@ -24,11 +29,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 ARGS=("$@")
 
-SLIM=0 TARGET="" RUN=1 REBUILD_BASE=0 KEEP=0
+SLIM=0 TARGET="" RUN=1 REBUILD_BASE=0 KEEP=0 CHECK=0 CONFIGFILE=tests/workflow_config.yaml
 while [ $# -gt 0 ]; do
   case "$1" in
     --slim) SLIM=1 ;;
     --target) TARGET="$2"; shift ;;
+    --configfile) CONFIGFILE="$2"; shift ;;
+    --check) CHECK=1 ;;
     --no-run) RUN=0 ;;
     --rebuild-base) REBUILD_BASE=1 ;;
     --keep-output) KEEP=1 ;;
@@ -55,11 +62,13 @@ STATE="${EDM_ARS_STATE:-/var/tmp/edm-ars-container}"
 CORES="${EDM_ARS_CORES:-$(nproc)}"
 
 # 1. The TeX Live list must be the same in .ci/setup, edm-ars.def and the Containerfile.
-tex_list() { grep -oE '\b(texlive-[a-z-]+|latexmk|poppler-utils)\b' "$1" | sort -u | tr '\n' ' '; }
+tex_list() { grep -oE '\b(texlive-[a-z-]+|latexmk|poppler-utils)\b' "$1" | sort -u | paste -sd' ' -; }
 ci_list="$(tex_list "$ROOT/.ci/setup")"
 for f in containers/edm-ars.def containers/Containerfile; do
   [ "$(tex_list "$ROOT/$f")" = "$ci_list" ] || fail "the TeX Live packages of $f differ from .ci/setup: $(tex_list "$ROOT/$f") vs $ci_list"
 done
+if [ "$CHECK" = 1 ]; then echo "container: check ok (TeX Live list: $ci_list)"; exit 0; fi
+[ "$CONFIGFILE" = none ] || [ -f "$ROOT/$CONFIGFILE" ] || fail "no config file $CONFIGFILE in $ROOT"
 
 # 2. Root, then the tools (idempotent).
 if [ "$(id -u)" != 0 ]; then
@@ -110,7 +119,7 @@ if [ "$REBUILD_BASE" = 1 ] || ! "${PODMAN[@]}" image exists "$BASE_IMAGE"; then
   fi
   "${PODMAN[@]}" import --change 'CMD ["/bin/bash"]' \
     --message "Debian bookworm minbase made by mmdebstrap from ${sources[*]}" \
-    "$STATE/base.tar" "$BASE_IMAGE" >/dev/null || fail "podman import of the base failed"
+    "$STATE/base.tar" "$BASE_IMAGE" >"$STATE/import.log" 2>&1 || fail "podman import of the base failed (log: $STATE/import.log)"
   rm -f "$STATE/base.tar"
   base_time="$(secs "$t0" "$(now)") s"
 fi
@@ -152,12 +161,13 @@ run_time="not run"
 if [ "$RUN" = 1 ]; then
   out="$(mktemp -d "$STATE/run.XXXXXX")"
   [ "$KEEP" = 1 ] || trap 'rm -rf "$ctx" "$out"' EXIT
-  echo "container: running snakemake $TARGET inside $IMAGE (--network none)"
+  config=(); [ "$CONFIGFILE" = none ] || config=(--configfile "/src/$CONFIGFILE")
+  echo "container: running snakemake $TARGET inside $IMAGE (--network none, ${CONFIGFILE})"
   t0=$(now)
   if ! "${PODMAN[@]}" run --rm --network none "${LIMITS[@]}" \
       --volume "$ROOT:/src:ro" --volume "$out:/out" --workdir /out "$IMAGE" \
-      snakemake --snakefile /src/Snakefile --directory /out --cores "$CORES" "$TARGET" \
-      --configfile /src/tests/workflow_config.yaml >"$STATE/run.log" 2>&1; then
+      snakemake --snakefile /src/Snakefile --directory /out --cores "$CORES" "$TARGET" "${config[@]}" \
+      >"$STATE/run.log" 2>&1; then
     tail -n 30 "$STATE/run.log"
     fail "the workflow failed inside the container (log: $STATE/run.log)"
   fi
