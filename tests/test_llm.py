@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fakes.llm_servers import FakeAnthropic, FakeOpenAI
 
+from edm_ars.ledger import keep_failed, read_ledgers, summarize
 from edm_ars.llm import (
     AgentSettings,
     LLMClient,
@@ -519,6 +520,34 @@ def test_a_repaired_exchange_is_replayed_from_the_cache(api, make, tmp_path):
         assert server.count == 0
     assert value == {"question": "q", "n": 1} and comp.cache_hit
     assert [(x["status"], x["cache_hit"]) for x in ledger(tmp_path)[2:]] == [("unusable", True), ("ok", True)]
+
+
+def test_costs_count_attempts_retries_repairs_and_failures(make, tmp_path):
+    script = [{"status": 529}, "prose", GOOD, {"body": ""}, {"stop_reason": "max_tokens", "text": "{"}]
+    with FakeAnthropic(script) as server:
+        client = make(server)
+        client.complete_json("s", USER, tag="spec", schema=SCHEMA)  # 529, prose, repaired
+        client.complete_json("s", USER, tag="spec", schema=SCHEMA)  # cached: the unusable answer and the repair
+        with pytest.raises(ModelServiceError):
+            client.complete_json("s", [{"role": "user", "content": "other"}], tag="other", schema=SCHEMA)
+    agent = summarize(read_ledgers([tmp_path / "ledger.jsonl"]))["agents"]["formulate"]
+    assert agent["statuses"] == {"http_error": 1, "unusable": 2, "ok": 2, "malformed": 1, "truncated": 1}
+    assert (agent["calls"], agent["cache_hits"], agent["attempts"], agent["retries"], agent["repairs"],
+            agent["failures"]) == (4, 2, 5, 2, 2, 5)
+    lines = ledger(tmp_path)
+    assert agent["cost_usd"] == pytest.approx(sum(x["cost_usd"] for x in lines)) and agent["cost_usd"] > 0
+    assert agent["output_tokens"] == sum(x["output_tokens"] for x in lines)
+
+
+def test_a_failed_jobs_ledger_is_kept_next_to_its_log(tmp_path):
+    ledger_file, log_file = tmp_path / "output" / "ledger.jsonl", tmp_path / "logs" / "formulate" / "round_0.log"
+    assert keep_failed(ledger_file, log_file) is None  # no ledger: nothing to keep
+    ledger_file.parent.mkdir()
+    ledger_file.write_text('{"agent": "formulate", "status": "malformed"}\n')
+    for n in (1, 2):  # a second failure is appended: the attempts of every failed run stay visible
+        path, count = keep_failed(ledger_file, log_file)
+        assert path == tmp_path / "logs" / "formulate" / "round_0.llm_calls.jsonl" and count == 1
+        assert len(path.read_text().splitlines()) == n
 
 
 # ------------------------------------------------------------------------------------------ cache, cost, budget
