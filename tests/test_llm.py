@@ -3,15 +3,18 @@
 import hashlib
 import json
 import random
+import socket
 from pathlib import Path
 
 import pytest
 from fakes.llm_servers import FakeAnthropic, FakeOpenAI
 
+from edm_ars.ledger import keep_failed, read_ledgers, summarize
 from edm_ars.llm import (
     AgentSettings,
     LLMClient,
     LLMError,
+    ModelServiceError,
     cache_key,
     extract_json,
     fill,
@@ -26,8 +29,8 @@ MODEL = {"anthropic": "claude-test", "openai_compatible": "gpt-test"}
 PRICES = {"claude-test": {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
           "gpt-test": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}}
 FAKE = {"anthropic": FakeAnthropic, "openai_compatible": FakeOpenAI}
-LEDGER_KEYS = {"time", "agent", "round", "tag", "backend", "model", "input_tokens", "output_tokens", "cost_usd",
-               "latency_s", "cache_hit", "attempts"}
+LEDGER_KEYS = {"time", "agent", "round", "tag", "backend", "model", "attempt", "status", "http_status", "retry",
+               "repair", "input_tokens", "output_tokens", "cost_usd", "latency_s", "cache_hit", "stop_reason"}
 SCHEMA = {"type": "object", "required": ["question", "n"], "additionalProperties": False,
           "properties": {"question": {"type": "string"}, "n": {"type": "integer"}}}
 USER = [{"role": "user", "content": "Propose one research question as JSON."}]
@@ -112,7 +115,8 @@ def test_anthropic_happy_path(make, tmp_path):
     assert LEDGER_KEYS <= set(line)
     assert (line["agent"], line["round"], line["tag"], line["backend"], line["model"]) == (
         "formulate", 1, "hello", "anthropic", "claude-test")
-    assert (line["input_tokens"], line["output_tokens"], line["cache_hit"], line["attempts"]) == (1200, 300, False, 1)
+    assert (line["input_tokens"], line["output_tokens"], line["cache_hit"], line["attempt"]) == (1200, 300, False, 1)
+    assert (line["status"], line["http_status"], line["retry"], line["repair"]) == ("ok", 200, False, False)
     assert line["cost_usd"] == pytest.approx(comp.cost_usd)
     prompt = json.loads((tmp_path / "transcripts" / "hello-1.prompt.json").read_text())
     assert prompt["system"] == "You are terse." and prompt["messages"] == body["messages"]
@@ -180,7 +184,9 @@ def test_rate_limit_honours_retry_after(api, make, sleeps, tmp_path):
         assert server.count == 2
     assert comp.text == "after the wait" and comp.attempts == 2
     assert sleeps == [1.5]
-    assert ledger(tmp_path)[-1]["attempts"] == 2
+    lines = ledger(tmp_path)
+    assert [(x["attempt"], x["status"], x["http_status"], x["retry"]) for x in lines] == [
+        (1, "http_error", 429, False), (2, "ok", 200, True)]
 
 
 def test_server_errors_until_retries_run_out(api, make, sleeps, tmp_path):
@@ -237,15 +243,21 @@ def test_malformed_json_is_repaired(api, make, tmp_path):
     assert repair[:-2] == USER
     assert repair[-2] == {"role": "assistant", "content": bad}
     assert repair[-1]["role"] == "user"
-    assert "no complete JSON" in repair[-1]["content"] and "corrected JSON only" in repair[-1]["content"]
-    assert [line["tag"] for line in ledger(tmp_path)] == ["spec", "spec-repair"]
+    # no JSON could be read: the model is asked to restate its own answer, form only
+    assert "no complete JSON" in repair[-1]["content"] and "Restate your previous answer" in repair[-1]["content"]
+    assert "do not add, drop or alter any content" in repair[-1]["content"]
+    lines = ledger(tmp_path)
+    assert [(x["tag"], x["status"], x["repair"]) for x in lines] == [("spec", "unusable", False),
+                                                                     ("spec-repair", "ok", True)]
+    assert "no complete JSON" in lines[0]["error"]
 
 
 def test_schema_problems_are_named_in_the_repair(make):
     with FakeAnthropic(['{"question": "q", "n": "three"}', '{"question": "q", "n": 3}']) as server:
         value, _ = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
     assert value == {"question": "q", "n": 3}
-    assert "n: 'three' is not of type 'integer'" in conversation(server, 1)[-1]["content"]
+    repair = conversation(server, 1)[-1]["content"]
+    assert "n: 'three' is not of type 'integer'" in repair and "corrected JSON only" in repair
 
 
 def test_check_problems_are_named_in_the_repair(make):
@@ -260,10 +272,10 @@ def test_check_problems_are_named_in_the_repair(make):
 
 def test_still_unusable_after_one_repair_fails(make):
     with FakeAnthropic(["I would rather chat.", '{"question": 1}', "unused"]) as server:
-        with pytest.raises(LLMError, match="still unusable after one repair") as info:
+        with pytest.raises(ModelServiceError, match="so was the answer to the one repair re-prompt") as info:
             make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
         assert server.count == 2
-    assert "question: 1 is not of type 'string'" in str(info.value)
+    assert "question: 1 is not of type 'string'" in str(info.value) and info.value.status == "unusable"
 
 
 @pytest.mark.parametrize("text", [
@@ -293,32 +305,249 @@ def test_extract_json_edge_cases():
             extract_json(text)
 
 
-def test_truncated_answer_is_repaired_once_then_fails(api, make):
-    cut = [{"stop_reason": "max_tokens", "text": '{"question": "q", "n": '},
-           {"stop_reason": "max_tokens", "text": '{"question": '}, "unused"]
-    with FAKE[api](cut) as server:
-        with pytest.raises(LLMError, match="truncated") as info:
-            make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
-        assert server.count == 2
-    assert "max_tokens=512" in str(info.value)
-    assert "truncated" in conversation(server, 1)[-1]["content"]
+# ------------------------------------------------------------------------------------------ faults of the service
+# Each fault, against both fake servers: retried or repaired where that can help; otherwise a ModelServiceError
+# whose message is one line naming the service, the agent, the round, the call and the cause, every attempt a
+# ledger line, and nothing cached that a later run would take for a good answer.
+GOOD = '{"question": "q", "n": 1}'
+WRONG_SHAPE = {"anthropic": {"type": "message", "content": "not a list of blocks", "stop_reason": "end_turn"},
+               "openai_compatible": {"object": "chat.completion", "choices": []}}
 
 
-def test_truncated_answer_then_complete(make):
-    script = [{"stop_reason": "max_tokens", "text": '{"question": "q", "n"'}, '{"question": "q", "n": 2}']
-    with FakeOpenAI(script) as server:
+def failure(server, api, tag, excinfo) -> str:
+    """The error's message, checked for the shape every model fault has."""
+    message = str(excinfo.value)
+    assert isinstance(excinfo.value, ModelServiceError)
+    assert "\n" not in message and "Traceback" not in message and KEY not in message
+    prefix = f"model call failed: {api} at 127.0.0.1:{server.port} (model {MODEL[api]}), agent formulate, round 1, "
+    assert message.startswith(prefix + f"call {tag!r}: "), message
+    return message[len(prefix + f"call {tag!r}: "):]
+
+
+def cached(tmp_path) -> list[Path]:
+    return list((tmp_path / "cache").rglob("*.json"))
+
+
+@pytest.mark.parametrize("body", ["not json {", "", "wrong shape"], ids=["not-json", "empty", "wrong-shape"])
+def test_malformed_200_body_is_retried_then_stops(api, make, sleeps, tmp_path, body):
+    reply = {"body": WRONG_SHAPE[api] if body == "wrong shape" else body}
+    with FAKE[api]([reply] * 3) as server:
+        with pytest.raises(ModelServiceError) as info:
+            make(server, max_retries=2).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 3
+    cause = failure(server, api, "spec", info)
+    what = {"not json {": "a body that is not valid JSON: 'not json {'", "": "an empty body",
+            "wrong shape": "a body of the wrong shape ("}[body]
+    assert cause.startswith(f"malformed response: HTTP 200 with {what}")
+    assert cause.endswith("gave up after 3 attempt(s) (llm.max_retries is 2)")
+    assert info.value.status == "malformed" and len(sleeps) == 2
+    assert [(x["attempt"], x["status"], x["http_status"], x["retry"]) for x in ledger(tmp_path)] == [
+        (1, "malformed", 200, False), (2, "malformed", 200, True), (3, "malformed", 200, True)]
+    assert cached(tmp_path) == []
+
+
+@pytest.mark.parametrize("body", ["not json {", "", "wrong shape"], ids=["not-json", "empty", "wrong-shape"])
+def test_malformed_200_body_then_a_good_answer(api, make, tmp_path, body):
+    reply = {"body": WRONG_SHAPE[api] if body == "wrong shape" else body}
+    with FAKE[api]([reply, GOOD]) as server:
         value, comp = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
         assert server.count == 2
-    assert value == {"question": "q", "n": 2} and comp.stop_reason == "stop"
+    assert value == {"question": "q", "n": 1} and comp.attempts == 2
+    assert [x["status"] for x in ledger(tmp_path)] == ["malformed", "ok"]
 
 
-def test_refusal_fails_at_once(api, make, tmp_path):
-    with FAKE[api]([{"stop_reason": "refusal", "text": "I can't help with that."}, "unused"]) as server:
-        with pytest.raises(LLMError, match="refused") as info:
+def test_an_answer_with_no_text_is_retried_then_stops(api, make, tmp_path):
+    with FAKE[api](["", "  \n", "the answer"]) as server:
+        assert make(server).complete("s", USER, tag="empty").text == "the answer"
+    assert [x["status"] for x in ledger(tmp_path)] == ["malformed", "malformed", "ok"]
+    with FAKE[api]([""] * 2) as server:
+        with pytest.raises(ModelServiceError) as info:
+            make(server, max_retries=1).complete_json("s", [{"role": "user", "content": "x"}], tag="spec")
+    stop = "end_turn" if api == "anthropic" else "stop"
+    assert failure(server, api, "spec", info) == (f"malformed response: HTTP 200 with an empty answer (no text; "
+                                                  f"stop_reason {stop}); gave up after 2 attempt(s) (llm.max_retries "
+                                                  "is 1)")
+
+
+def test_connection_dropped_mid_body_is_retried_then_stops(api, make, tmp_path):
+    with FAKE[api]([{"cut_body": True, "text": "x" * 400}] * 2) as server:
+        with pytest.raises(ModelServiceError) as info:
+            make(server, max_retries=1).complete("s", USER, tag="cut")
+        assert server.count == 2
+    cause = failure(server, api, "cut", info)
+    assert cause.startswith("connection dropped before the answer was complete (")
+    assert "RemoteProtocolError" in cause and cause.endswith("gave up after 2 attempt(s) (llm.max_retries is 1)")
+    assert [(x["status"], x["retry"]) for x in ledger(tmp_path)] == [("dropped", False), ("dropped", True)]
+    assert cached(tmp_path) == []
+
+
+def test_connection_dropped_mid_body_then_a_good_answer(api, make, tmp_path):
+    with FAKE[api]([{"cut_body": True, "text": "x" * 400}, "whole"]) as server:
+        comp = make(server).complete("s", USER, tag="cut")
+    assert comp.text == "whole" and comp.attempts == 2
+    assert [x["status"] for x in ledger(tmp_path)] == ["dropped", "ok"]
+
+
+@pytest.mark.parametrize("text", ['{"question": "q", "n": ', 'Draft: {"question": "d", "n": 0}. Final: {"question": "q'],
+                         ids=["cut-inside", "complete-draft-before-the-cut"])
+def test_answer_cut_at_max_tokens_stops_without_repair(api, make, tmp_path, text):
+    # never repaired into a value: not by closing brackets, not by taking a draft before the cut, not by asking
+    # the model to finish it
+    with FAKE[api]([{"stop_reason": "max_tokens", "text": text, "usage": {"output_tokens": 512}}, GOOD]) as server:
+        with pytest.raises(ModelServiceError) as info:
             make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
         assert server.count == 1
-    assert "formulate" in str(info.value) and MODEL[api] in str(info.value)
-    assert not list((tmp_path / "cache").rglob("*.json"))  # a refusal is not cached
+    assert failure(server, api, "spec", info) == ("answer cut at max_tokens (512 tokens): raise "
+                                                  "llm.agents.formulate.max_tokens")
+    [line] = ledger(tmp_path)
+    assert (line["status"], line["stop_reason"], line["output_tokens"], line["repair"]) == (
+        "truncated", "max_tokens", 512, False)
+    assert line["cost_usd"] > 0  # the cut answer was paid for
+    assert cached(tmp_path) == []
+    assert (tmp_path / "transcripts" / "spec-1.response.txt").read_text() == text  # kept as it came
+
+
+def test_answer_cut_at_max_tokens_in_prose_stops(api, make, tmp_path):
+    with FAKE[api]([{"stop_reason": "max_tokens", "text": "The innovator argues that"}]) as server:
+        with pytest.raises(ModelServiceError, match="answer cut at max_tokens") as info:
+            make(server).complete("s", USER, tag="debate-innovator")
+    assert info.value.status == "truncated" and cached(tmp_path) == []
+
+
+def test_refusal_stops_at_once(api, make, tmp_path):
+    # anthropic: stop_reason "refusal"; OpenAI: finish_reason "content_filter"
+    with FAKE[api]([{"stop_reason": "refusal", "text": "I can't help with that."}, GOOD]) as server:
+        with pytest.raises(ModelServiceError) as info:
+            make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 1
+    assert failure(server, api, "spec", info) == "the model refused to answer: \"I can't help with that.\""
+    assert [(x["status"], x["repair"]) for x in ledger(tmp_path)] == [("refused", False)]
+    assert cached(tmp_path) == []  # a later run asks again
+
+
+def test_refusal_of_a_prose_call_stops_too(api, make, tmp_path):
+    with FAKE[api]([{"stop_reason": "refusal", "text": ""}]) as server:
+        with pytest.raises(ModelServiceError) as info:
+            make(server).complete("s", USER, tag="debate-contrarian")
+    assert failure(server, api, "debate-contrarian", info) == "the model refused to answer (no text)"
+    assert cached(tmp_path) == []
+
+
+def test_openai_refusal_field_stops_at_once(make, tmp_path):
+    with FakeOpenAI([{"refusal": "I won't write that specification.", "finish_reason": "stop"}, GOOD]) as server:
+        with pytest.raises(ModelServiceError) as info:
+            make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 1
+    assert failure(server, "openai_compatible", "spec", info) == (
+        "the model refused to answer: \"I won't write that specification.\"")
+    assert ledger(tmp_path)[0]["status"] == "refused" and cached(tmp_path) == []
+
+
+def test_prose_without_json_gets_one_restatement_then_stops(api, make, tmp_path):
+    prose = "I would study whether ninth-grade math efficacy predicts college attendance."
+    with FAKE[api]([prose, "As I said, math efficacy and attendance.", GOOD]) as server:
+        with pytest.raises(ModelServiceError) as info:
+            make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 2
+    cause = failure(server, api, "spec", info)
+    assert cause.startswith("no usable JSON: the answer was unusable, and so was the answer to the one repair "
+                            "re-prompt: no complete JSON object or array found in the answer")
+    repair = conversation(server, 1)
+    assert repair[-2] == {"role": "assistant", "content": prose}
+    assert "Restate your previous answer" in repair[-1]["content"]
+    assert [(x["tag"], x["status"], x["repair"]) for x in ledger(tmp_path)] == [
+        ("spec", "unusable", False), ("spec-repair", "unusable", True)]
+    assert cached(tmp_path) == []
+
+
+def test_persistent_server_errors_stop_the_call(api, make, sleeps, tmp_path):
+    with FAKE[api]([{"status": 503}, {"status": 500}, {"status": 529}]) as server:
+        with pytest.raises(ModelServiceError) as info:
+            make(server, max_retries=2).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 3
+    cause = failure(server, api, "spec", info)
+    assert cause.startswith("HTTP 529") and "scripted HTTP 529" in cause
+    assert cause.endswith("gave up after 3 attempt(s) (llm.max_retries is 2)")
+    assert [(x["status"], x["http_status"], x["retry"]) for x in ledger(tmp_path)] == [
+        ("http_error", 503, False), ("http_error", 500, True), ("http_error", 529, True)]
+    assert len(sleeps) == 2 and cached(tmp_path) == []
+
+
+def test_unreachable_or_unusable_base_url(api, tmp_path, sleeps):
+    closed = socket.socket()  # bound but not listening: connections to it are refused
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    suffix = "" if api == "anthropic" else "/v1"
+    common = {"run_round": 1, "cache_dir": tmp_path / "cache", "ledger_path": tmp_path / "ledger.jsonl",
+              "transcript_dir": None, "sleep": sleeps.append}
+    try:
+        refused = LLMClient(AgentSettings("formulate", api, MODEL[api], 0.0, 64, 5.0, 1,
+                                          f"http://127.0.0.1:{port}{suffix}"), **common)
+        with pytest.raises(ModelServiceError) as info:
+            refused.complete("s", USER, tag="t")
+    finally:
+        closed.close()
+    assert str(info.value).startswith(f"model call failed: {api} at 127.0.0.1:{port} (model {MODEL[api]}), "
+                                      "agent formulate, round 1, call 't': could not connect (")
+    assert "gave up after 2 attempt(s)" in str(info.value) and len(sleeps) == 1
+    not_a_url = LLMClient(AgentSettings("formulate", api, MODEL[api], 0.0, 64, 5.0, 1, "localhost-no-scheme"),
+                          **common)
+    with pytest.raises(ModelServiceError, match=r"could not send the request \(.*\): check base_url \(not retried\)"):
+        not_a_url.complete("s", USER, tag="t")
+    assert len(sleeps) == 1
+    assert [x["status"] for x in ledger(tmp_path)] == ["connection"] * 3
+
+
+def test_an_incomplete_answer_cached_by_an_earlier_version_is_asked_again(api, make, tmp_path):
+    with FAKE[api]([GOOD]) as server:
+        client = make(server)
+        key = cache_key(api, MODEL[api], "s", USER, 0.2, 512)
+        path = tmp_path / "cache" / key[:2] / f"{key}.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"response": {"text": '{"question": "q", "n"', "stop_reason": "max_tokens",
+                                                 "input_tokens": 1, "output_tokens": 512}}))
+        value, comp = client.complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 1
+    assert value == {"question": "q", "n": 1} and not comp.cache_hit
+    assert json.loads(path.read_text())["response"]["stop_reason"] in ("end_turn", "stop")
+
+
+def test_a_repaired_exchange_is_replayed_from_the_cache(api, make, tmp_path):
+    with FAKE[api](["prose first", GOOD]) as server:
+        make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+    with FAKE[api]([]) as server:
+        value, comp = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        assert server.count == 0
+    assert value == {"question": "q", "n": 1} and comp.cache_hit
+    assert [(x["status"], x["cache_hit"]) for x in ledger(tmp_path)[2:]] == [("unusable", True), ("ok", True)]
+
+
+def test_costs_count_attempts_retries_repairs_and_failures(make, tmp_path):
+    script = [{"status": 529}, "prose", GOOD, {"body": ""}, {"stop_reason": "max_tokens", "text": "{"}]
+    with FakeAnthropic(script) as server:
+        client = make(server)
+        client.complete_json("s", USER, tag="spec", schema=SCHEMA)  # 529, prose, repaired
+        client.complete_json("s", USER, tag="spec", schema=SCHEMA)  # cached: the unusable answer and the repair
+        with pytest.raises(ModelServiceError):
+            client.complete_json("s", [{"role": "user", "content": "other"}], tag="other", schema=SCHEMA)
+    agent = summarize(read_ledgers([tmp_path / "ledger.jsonl"]))["agents"]["formulate"]
+    assert agent["statuses"] == {"http_error": 1, "unusable": 2, "ok": 2, "malformed": 1, "truncated": 1}
+    assert (agent["calls"], agent["cache_hits"], agent["attempts"], agent["retries"], agent["repairs"],
+            agent["failures"]) == (4, 2, 5, 2, 2, 5)
+    lines = ledger(tmp_path)
+    assert agent["cost_usd"] == pytest.approx(sum(x["cost_usd"] for x in lines)) and agent["cost_usd"] > 0
+    assert agent["output_tokens"] == sum(x["output_tokens"] for x in lines)
+
+
+def test_a_failed_jobs_ledger_is_kept_next_to_its_log(tmp_path):
+    ledger_file, log_file = tmp_path / "output" / "ledger.jsonl", tmp_path / "logs" / "formulate" / "round_0.log"
+    assert keep_failed(ledger_file, log_file) is None  # no ledger: nothing to keep
+    ledger_file.parent.mkdir()
+    ledger_file.write_text('{"agent": "formulate", "status": "malformed"}\n')
+    for n in (1, 2):  # a second failure is appended: the attempts of every failed run stay visible
+        path, count = keep_failed(ledger_file, log_file)
+        assert path == tmp_path / "logs" / "formulate" / "round_0.llm_calls.jsonl" and count == 1
+        assert len(path.read_text().splitlines()) == n
 
 
 # ------------------------------------------------------------------------------------------ cache, cost, budget
@@ -333,7 +562,7 @@ def test_cached_rerun_makes_no_request(api, make, tmp_path):
     assert comp.cache_hit and comp.cost_usd == 0.0 and comp.attempts == 0
     lines = ledger(tmp_path)
     assert [line["cache_hit"] for line in lines] == [False, True]
-    assert lines[1]["cost_usd"] == 0.0 and lines[1]["attempts"] == 0
+    assert lines[1]["cost_usd"] == 0.0 and lines[1]["attempt"] == 0 and lines[1]["status"] == "ok"
     key = cache_key(api, MODEL[api], "s", USER, 0.2, 512)
     assert (tmp_path / "cache" / key[:2] / f"{key}.json").exists()
     assert sorted(p.name for p in (tmp_path / "transcripts").iterdir()) == [

@@ -97,7 +97,18 @@ def files_under(workdir: Path):
 
 def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    with FakeAnthropic(agent) as llm, FakeSemanticScholar(S2_PAPERS) as s2, FakeCrossRef(CROSSREF_WORKS) as cr:
+    pending = {"overloaded": True, "critic_prose": True}
+
+    def flaky(request: dict) -> dict | str:
+        """The scripted model, once overloaded (the first request: retried) and once answering the Critic in
+        prose (repaired by restating the review as JSON)."""
+        if pending.pop("overloaded", False):
+            return {"status": 529, "headers": {"retry-after": "0"}}
+        if "You are the Critic" in json.dumps(request.get("system")) and pending.pop("critic_prose", False):
+            return "<thinking>three lenses</thinking> The study is sound and I would pass it."
+        return agent(request)
+
+    with FakeAnthropic(flaky) as llm, FakeSemanticScholar(S2_PAPERS) as s2, FakeCrossRef(CROSSREF_WORKS) as cr:
         result = snakemake(tmp_path, config={"backend": "anthropic", "base_url": llm.url},
                            overrides=literature_overrides(s2, cr))
         assert result.returncode == 0, result.stderr[-5000:]
@@ -112,12 +123,19 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         # costs.json agrees with the usage the fake server reported, priced from config
         calls = [json.loads(line) for line in (out / "llm_calls.jsonl").read_text().splitlines()]
         costs = json.loads((out / "costs.json").read_text())
-        reported_in = sum(llm.request_chars(r) // 4 for r in llm.requests)
-        # three debaters and the synthesizer, the results debate (three lenses and a synthesizer), then the
-        # Critic (an Opus-class model)
-        assert costs["agents"]["formulate"]["calls"] == 4 and costs["agents"]["critique"]["calls"] == 1
-        assert costs["agents"]["debate"]["calls"] == 4 and costs["agents"]["write"]["calls"] == 2
-        assert llm.count == 11 == costs["total"]["calls"]
+        reported_in = sum(llm.request_chars(r) // 4 for r in llm.requests[1:])  # the 529 reported no usage
+        # three debaters and the synthesizer (the first after one 529), the results debate (three lenses and a
+        # synthesizer), then the Critic (an Opus-class model) with its repair re-prompt, and the Writer
+        agents = costs["agents"]
+        assert (agents["formulate"]["calls"], agents["formulate"]["attempts"], agents["formulate"]["retries"]) == (
+            4, 5, 1)
+        assert agents["formulate"]["statuses"] == {"http_error": 1, "ok": 4}
+        assert (agents["critique"]["calls"], agents["critique"]["repairs"]) == (2, 1)
+        assert agents["critique"]["statuses"] == {"unusable": 1, "ok": 1}
+        assert agents["debate"]["calls"] == 4 and agents["write"]["calls"] == 2
+        assert llm.count == 13 == costs["total"]["attempts"] and costs["total"]["calls"] == 12
+        assert (costs["total"]["retries"], costs["total"]["repairs"], costs["total"]["failures"]) == (1, 1, 2)
+        assert [c["status"] for c in calls if c["agent"] == "critique"] == ["unusable", "ok"]
         tex = (out / "paper" / "paper.tex").read_text()
         intro = tex.split("%%BEGIN:INTRODUCTION%%")[1].split("%%END:INTRODUCTION%%")[0]
         assert "WRITTEN-BY-MODEL" in intro and "invented2031ghost" not in tex and "\\AnalyticN{}" in intro
@@ -192,3 +210,62 @@ def test_model_that_keeps_breaking_the_gate_stops_the_run(tmp_path, monkeypatch)
     assert result.returncode != 0
     assert "X4EVRAPPCLG" in result.stderr and "same wave" in result.stderr
     assert not (tmp_path / "output" / "round_0" / "research_spec.json").exists()
+
+
+SYNTHESIZER_REFUSES = "I can't help with that request."
+
+
+def refusing(request: dict) -> dict | str:
+    """The debate goes well; the synthesizer refuses (anthropic: stop_reason refusal; OpenAI: content_filter)."""
+    last = request["messages"][-1]["content"]
+    if "As the synthesizer" in (last if isinstance(last, str) else json.dumps(last)):
+        return {"stop_reason": "refusal", "text": SYNTHESIZER_REFUSES}
+    return agent(request)
+
+
+@pytest.mark.parametrize("backend", ["anthropic", "openai_compatible"])
+@pytest.mark.parametrize("fault", ["malformed_body", "refusal"])
+def test_model_fault_stops_formulate_with_one_line(tmp_path, monkeypatch, backend, fault):
+    """A 200 answer whose body is not JSON (retried once, then given up) and a refusal (not retried): the stage
+    stops with one line naming service, agent, round and cause, no traceback, no spec, no paper, and the
+    attempts kept in the logs (the ledger is an output, removed with the failed job)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    fake = {"anthropic": FakeAnthropic, "openai_compatible": FakeOpenAI}[backend]
+    script = [{"body": "<html>502 Bad Gateway</html>"}] * 2 if fault == "malformed_body" else refusing
+    with fake(script) as llm:
+        config = {"backend": backend, "base_url": llm.url if backend == "anthropic" else f"{llm.url}/v1"}
+        if backend == "openai_compatible":
+            config["model"] = "local-llama"
+        result = snakemake(tmp_path, "output/round_0/research_spec.json", config=config,
+                           overrides="llm: {max_retries: 1}\n")
+        requests = llm.count
+    model = "claude-sonnet-4-5" if backend == "anthropic" else "local-llama"
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("EDM-ARS ")]
+    kept = "logs/formulate/round_0.llm_calls.jsonl"
+    if fault == "malformed_body":
+        call, cause = "debate-innovator", ("malformed response: HTTP 200 with a body that is not valid JSON: "
+                                           "'<html>502 Bad Gateway</html>'; gave up after 2 attempt(s) "
+                                           "(llm.max_retries is 1)")
+        statuses, n_cached = ["malformed", "malformed"], 0
+    else:
+        call, cause = "synthesize-1", f"the model refused to answer: {SYNTHESIZER_REFUSES!r}"
+        statuses, n_cached = ["ok", "ok", "ok", "refused"], 3  # the three debate turns; never the refusal
+    assert line == (f"EDM-ARS formulate: model call failed: {backend} at 127.0.0.1:{llm.port} (model {model}), "
+                    f"agent formulate, round 0, call {call!r}: {cause}; its {len(statuses)} model call attempt(s) "
+                    f"are kept in {kept}")
+    assert requests == len(statuses)
+    out = tmp_path / "output"
+    for path in ("round_0/research_spec.json", "round_0/literature_context.json", "ledger/formulate/round_0.jsonl",
+                 "prompts/formulate/round_0", "paper/paper.tex", "paper.pdf"):
+        assert not (out / path).exists(), path
+    attempts = [json.loads(x) for x in (tmp_path / kept).read_text().splitlines()]
+    assert [a["status"] for a in attempts] == statuses
+    assert all(a["agent"] == "formulate" and a["round"] == 0 and a["model"] == model for a in attempts)
+    assert [a["retry"] for a in attempts] == ([False, True] if fault == "malformed_body" else [False] * 4)
+    entries = [json.loads(p.read_text()) for p in (tmp_path / ".cache" / "llm").rglob("*.json")
+               if "literature" not in p.parts]
+    assert len(entries) == n_cached and all(e["response"]["stop_reason"] in ("end_turn", "stop") for e in entries)
+    assert [p for p in files_under(tmp_path) if KEY.encode() in p.read_bytes()] == []

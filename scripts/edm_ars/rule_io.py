@@ -15,9 +15,28 @@ from .registry import Registry, load_registry
 log = logging.getLogger("edm_ars")
 
 
+def _keep_model_calls(smk: Any) -> str | None:
+    """A failed agent job's model calls, copied from its ledger (an output Snakemake deletes) to its logs."""
+    from .ledger import keep_failed
+
+    output, logs = getattr(smk, "output", None), getattr(smk, "log", None)
+    if output is None or "ledger" not in output.keys() or not logs:
+        return None
+    try:
+        kept = keep_failed(output.ledger, logs[0])
+    except (OSError, ValueError) as exc:
+        log.warning("could not keep the model calls of the failed job: %s", exc)
+        return None
+    if kept is None:
+        return None
+    path, n = kept
+    return f"its {n} model call attempt(s) are kept in {path}"
+
+
 def run(smk: Any, main: Callable[[Any], None]) -> None:
     """Run a rule's entry: log to snakemake.log[0]; on a user-facing error print it to the terminal
-    too and exit 1, so Snakemake stops with the message and keeps what earlier rules produced."""
+    too and exit 1, so Snakemake stops with the message and keeps what earlier rules produced. A failed
+    agent job's ledger lines are appended to `<log>.llm_calls.jsonl` (Snakemake deletes the ledger)."""
     log_path = smk.log[0] if len(smk.log) else None
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
@@ -29,10 +48,15 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
     try:
         main(smk)
     except EdmArsError as exc:
-        log.error("%s failed: %s", rule, exc)
-        sys.stderr.write(f"\nEDM-ARS {rule}: {exc}\n")
+        message = str(exc)
+        kept = _keep_model_calls(smk)
+        if kept:
+            message += ("\n" if "\n" in message else "; ") + kept
+        log.error("%s failed: %s", rule, message)
+        sys.stderr.write(f"\nEDM-ARS {rule}: {message}\n")
         sys.exit(1)
     except Exception:
+        _keep_model_calls(smk)
         log.error("%s failed with an unexpected error:\n%s", rule, traceback.format_exc())
         raise
 

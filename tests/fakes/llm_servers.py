@@ -7,7 +7,10 @@ A script is a list of replies consumed in order, or a callable(request_json) -> 
   ({"input_tokens", "output_tokens"}; default: all request text // 4 and len(text) // 4), "status" (an
   HTTP error status, e.g. 429, 500, 529), "headers" (e.g. {"retry-after": "0"}), "sleep" (seconds to wait
   before answering, to trigger a client timeout), "drop" (close the connection without answering),
-  "body" (a raw JSON body sent as it is), "model".
+  "cut_body" (send the status, the headers and the first half of the body, then close the connection:
+  a connection dropped mid-body), "body" (the body sent as it is: a JSON value, or a string such as "" or
+  "not json"), "model"; for the OpenAI server also "finish_reason" and "refusal" (the message's refusal
+  text, with null content).
 The servers record every request body (`requests`), its headers (`headers`, names lower-cased, including
 authorization / x-api-key so a test can check a key was sent) and count them (`count`); they never print.
 """
@@ -49,6 +52,7 @@ class _FakeServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._index = 0
+        self._port: int | None = None
 
     # --------------------------------------------------------------- lifecycle
     def start(self) -> _FakeServer:
@@ -68,6 +72,7 @@ class _FakeServer:
         httpd.block_on_close = False
         httpd.handle_error = lambda request, client_address: None  # a client that timed out is not an error
         self._httpd = httpd
+        self._port = httpd.server_address[1]
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -90,8 +95,9 @@ class _FakeServer:
 
     @property
     def port(self) -> int:
-        assert self._httpd is not None, "the fake server is not running"
-        return self._httpd.server_address[1]
+        """The port it listens on (still known after it stopped, for checking messages that name it)."""
+        assert self._port is not None, "the fake server was never started"
+        return self._port
 
     @property
     def url(self) -> str:
@@ -145,20 +151,23 @@ class _FakeServer:
             usage = {"input_tokens": self.request_chars(request) // 4, "output_tokens": len(text) // 4}
             usage.update(reply.get("usage") or {})
             body = self.success_body(request, reply, text, usage)
-        self._send(h, status, reply.get("headers") or {}, body)
+        self._send(h, status, reply.get("headers") or {}, body, cut=bool(reply.get("cut_body")))
 
-    def _send(self, h: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: Any) -> None:
+    def _send(self, h: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: Any,
+              cut: bool = False) -> None:
         data = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
         try:
             h.send_response(status)
             h.send_header("content-type", "application/json")
-            h.send_header("content-length", str(len(data)))
+            h.send_header("content-length", str(len(data)))  # the full length, also when the body is cut
             for name, value in headers.items():
                 h.send_header(name, str(value))
             h.end_headers()
-            h.wfile.write(data)
+            h.wfile.write(data[:len(data) // 2] if cut else data)
             h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+            h.close_connection = True
+        if cut:  # the client sees the connection closed before content-length bytes arrived
             h.close_connection = True
 
     # --------------------------------------------------------------- per API
@@ -207,10 +216,12 @@ class FakeOpenAI(_FakeServer):
 
     def success_body(self, request, reply, text, usage):
         finish = reply.get("finish_reason") or _FINISH.get(reply.get("stop_reason", "end_turn"), "stop")
+        message = {"role": "assistant", "content": text}
+        if "refusal" in reply:
+            message = {"role": "assistant", "content": None, "refusal": reply["refusal"]}
         return {"id": f"chatcmpl-fake-{self.count:04d}", "object": "chat.completion", "created": int(time.time()),
                 "model": reply.get("model", request.get("model", "fake-model")),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": finish}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": usage["input_tokens"], "completion_tokens": usage["output_tokens"],
                           "total_tokens": usage["input_tokens"] + usage["output_tokens"]}}
 

@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
 
 from .errors import LLMError
 
@@ -67,16 +68,65 @@ class Reply:
     stop_reason: str | None
     input_tokens: int
     output_tokens: int
+    http_status: int = 200
 
 
 class AttemptFailed(Exception):  # noqa: N818 - an outcome, caught by the client's retry loop
-    """One attempt failed; `retryable` says whether another attempt may succeed."""
+    """One attempt failed; `retryable` says whether another attempt may succeed.
 
-    def __init__(self, description: str, *, retryable: bool, retry_after: float | None = None):
+    `status` is the ledger's word for it: http_error (with `http_status`), timeout, connection (no connection
+    was made), dropped (the connection closed before the answer was complete) or malformed (an answer that is
+    not valid JSON, is empty or has the wrong shape)."""
+
+    def __init__(self, description: str, *, retryable: bool, retry_after: float | None = None,
+                 status: str = "http_error", http_status: int | None = None):
         super().__init__(description)
         self.description = description
         self.retryable = retryable
         self.retry_after = retry_after
+        self.status = status
+        self.http_status = http_status
+
+
+def malformed(what: str, body: str, http_status: int = 200) -> AttemptFailed:
+    """A 200 answer the client cannot read: retried, since a proxy or an overloaded server sends these."""
+    shown = f": {_short(body, 120)!r}" if body.strip() else ""
+    return AttemptFailed(f"malformed response: HTTP {http_status} with {what}{shown}", retryable=True,
+                         status="malformed", http_status=http_status)
+
+
+def _json_body(text: str, http_status: int) -> Any:
+    if not text.strip():
+        raise malformed("an empty body", text, http_status)
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise malformed("a body that is not valid JSON", text, http_status) from None
+
+
+def _token_count(usage: Any, name: str) -> int:
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _transport_failure(exc: BaseException, timeout_s: float, via: str) -> AttemptFailed:
+    """An httpx failure (directly, or as the cause of an SDK connection error) as an attempt that failed. Told
+    apart by class name, so that httpx and httpx2 (the SDK's copy) are read alike."""
+    bases = {c.__name__ for c in type(exc).__mro__}
+    what = f"{via}{type(exc).__name__}" + (f": {_short(str(exc), 160)}" if str(exc) else "")
+    if "TimeoutException" in bases:
+        return AttemptFailed(f"timeout: no answer within {timeout_s:g} s ({what})", retryable=True,
+                             status="timeout")
+    if "DecodingError" in bases:
+        return AttemptFailed(f"malformed response: the body could not be decoded ({what})", retryable=True,
+                             status="malformed")
+    if bases & {"RemoteProtocolError", "ReadError", "WriteError", "CloseError"}:
+        return AttemptFailed(f"connection dropped before the answer was complete ({what})", retryable=True,
+                             status="dropped")
+    if bases & {"UnsupportedProtocol", "InvalidURL", "LocalProtocolError"}:
+        return AttemptFailed(f"could not send the request ({what}): check base_url", retryable=False,
+                             status="connection")
+    return AttemptFailed(f"could not connect ({what})", retryable=True, status="connection")
 
 
 class Backend(ABC):
@@ -94,6 +144,22 @@ class Backend(ABC):
         if self.requires_base_url and not settings.base_url:
             raise LLMError(f"agent {settings.agent!r}: backend {self.name!r} needs a base_url "
                            f"(model {settings.model})")
+
+    def default_base_url(self) -> str:
+        """Where requests go when no base_url is configured."""
+        return ""
+
+    @property
+    def service(self) -> str:
+        """The service as the user configured it: backend name and host (never a path, query or credentials)."""
+        url = self.settings.base_url or self.default_base_url()
+        try:
+            parts = urlsplit(url if "//" in url else f"//{url}")
+            host, port = parts.hostname or "?", parts.port
+        except ValueError:  # not a URL: the message says so, the request failed on it already
+            return f"{self.name} at an invalid base_url"
+        host = f"[{host}]" if ":" in host else host
+        return f"{self.name} at {host}" + (f":{port}" if port else "")
 
     @property
     def key_env(self) -> str | None:
@@ -155,20 +221,31 @@ class AnthropicBackend(Backend):
 
         self.sends_temperature = "temperature" in inspect.signature(Messages.create).parameters
 
+    def default_base_url(self) -> str:
+        return os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"  # as the SDK does
+
     def send(self, system: str, messages: list[dict[str, Any]]) -> Reply:
         anthropic = self._sdk
         s = self.settings
         key = self.api_key()
-        client = anthropic.Anthropic(api_key=key, base_url=s.base_url, timeout=s.timeout_s, max_retries=0)
+        try:
+            client = anthropic.Anthropic(api_key=key, base_url=s.base_url, timeout=s.timeout_s, max_retries=0)
+        except Exception as exc:  # the SDK parses base_url here (httpx's InvalidURL)
+            raise AttemptFailed(f"could not send the request ({type(exc).__name__}: {_short(str(exc), 160)}): "
+                                "check base_url", retryable=False, status="connection") from None
         sampling = {"temperature": s.temperature} if self.sends_temperature else {}
         try:
-            response = client.messages.create(model=s.model, system=system, messages=messages,
-                                              max_tokens=s.max_tokens, **sampling)
-        except anthropic.APITimeoutError:
-            raise AttemptFailed(f"timeout after {s.timeout_s:g} s (APITimeoutError)", retryable=True) from None
-        except anthropic.APIConnectionError as exc:
-            cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "no cause"
-            raise AttemptFailed(f"connection failed (APIConnectionError: {cause})", retryable=True) from None
+            # the raw response: its body is read here, by the same rules as the other backends, so that a body
+            # that is not JSON or has the wrong shape is an attempt that failed, not an exception of the SDK
+            raw = client.messages.with_raw_response.create(model=s.model, system=system, messages=messages,
+                                                           max_tokens=s.max_tokens, **sampling)
+            status, text = raw.status_code, raw.http_response.text
+        except anthropic.APIConnectionError as exc:  # APITimeoutError included; the httpx error is its cause
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            if isinstance(exc, anthropic.APITimeoutError):
+                raise AttemptFailed(f"timeout: no answer within {s.timeout_s:g} s (APITimeoutError)", retryable=True,
+                                    status="timeout") from None
+            raise _transport_failure(cause, s.timeout_s, f"{type(exc).__name__}: ") from None
         except anthropic.APIStatusError as exc:
             status = exc.status_code
             detail = getattr(exc, "body", None)
@@ -176,16 +253,30 @@ class AnthropicBackend(Backend):
                 detail = detail["error"].get("message", detail)
             raise AttemptFailed(f"HTTP {status} ({type(exc).__name__}): {_short(detail)}",
                                 retryable=is_retryable_status(status),
-                                retry_after=parse_retry_after(exc.response.headers)) from None
-        except anthropic.APIError as exc:
-            raise AttemptFailed(f"{type(exc).__name__}: {_short(str(exc))}", retryable=False) from None
+                                retry_after=parse_retry_after(exc.response.headers), http_status=status) from None
+        except anthropic.AnthropicError as exc:
+            raise AttemptFailed(f"{type(exc).__name__}: {_short(str(exc))}", retryable=False,
+                                status="error") from None
         finally:
             client.close()
-        text = "".join(getattr(b, "text", "") for b in response.content if getattr(b, "type", None) == "text")
-        usage = response.usage
-        return Reply(text=text, stop_reason=response.stop_reason,
-                     input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
-                     output_tokens=int(getattr(usage, "output_tokens", 0) or 0))
+        return anthropic_reply(_json_body(text, status), text, status)
+
+
+def anthropic_reply(data: Any, text: str, http_status: int = 200) -> Reply:
+    """A Messages API body as a Reply; a body of another shape is a malformed attempt."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise malformed("a body of the wrong shape (no `content` list)", text, http_status)
+    blocks = data["content"]
+    if not all(isinstance(b, dict) for b in blocks) or any(
+            b.get("type") == "text" and not isinstance(b.get("text"), str) for b in blocks):
+        raise malformed("a body of the wrong shape (`content` is not a list of blocks)", text, http_status)
+    stop = data.get("stop_reason")
+    if stop is not None and not isinstance(stop, str):
+        raise malformed("a body of the wrong shape (`stop_reason` is not a string)", text, http_status)
+    usage = data.get("usage")
+    return Reply(text="".join(b["text"] for b in blocks if b.get("type") == "text"), stop_reason=stop,
+                 input_tokens=_token_count(usage, "input_tokens"), output_tokens=_token_count(usage, "output_tokens"),
+                 http_status=http_status)
 
 
 #: OpenAI finish reasons in the Anthropic vocabulary the rest of the client speaks.
@@ -215,10 +306,8 @@ class OpenAICompatibleBackend(Backend):
         try:
             with httpx.Client(timeout=s.timeout_s) as client:
                 response = client.post(url, json=body, headers=headers)
-        except httpx.TimeoutException as exc:
-            raise AttemptFailed(f"timeout after {s.timeout_s:g} s ({type(exc).__name__})", retryable=True) from None
-        except httpx.TransportError as exc:
-            raise AttemptFailed(f"connection failed ({type(exc).__name__})", retryable=True) from None
+        except (httpx.RequestError, httpx.InvalidURL) as exc:
+            raise _transport_failure(exc, s.timeout_s, "") from None
         if response.status_code >= 400:
             try:
                 detail: Any = response.json()
@@ -228,19 +317,32 @@ class OpenAICompatibleBackend(Backend):
                 detail = response.text
             raise AttemptFailed(f"HTTP {response.status_code}: {_short(detail)}",
                                 retryable=is_retryable_status(response.status_code),
-                                retry_after=parse_retry_after(response.headers))
-        try:
-            data = response.json()
-            choice = data["choices"][0]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise AttemptFailed(f"malformed chat-completions response: {_short(response.text)}",
-                                retryable=False) from None
-        message = choice.get("message") or {}
-        content = message.get("content")
-        if isinstance(content, list):  # some servers answer with content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        finish = choice.get("finish_reason")
-        usage = data.get("usage") or {}
-        return Reply(text=content or "", stop_reason=OPENAI_FINISH.get(finish, finish),
-                     input_tokens=int(usage.get("prompt_tokens") or 0),
-                     output_tokens=int(usage.get("completion_tokens") or 0))
+                                retry_after=parse_retry_after(response.headers), http_status=response.status_code)
+        return openai_reply(_json_body(response.text, response.status_code), response.text, response.status_code)
+
+
+def openai_reply(data: Any, text: str, http_status: int = 200) -> Reply:
+    """A chat-completions body as a Reply (finish reasons and a `refusal` in the Anthropic vocabulary); a body
+    of another shape is a malformed attempt."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise malformed("a body of the wrong shape (no `choices`)", text, http_status)
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise malformed("a body of the wrong shape (the choice has no `message` object)", text, http_status)
+    content = message.get("content")
+    if isinstance(content, list):  # some servers answer with content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if content is not None and not isinstance(content, str):
+        raise malformed("a body of the wrong shape (`content` is not text)", text, http_status)
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise malformed("a body of the wrong shape (`finish_reason` is not a string)", text, http_status)
+    stop = OPENAI_FINISH.get(finish, finish)
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal.strip():  # the model declined: its words are the answer
+        stop, content = "refusal", content or refusal
+    usage = data.get("usage")
+    return Reply(text=content or "", stop_reason=stop, input_tokens=_token_count(usage, "prompt_tokens"),
+                 output_tokens=_token_count(usage, "completion_tokens"), http_status=http_status)

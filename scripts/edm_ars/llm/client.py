@@ -1,10 +1,14 @@
 """The one model client every agent uses: cache, budget, retries, ledger, transcripts, structured output.
 
 Every call goes: transcript of the prompt -> content-addressed cache (a hit makes no request) -> budget check
--> the backend, retried with exponential backoff and full jitter on 429, 5xx/529, timeouts and dropped
-connections (honouring `retry-after`) -> cache, ledger line, transcript of the answer. The API key lives only
-in the environment and the request headers: anything written (cache, ledger, transcripts) or raised is
-scrubbed of it as a second line of defence.
+-> the backend, retried with exponential backoff and full jitter on 429, 5xx/529, timeouts, dropped
+connections and malformed 200 bodies (honouring `retry-after`) -> ledger line, transcript of the answer, cache.
+An answer cut at max_tokens or a refusal stops the call at once and is never cached; a JSON answer that cannot
+be used gets one repair re-prompt, which asks the model to restate or correct its own answer (code never
+completes one). Every attempt is a ledger line (status, HTTP status, attempt, retry, repair, tokens, cost);
+every failure is a :class:`ModelServiceError` with a one-line message naming service, agent, round and cause.
+The API key lives only in the environment and the request headers: anything written (cache, ledger,
+transcripts) or raised is scrubbed of it as a second line of defence.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from typing import Any
 import jsonschema
 
 from ..artifacts import atomic_write_text
-from .backends import AttemptFailed, Backend, Reply, make_backend
-from .errors import LLMError
+from .backends import AttemptFailed, Backend, Reply, make_backend, malformed
+from .errors import LLMError, ModelServiceError
 from .jsonout import extract_json, strip_thinking
 
 log = logging.getLogger(__name__)
@@ -37,6 +41,9 @@ CHARS_PER_TOKEN = 3.5
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 300.0
 CACHE_VERSION = 1
+#: Stop reasons (in the Anthropic vocabulary the backends translate to) of an answer that is not complete.
+TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
+REFUSED = frozenset({"refusal"})
 
 
 @dataclass
@@ -131,6 +138,11 @@ class LLMClient:
         s = self.settings
         return LLMError(self._scrub(f"agent {s.agent!r} (model {s.model}, backend {s.backend}): {detail}"))
 
+    def _service_error(self, tag: str, cause: str, status: str, attempts: int) -> ModelServiceError:
+        s = self.settings
+        return ModelServiceError(service=self.backend.service, model=s.model, agent=s.agent, round_=self.run_round,
+                                 call=tag, cause=self._scrub(cause), status=status, attempts=attempts)
+
     def _price(self) -> dict[str, float] | None:
         price = self.prices.get(self.settings.model)
         if price is None:
@@ -171,11 +183,15 @@ class LLMClient:
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
             r = entry["response"]
-            return Reply(text=r["text"], stop_reason=r["stop_reason"], input_tokens=int(r["input_tokens"]),
-                         output_tokens=int(r["output_tokens"]))
+            reply = Reply(text=r["text"], stop_reason=r["stop_reason"], input_tokens=int(r["input_tokens"]),
+                          output_tokens=int(r["output_tokens"]))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring unreadable cache entry %s (%s)", path, type(exc).__name__)
             return None
+        if reply.stop_reason in TRUNCATED | REFUSED:  # written by an earlier version: asked again
+            log.warning("ignoring cache entry %s: its answer is incomplete (stop_reason %s)", path, reply.stop_reason)
+            return None
+        return reply
 
     def _write_cache(self, key: str, system: str, messages: list[dict[str, Any]], reply: Reply) -> None:
         s = self.settings
@@ -185,15 +201,24 @@ class LLMClient:
                  "response": asdict(reply)}
         atomic_write_text(self._cache_path(key), self._scrub(json.dumps(entry, indent=1, ensure_ascii=False)) + "\n")
 
-    def _ledger(self, tag: str, comp: Completion | None, attempts: int, error: str | None = None) -> None:
+    def _ledger(self, tag: str, *, attempt: int, status: str, repair: bool, comp: Completion | None = None,
+                http_status: int | None = None, latency_s: float | None = None, error: str | None = None) -> None:
+        """One line per attempt: a request made (attempt 1, 2, ...) or a cache hit (attempt 0).
+
+        status: ok, unusable (an answer with no usable JSON), truncated, refused, http_error, timeout,
+        connection, dropped, malformed or error; retry: this attempt repeats a failed one; repair: this call is
+        the repair re-prompt. Tokens and cost are those of the answer (an attempt with no answer costs 0)."""
         s = self.settings
+        if comp is not None:
+            latency_s = comp.latency_s
         entry: dict[str, Any] = {
             "time": _now(), "agent": s.agent, "round": self.run_round, "tag": tag, "backend": s.backend,
-            "model": s.model, "input_tokens": comp.input_tokens if comp else 0,
+            "model": s.model, "attempt": attempt, "status": status, "http_status": http_status,
+            "retry": attempt > 1, "repair": repair, "input_tokens": comp.input_tokens if comp else 0,
             "output_tokens": comp.output_tokens if comp else 0,
             "cost_usd": comp.cost_usd if comp else (None if self._price() is None else 0.0),
-            "latency_s": round(comp.latency_s, 4) if comp else None, "cache_hit": comp.cache_hit if comp else False,
-            "attempts": attempts, "stop_reason": comp.stop_reason if comp else None}
+            "latency_s": round(latency_s, 4) if latency_s is not None else None,
+            "cache_hit": comp.cache_hit if comp else False, "stop_reason": comp.stop_reason if comp else None}
         if error is not None:
             entry["error"] = error
         line = self._scrub(json.dumps(entry, ensure_ascii=False)) + "\n"
@@ -236,84 +261,125 @@ class LLMClient:
             return min(retry_after, MAX_RETRY_AFTER_S)
         return self.rng.uniform(0.0, min(MAX_BACKOFF_S, self.backoff_base_s * 2 ** attempt))
 
-    def _send(self, system: str, messages: list[dict[str, Any]], tag: str) -> tuple[Reply, int, float]:
-        """The backend call with retries: (reply, attempts, latency of the successful attempt)."""
+    def _send(self, system: str, messages: list[dict[str, Any]], tag: str, repair: bool
+              ) -> tuple[Reply, int, float]:
+        """The backend call with retries: (reply, attempts, latency of the successful attempt). Every failed
+        attempt is a ledger line; the last one ends in a ModelServiceError."""
         retries = max(0, int(self.settings.max_retries))
-        for attempt in range(retries + 1):
+        for attempt in range(1, retries + 2):
             start = time.monotonic()
             try:
-                return self.backend.send(system, messages), attempt + 1, time.monotonic() - start
+                reply = self.backend.send(system, messages)
+                if not reply.text.strip() and reply.stop_reason not in TRUNCATED | REFUSED:
+                    raise malformed(f"an empty answer (no text; stop_reason {reply.stop_reason})", "",
+                                    reply.http_status)
+                return reply, attempt, time.monotonic() - start
             except AttemptFailed as exc:
-                if not exc.retryable:
-                    detail = f"call {tag!r} failed: {exc.description} (not retried)"
-                elif attempt == retries:
-                    detail = f"call {tag!r} failed after {attempt + 1} attempt(s); last error: {exc.description}"
-                else:
-                    delay = self._delay(attempt, exc.retry_after)
+                description = self._scrub(exc.description)
+                self._ledger(tag, attempt=attempt, status=exc.status, repair=repair, http_status=exc.http_status,
+                             latency_s=time.monotonic() - start, error=description)
+                if exc.retryable and attempt <= retries:
+                    delay = self._delay(attempt - 1, exc.retry_after)
                     log.warning("%s (%s) %s: %s; retry %d of %d in %.2f s", self.settings.agent,
-                                self.settings.model, tag, self._scrub(exc.description), attempt + 1, retries, delay)
+                                self.settings.model, tag, description, attempt, retries, delay)
                     self.sleep(delay)
                     continue
-                self._ledger(tag, None, attempt + 1, error=self._scrub(exc.description))
-                raise self._error(detail) from None
+                if exc.retryable:
+                    cause = f"{description}; gave up after {attempt} attempt(s) (llm.max_retries is {retries})"
+                else:
+                    cause = f"{description} (not retried)"
+                raise self._service_error(tag, cause, exc.status, attempt) from None
         raise AssertionError("unreachable")
 
-    # ---------------------------------------------------------------- the API
-    def complete(self, system: str, messages: list[dict[str, Any]], *, tag: str) -> Completion:
-        """One model answer (from the cache when this exact request was answered before)."""
+    def _incomplete(self, reply: Reply) -> tuple[str, str] | None:
+        """(status, cause) for an answer that must not be used: cut off, or refused."""
+        if reply.stop_reason == "max_tokens":
+            agent = self.settings.agent
+            return "truncated", (f"answer cut at max_tokens ({self.settings.max_tokens} tokens): raise "
+                                 f"llm.agents.{agent}.max_tokens")
+        if reply.stop_reason in TRUNCATED:
+            return "truncated", (f"answer cut: the prompt and the answer filled the model's context window "
+                                 f"(stop_reason {reply.stop_reason})")
+        if reply.stop_reason in REFUSED:
+            preview = " ".join(reply.text.split())[:200]
+            return "refused", "the model refused to answer" + (f": {preview!r}" if preview else " (no text)")
+        return None
+
+    def _call(self, system: str, messages: list[dict[str, Any]], *, tag: str, repair: bool,
+              assess: Callable[[Completion], tuple[Any, list[str]]] | None) -> tuple[Completion, Any, list[str]]:
+        """One answer (cached or requested), its ledger line and transcript; (completion, value, problems).
+
+        A truncated or refused answer raises (never cached). An answer that `assess` finds problems with is
+        recorded as `unusable` and not cached (complete_json caches it once its repair succeeded)."""
         _check_messages(messages)
         s = self.settings
         key = cache_key(s.backend, s.model, system, messages, s.temperature, s.max_tokens)
         stem = self._transcript_prompt(tag, system, messages)
-        cached = self._read_cache(key)
-        if cached is not None:
-            comp = Completion(text=cached.text, stop_reason=cached.stop_reason, input_tokens=cached.input_tokens,
-                              output_tokens=cached.output_tokens, cost_usd=0.0, latency_s=0.0, cache_hit=True,
-                              model=s.model, backend=s.backend, attempts=0)
-            self._ledger(tag, comp, 0)
-            self._transcript_response(stem, comp.text)
-            return comp
-        self._check_budget(system, messages, tag)
-        reply, attempts, latency = self._send(system, messages, tag)
-        cost = self.cost(reply.input_tokens, reply.output_tokens)
+        reply = self._read_cache(key)
+        hit = reply is not None
+        if reply is None:
+            self._check_budget(system, messages, tag)
+            reply, attempt, latency = self._send(system, messages, tag, repair)
+        else:
+            attempt, latency = 0, 0.0
         comp = Completion(text=reply.text, stop_reason=reply.stop_reason, input_tokens=reply.input_tokens,
-                          output_tokens=reply.output_tokens, cost_usd=cost, latency_s=latency, cache_hit=False,
-                          model=s.model, backend=s.backend, attempts=attempts)
-        if reply.stop_reason != "refusal":  # a refusal is not kept: a later run asks again
-            self._write_cache(key, system, messages, reply)
-        self._ledger(tag, comp, attempts)
+                          output_tokens=reply.output_tokens,
+                          cost_usd=0.0 if hit else self.cost(reply.input_tokens, reply.output_tokens),
+                          latency_s=latency, cache_hit=hit, model=s.model, backend=s.backend, attempts=attempt)
         self._transcript_response(stem, comp.text)
-        return comp
+        http_status = None if hit else reply.http_status
+        incomplete = self._incomplete(reply)
+        if incomplete is not None:
+            status, cause = incomplete
+            self._ledger(tag, attempt=attempt, status=status, repair=repair, comp=comp, http_status=http_status,
+                         error=cause)
+            raise self._service_error(tag, cause, status, attempt)
+        value, problems = assess(comp) if assess is not None else (None, [])
+        self._ledger(tag, attempt=attempt, status="unusable" if problems else "ok", repair=repair, comp=comp,
+                     http_status=http_status, error=self._scrub("; ".join(problems)) if problems else None)
+        if not hit and not problems:
+            self._write_cache(key, system, messages, reply)
+        return comp, value, problems
+
+    # ---------------------------------------------------------------- the API
+    def complete(self, system: str, messages: list[dict[str, Any]], *, tag: str) -> Completion:
+        """One complete model answer (from the cache when this exact request was answered before).
+
+        Raises ModelServiceError when the service fails after the retries, or the answer was cut at
+        max_tokens or refused."""
+        return self._call(system, messages, tag=tag, repair=False, assess=None)[0]
 
     def complete_json(self, system: str, messages: list[dict[str, Any]], *, tag: str, schema: dict | None = None,
                       check: Callable[[Any], list[str]] | None = None) -> tuple[Any, Completion]:
         """A JSON answer, validated against `schema` and/or `check`; one repair re-prompt when it is unusable.
 
-        Returns (value, completion of the answer used). A refusal fails at once; an answer cut off at
-        max_tokens counts as unusable."""
-        comp = self.complete(system, messages, tag=tag)
-        value, problems = self._assess(comp, tag, schema, check)
+        Returns (value, completion of the answer used). The repair asks the model to restate its own answer
+        as JSON (no JSON found) or to correct the named problems; code never completes or invents a value.
+        A truncated or refused answer, or a repair that is unusable too, raises ModelServiceError."""
+        def assess(comp: Completion) -> tuple[Any, list[str]]:
+            return self._assess(comp, schema, check)
+
+        comp, value, problems = self._call(system, messages, tag=tag, repair=False, assess=assess)
         if not problems:
             return value, comp
-        log.warning("%s %s: unusable JSON answer, asking once for a repair: %s", self.settings.agent, tag, problems)
+        log.warning("%s %s: unusable JSON answer, asking once for a repair: %s", self.settings.agent, tag,
+                    self._scrub("; ".join(problems)))
         repair = [*messages, {"role": "assistant", "content": comp.text.strip() or "(empty answer)"},
-                  {"role": "user", "content": repair_request(problems)}]
-        comp = self.complete(system, repair, tag=f"{tag}-repair")
-        value, problems = self._assess(comp, f"{tag}-repair", schema, check)
-        if problems:
-            raise self._error(f"call {tag!r}: the answer was still unusable after one repair re-prompt:\n"
-                              + "\n".join(f"  - {p}" for p in problems))
-        return value, comp
+                  {"role": "user", "content": repair_request(problems, restate=value is None)}]
+        fixed, value, again = self._call(system, repair, tag=f"{tag}-repair", repair=True, assess=assess)
+        if again:
+            raise self._service_error(tag, "no usable JSON: the answer was unusable, and so was the answer to the "
+                                      "one repair re-prompt: " + "; ".join(again), "unusable", fixed.attempts)
+        if not comp.cache_hit:  # the repaired exchange is complete: a rerun replays it from the cache
+            s = self.settings
+            self._write_cache(cache_key(s.backend, s.model, system, messages, s.temperature, s.max_tokens), system,
+                              messages, Reply(text=comp.text, stop_reason=comp.stop_reason,
+                                              input_tokens=comp.input_tokens, output_tokens=comp.output_tokens))
+        return value, fixed
 
-    def _assess(self, comp: Completion, tag: str, schema: dict | None,
+    def _assess(self, comp: Completion, schema: dict | None,
                 check: Callable[[Any], list[str]] | None) -> tuple[Any, list[str]]:
-        if comp.stop_reason == "refusal":
-            preview = " ".join(comp.text.split())[:200]
-            raise self._error(f"call {tag!r}: the model refused to answer (stop_reason 'refusal')"
-                              + (f": {preview!r}" if preview else ""))
-        if comp.stop_reason == "max_tokens":
-            return None, [f"the answer was truncated: it reached the limit of max_tokens={self.settings.max_tokens} "
-                          "output tokens before it was complete; give the complete JSON, more concisely"]
+        """(value, problems): value is None when no complete JSON value was found."""
         try:
             value = extract_json(comp.text)
         except ValueError as exc:
@@ -331,10 +397,17 @@ class LLMClient:
         return value, []
 
 
-def repair_request(problems: list[str]) -> str:
+def repair_request(problems: list[str], *, restate: bool = False) -> str:
+    """The repair re-prompt. `restate` (no JSON was found): restate the same answer as JSON, form only;
+    otherwise correct exactly the listed problems. Neither asks for anything the answer did not say."""
     listed = "\n".join(f"- {p}" for p in problems)
+    if restate:
+        return ("Your previous answer could not be read as JSON:\n" + listed + "\n\nRestate your previous answer "
+                "as the JSON requested: one complete JSON value, with no prose before or after it. Change only its "
+                "form: do not add, drop or alter any content.")
     return ("Your previous answer could not be used:\n" + listed + "\n\nReply with the corrected JSON only: one "
-            "complete JSON value that fixes every problem above, with no prose before or after it.")
+            "complete JSON value that fixes every problem above, with no prose before or after it. Change nothing "
+            "else.")
 
 
 def _json_error_hint(text: str) -> str | None:
