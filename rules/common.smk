@@ -325,7 +325,8 @@ def abort_review(wildcards):
 def model_round(m, r):
     """The round whose fit of family `m` serves round r. A revision round refits a family only when its
     data changed (the engineer stage re-ran in that round) or the round adds it, and stacking also when
-    its base models changed; otherwise the earlier fit is reused by path, as stages are."""
+    its base models changed; otherwise the earlier fit is reused by path, as stages are.
+    """
     r = int(r)
     if not data_unchanged(r) or m not in models(r - 1):
         return r
@@ -380,7 +381,11 @@ def earlier_explain(wildcards):
 def earlier_fairness(wildcards):
     """The previous round's audit, kept when it audited the same predictions."""
     r = int(wildcards.round)
-    return {"earlier": f"output/round_{r - 1}/analysis/fairness.json"} if data_unchanged(r) else {}
+    return (
+        {"earlier": f"output/round_{r - 1}/analysis/fairness.json"}
+        if data_unchanged(r)
+        else {}
+    )
 
 
 def earlier_stability_run(wildcards):
