@@ -29,6 +29,18 @@ from typing import Any
 
 from ..claims import is_number, lookup
 from ..errors import EdmArsError
+from .integrity import (
+    CITE_NAME,
+    PLACEHOLDER_KEY,
+    UNVERIFIED_BLOCK,
+    WORD_TARGETS,
+    citations,
+    cited_keys,
+    document_placeholders,
+    lint,
+    strip_comments,
+    unverified_reasons,
+)
 
 STRICT_SLOTS = {"ABSTRACT", "RESULTS"}
 SMALL_INT = 100
@@ -246,7 +258,7 @@ def quoted_text(source: str, artifacts: dict[str, Any]) -> str | None:
 # ---- reading the LaTeX -----------------------------------------------------------------------------
 _MACRO_DEF = re.compile(r"^\\newcommand\{\\([A-Za-z]+)\}\{(.*)\}\s*%\s*(.*)$")
 _DROP = [  # commands and arguments that carry no reported number
-    re.compile(r"\\(?:cite[tp]?\*?|citeauthor|citeyear|ref|eqref|autoref|label|input|include|url|"
+    re.compile(rf"\\(?:{CITE_NAME}|ref|eqref|autoref|label|input|include|url|"
                r"includegraphics|bibliography|bibliographystyle|documentclass|usepackage|setcopyright|"
                r"acmConference|acmYear|acmISBN|acmDOI|acmPrice|copyrightyear|vspace|hspace|setlength|"
                r"cmidrule|cline|addlinespace|resizebox|scalebox|fontsize|arraystretch|renewcommand)\*?"
@@ -461,27 +473,65 @@ def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
     return report
 
 
-LINT_FAILS = {"placeholder", "empty_section", "causal"}
+#: lint findings that fail the paper (placeholders are found in the whole document, see _check_placeholders)
+LINT_FAILS = {"empty_section", "causal"}
 
 
 MIN_RELATED_CITATIONS = 5
 
 
-def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> None:
-    """Citations (every key in references.bib, no placeholder) and the lint (placeholders, empty sections
-    and causal verbs fail; lengths warn)."""
-    from .integrity import WORD_TARGETS, lint, placeholder_keys
-    from .paper import cited_keys, slot_content
+def _body(tex: str) -> str:
+    """The document body: the lines before \\begin{document} are blanked (not printed), so line numbers stay."""
+    lines = tex.splitlines()
+    start = next((i for i, line in enumerate(lines) if "\\begin{document}" in _strip_comment(line)), 0)
+    return "\n".join("" if i < start else line for i, line in enumerate(lines))
 
-    tex = tex_path.read_text(encoding="utf-8")
-    body = tex[tex.find("\\begin{document}"):] if "\\begin{document}" in tex else tex
+
+def _check_citations(tex_path: Path, body: str, report: Report) -> None:
+    """Every key of every citation command (integrity.CITE_NAME) is in references.bib and is no placeholder."""
     bib = tex_path.parent / "references.bib"
     known = set(re.findall(r"@\w+\s*\{\s*([^,\s]+)\s*,", bib.read_text(encoding="utf-8"))) if bib.exists() else set()
-    for key in placeholder_keys(body):
-        report.failures.append(f"{tex_path.name}: placeholder citation key {key!r}")
-    for key in cited_keys(body):
-        if key not in known:
-            report.failures.append(f"{tex_path.name}: \\cite key {key!r} is not in {bib.name}")
+    for c in citations(body):
+        where = f"{tex_path.name}:{c.line}: \\{c.command}"
+        if not c.key or PLACEHOLDER_KEY.match(c.key):
+            report.failures.append(f"{where}: placeholder citation key {c.key!r}")
+        elif c.key not in known:
+            report.failures.append(f"{where} key {c.key!r} is not in {bib.name}")
+
+
+def _check_placeholders(tex_path: Path, tex: str, report: Report) -> None:
+    for line, kind, text in document_placeholders(tex):
+        report.failures.append(f"{tex_path.name}:{line}: placeholder {kind} {text!r}")
+
+
+def _check_unverified(tex_path: Path, tex: str, report: Report, artifacts: dict[str, Any]) -> None:
+    """A review that leaves the paper unverified (integrity.unverified_reasons) requires the UNVERIFIED block."""
+    review = artifacts.get("review_report.json")
+    if not isinstance(review, dict):
+        report.warnings.append(f"{tex_path.name}: no review_report.json among the artifacts: whether the paper "
+                               "must carry the UNVERIFIED block was not checked")
+        return
+    reasons = unverified_reasons(review)
+    if not reasons or UNVERIFIED_BLOCK.search(strip_comments(_body(tex))):
+        return
+    lines = tex.splitlines()
+    line = next((i for i, text in enumerate(lines, start=1) if re.search(r"%%(?:BEGIN|PLACEHOLDER):UNVERIFIED%%", text)),
+                next((i for i, text in enumerate(lines, start=1) if "\\maketitle" in text), 1))
+    report.failures.append(f"{tex_path.name}:{line}: the review (review_report.json, round {review.get('round')}) "
+                           f"leaves the paper unverified ({'; '.join(reasons)}) but the paper has no UNVERIFIED "
+                           "block (\\unverifiedbox{...})")
+
+
+def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> None:
+    """Citations (every key in references.bib, no placeholder), placeholders anywhere in the body, the UNVERIFIED
+    block the review calls for, and the lint (empty sections and causal verbs fail; lengths warn)."""
+    from .paper import slot_content
+
+    tex = tex_path.read_text(encoding="utf-8")
+    body = _body(tex)
+    _check_citations(tex_path, body, report)
+    _check_placeholders(tex_path, tex, report)
+    _check_unverified(tex_path, tex, report, artifacts)
     lines = {}
     for i, line in enumerate(tex.splitlines(), start=1):
         if m := re.match(r"^\s*%%BEGIN:([A-Z_]+)%%", line):
@@ -498,4 +548,6 @@ def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> No
     findings = lint(sections, lines=lines)
     report.lint = [str(f) for f in findings]
     for f in findings:
+        if f.kind == "placeholder":
+            continue  # reported by _check_placeholders, which reads the whole body
         (report.failures if f.kind in LINT_FAILS else report.warnings).append(f"{tex_path.name}: lint {f}")
