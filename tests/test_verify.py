@@ -280,6 +280,51 @@ def test_placeholder_checks_leave_ordinary_latex_alone(tmp_path, text):
     assert not [f for f in report.failures if "placeholder" in f], report.failures
 
 
+# ---- scientific notation, percentages, tables ---------------------------------------------------------
+SMALL = ARTIFACTS | {"evaluation.json": {"p_value": 0.0012345, "tiny": 3.2e-7}}
+
+
+@pytest.mark.parametrize("printed, status", [
+    ("1.23e-3", "matched"), ("1.2e-3", "matched"), ("1.23E-03", "matched"), ("1.3e-3", "unmatched"),
+    ("1.23 \\times 10^{-3}", "matched"), ("$1.23\\times 10^{-3}$", "matched"), ("1.23\\cdot10^{-3}", "matched"),
+    ("$1.234 \\times 10^{$-$3}$", "matched"), ("1.2\\texttimes{} 10\\textsuperscript{-3}", "matched"),
+    ("$1.24 \\times 10^{-3}$", "unmatched"), ("1.25\\cdot10^{-3}", "unmatched"), ("3.2e-7", "matched"),
+    ("3.3e-7", "unmatched"), ("$3.2\\times 10^{-6}$", "unmatched"),
+])
+def test_scientific_notation_is_reconciled(tmp_path, printed, status):
+    report = verify_paper(paper(tmp_path, f"The value was {printed} on the test set."), artifacts=SMALL)
+    assert [(n.exponent < 0, n.status) for n in report.numbers] == [(True, status)], report.numbers
+    assert report.ok == (status == "matched")  # Results is strict
+
+
+@pytest.mark.parametrize("printed, status", [
+    ("84.4\\%", "matched"), ("84.43\\%", "matched"), ("84.4~\\%", "matched"), ("84.4\\,\\%", "matched"),
+    ("84.4 percent", "matched"), ("84 per cent", "matched"), ("84\\%", "matched"),
+    ("84.9\\%", "unmatched"), ("84.5\\%", "unmatched"), ("84.9 percent", "unmatched"), ("85 per cent", "unmatched"),
+    ("87\\%", "unmatched"),
+])
+def test_a_percentage_is_reconciled_at_its_printed_precision(tmp_path, printed, status):
+    report, found = numbers(tmp_path, f"The AUC was {printed} on the test set.")
+    assert [n.status for n in report.numbers] == [status] and report.numbers[0].percent
+    assert report.ok == (status == "matched")
+
+
+def test_a_confidence_level_is_exempt(tmp_path):
+    report, _ = numbers(tmp_path, "AUC = 0.844 (95\\% CI [0.829, 0.859]); confidence intervals (95\\%) were "
+                                  "bootstrapped; 90\\% bootstrap intervals too.")
+    assert report.ok and [n.how for n in report.numbers if n.percent] == ["confidence level"] * 3
+
+
+@pytest.mark.parametrize("env", ["tabular", "tabular*", "tabularx", "longtable"])
+def test_a_table_anywhere_is_checked_strictly(tmp_path, env):
+    spec = {"tabular": "{lr}", "tabular*": "{\\columnwidth}{lr}", "tabularx": "{\\columnwidth}{lX}",
+            "longtable": "{lr}"}[env]
+    table = f"\\begin{{{env}}}{spec}\nModel & AUC \\\\\nA & 0.4321 \\\\\n\\end{{{env}}}"
+    report, _ = numbers(tmp_path, "AUC = 0.844.", methods=f"We used students.\n{table}\nAfter it, 0.4321 again.")
+    assert any(f.startswith("paper.tex:14: [METHODS] 0.4321") for f in report.failures), report.failures
+    assert any(w.startswith("paper.tex:16: [METHODS] 0.4321") for w in report.warnings)  # outside: a warning
+
+
 # ---- the review's verdict: the UNVERIFIED block ---------------------------------------------------------
 BLOCK = "\\unverifiedbox{\\textbf{Unverified draft.} This paper has not passed review.}"
 UNVERIFIED_REVIEWS = [

@@ -1087,12 +1087,15 @@ def test_real_fixture_builds(tmp_path, regression):
 
 @pytest.mark.parametrize("regression", [False, True])
 def test_real_fixture_passes_verify_paper(tmp_path, regression):
-    """The default paper trips none of the integrity checks: every number reconciles, every citation is in
-    references.bib, no placeholder, and the review's verdict is respected."""
+    """The default paper trips none of the integrity checks: every number reconciles (percentages included), every
+    citation is in references.bib, no placeholder, and the review's verdict is respected."""
     _, out, arts = _build_real(tmp_path, regression)
     report = verify_paper(out / "paper.tex", artifacts=_artifacts_by_name(arts))
     assert report.ok and not report.warnings, report.summary()
     assert document_placeholders((out / "paper.tex").read_text()) == []
+    percentages = [n for n in report.numbers if n.percent]
+    assert any(n.status == "matched" for n in percentages)
+    assert {n.how for n in percentages if n.status == "exempt"} <= {"confidence level"}
 
 
 @pytest.mark.workflow
