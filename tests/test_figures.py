@@ -60,3 +60,26 @@ def test_texts_outside_finds_a_clipped_title_and_passes_a_fitting_one():
     ax.set_yticks([0, 1], ["a" * 80, "b"])
     assert texts_outside(fig) == []
     plt.close(fig)
+
+
+def test_evaluation_figures_wrap_a_long_model_name(monkeypatch, tmp_path):
+    import numpy as np
+
+    import edm_ars.figures as figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: (fig.tight_layout(), drawn.append(fig)))
+    rng = np.random.default_rng(0)
+    y, p = rng.integers(0, 2, 300), rng.uniform(size=300)
+    name = "Stacking (a logistic meta-learner on the out-of-fold predictions of five families)"
+    labels = {"logistic": "Logistic regression (L2)", "stacking": name}
+    figures.roc_figure(y, {k: p for k in labels}, labels, {k: 0.8123 for k in labels}, tmp_path / "roc.pdf")
+    figures.calibration_figure(y, p, name, tmp_path / "calibration.pdf")
+    figures.observed_predicted_figure(p, p, name, tmp_path / "observed.pdf")
+    figures.residual_figure(p, p, name, tmp_path / "residuals.pdf")
+    assert [texts_outside(fig) for fig in drawn] == [[], [], [], []]
+    assert_whole_or_cut_by_the_rule(drawn[2].axes[0].get_ylabel(), f"Predicted ({name})", figures.AXIS_LABEL_WIDTH, 2)
+    legend = [t.get_text() for t in drawn[0].axes[0].get_legend().get_texts()]
+    assert legend[0] == "Logistic regression (L2) (AUC 0.812)" and legend[1].endswith(" (AUC 0.812)")  # AUC kept
+    for fig in drawn:
+        plt.close(fig)

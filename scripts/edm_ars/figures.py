@@ -20,6 +20,8 @@ from sklearn.metrics import roc_curve  # noqa: E402
 plt.rcParams.update({"font.size": 8, "pdf.fonttype": 42, "svg.hashsalt": "edm-ars"})
 
 ELLIPSIS = "\u2026"
+AXIS_LABEL_WIDTH = 40  # an axis label that names a model, wrapped (8-point text along a 3-inch side)
+LEGEND_WIDTH = 36  # a legend entry that names a model (6-point text inside a 3-inch axes)
 
 
 # ---- labels and layout shared by the figures -------------------------------------------------------
@@ -104,7 +106,7 @@ def roc_figure(y: np.ndarray, predictions: dict[str, np.ndarray], labels: dict[s
     fig, ax = plt.subplots(figsize=(3.3, 3.0))
     for name, prob in predictions.items():
         fpr, tpr, _ = roc_curve(y, prob)
-        ax.plot(fpr, tpr, lw=1.2, label=f"{labels[name]} (AUC {aucs[name]:.3f})")
+        ax.plot(fpr, tpr, lw=1.2, label=f"{wrap_label(labels[name], LEGEND_WIDTH, 2)} (AUC {aucs[name]:.3f})")
     ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=0.8)
     ax.set_xlabel("False-positive rate")
     ax.set_ylabel("True-positive rate")
@@ -119,7 +121,7 @@ def calibration_figure(y: np.ndarray, prob: np.ndarray, label: str, path: Path, 
     mean_obs = np.array([y[idx == b].mean() for b in range(bins) if (idx == b).any()])
     fig, ax = plt.subplots(figsize=(3.3, 3.0))
     ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=0.8)
-    ax.plot(mean_pred, mean_obs, marker="o", ms=3, lw=1.2, label=label)
+    ax.plot(mean_pred, mean_obs, marker="o", ms=3, lw=1.2, label=wrap_label(label, LEGEND_WIDTH, 2))
     ax.set_xlabel("Mean predicted probability (decile)")
     ax.set_ylabel("Observed proportion")
     ax.legend(loc="upper left", fontsize=6, frameon=False)
@@ -132,7 +134,7 @@ def observed_predicted_figure(y: np.ndarray, pred: np.ndarray, label: str, path:
     lo, hi = float(min(y.min(), pred.min())), float(max(y.max(), pred.max()))
     ax.plot([lo, hi], [lo, hi], ls=":", color="grey", lw=0.8)
     ax.set_xlabel("Observed")
-    ax.set_ylabel(f"Predicted ({label})")
+    ax.set_ylabel(wrap_label(f"Predicted ({label})", AXIS_LABEL_WIDTH, 2))
     _save(fig, path)
 
 
@@ -140,6 +142,6 @@ def residual_figure(y: np.ndarray, pred: np.ndarray, label: str, path: Path) -> 
     fig, ax = plt.subplots(figsize=(3.3, 3.0))
     ax.scatter(pred, y - pred, s=2, alpha=0.3, rasterized=True)
     ax.axhline(0, ls=":", color="grey", lw=0.8)
-    ax.set_xlabel(f"Predicted ({label})")
+    ax.set_xlabel(wrap_label(f"Predicted ({label})", AXIS_LABEL_WIDTH, 2))
     ax.set_ylabel("Residual")
     _save(fig, path)
