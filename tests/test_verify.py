@@ -297,6 +297,17 @@ def test_scientific_notation_is_reconciled(tmp_path, printed, status):
     assert report.ok == (status == "matched")  # Results is strict
 
 
+def test_a_macro_in_scientific_notation_is_checked_against_its_source(tmp_path):
+    """fmt_plain prints small and large hyperparameters as \\ensuremath{m\\times 10^{e}}: read as m x 10^e."""
+    macros = [{"macro": "\\Tiny", "value": "\\ensuremath{3.2\\times 10^{-7}}", "source": "evaluation.json:tiny"},
+              {"macro": "\\Wrong", "value": "\\ensuremath{3.3\\times 10^{-7}}", "source": "evaluation.json:tiny"},
+              {"macro": "\\TestN", "value": "\\ensuremath{2.391\\times 10^{3}}", "source": "results.json:test_n"}]
+    report = verify_paper(paper(tmp_path, "Values \\Tiny{}, \\Wrong{} and \\TestN{}.", macros=macros), artifacts=SMALL)
+    assert [(n.macro, n.status) for n in report.numbers] == [("Tiny", "matched"), ("Wrong", "unmatched"),
+                                                            ("TestN", "matched")]
+    assert any("\\Wrong prints 3.3\\times 10^{-7} but evaluation.json:tiny is 3.2e-07" in f for f in report.failures)
+
+
 @pytest.mark.parametrize("printed, status", [
     ("84.4\\%", "matched"), ("84.43\\%", "matched"), ("84.4~\\%", "matched"), ("84.4\\,\\%", "matched"),
     ("84.4 percent", "matched"), ("84 per cent", "matched"), ("84\\%", "matched"),
