@@ -16,16 +16,22 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from test_figures import assert_whole_or_cut_by_the_rule
 
 from edm_ars.explain import (
+    LABEL_LINES,
+    LABEL_WIDTH,
     ExplainSkipped,
     as_matrix,
     grouped,
     importance_figure,
+    importance_plot,
     shap_values,
     summary_figure,
+    summary_plot,
     top_features,
 )
+from edm_ars.figures import ELLIPSIS, texts_outside
 
 BINARY = "binary_classification"
 LEVELS = ["Complete_a_Bachelor_s_degree", "High_school_or_less", "Don_t_know"]
@@ -292,3 +298,33 @@ def test_figures_are_written_and_reproducible(data, fitted, tmp_path):
         first = (tmp_path / "a" / name).read_bytes()
         assert first.startswith(b"%PDF") and len(first) > 1000
         assert first == (tmp_path / "b" / name).read_bytes()
+
+
+LONG_LABEL = ("X2 How far in school the sample member thinks he/she will get, asked again in the spring of the "
+              "eleventh grade with a different wording")
+HSLS_LABELS = ["X3 GPA for all academic courses", "X1 Socio-economic status composite",
+               "X2 How far in school sample member thinks he/she will get",
+               "X1 How far in school parent thinks 9th grader will go", "X3 Credits earned in: AP/IB mathematics courses",
+               "X1 Parents'/guardians' highest level of education", "X1 Scale of student's school engagement",
+               "X2 Mathematics standardized theta score", LONG_LABEL]
+
+
+def test_shap_figures_keep_every_label_inside_and_whole():
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(200, len(HSLS_LABELS))), columns=[f"V{i}" for i in range(len(HSLS_LABELS))])
+    shap_matrix = X.to_numpy() * np.linspace(1.0, 0.1, X.shape[1])
+    labels = dict(zip(X.columns, HSLS_LABELS, strict=True))
+    top = top_features(shap_matrix, X, {c: c for c in X.columns}, labels, k=len(HSLS_LABELS))
+    figs = {"importance": importance_plot(top, title="Logistic regression (L2) on the held-out students of the "
+                                                         "school-grouped split"),
+            "summary": summary_plot(shap_matrix, X, {c: c for c in X.columns}, labels, k=len(HSLS_LABELS))}
+    for name, fig in figs.items():
+        assert texts_outside(fig) == [], name
+        ax = fig.axes[0]
+        ticks = [t.get_text() for t in ax.get_yticklabels()]
+        assert len(ticks) == len(top)
+        for shown, t in zip(ticks, reversed(top), strict=True):  # the largest at the top
+            assert_whole_or_cut_by_the_rule(shown, t["label"], LABEL_WIDTH, LABEL_LINES)
+            assert shown.endswith(ELLIPSIS) == (t["label"] == LONG_LABEL), shown  # only past three lines
+    title = figs["importance"].axes[0].get_title()
+    assert "\n" in title and not title.endswith(ELLIPSIS)

@@ -5,8 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import confusion_matrix, roc_auc_score
+from test_figures import assert_whole_or_cut_by_the_rule
 
+import edm_ars.fairness as fa
 from edm_ars.fairness import audit, disparity_flagged, fairness_figure
+from edm_ars.figures import ELLIPSIS, texts_outside
 
 WHITE = "White, non-Hispanic"
 BLACK = "Black/African-American, non-Hispanic"
@@ -218,3 +221,45 @@ def test_json_serialisable_and_figure(tmp_path):
     empty = tmp_path / "empty.pdf"
     fairness_figure({"primary_metric": "auc", "attributes": {}}, empty)
     assert empty.exists()
+
+
+# ---- the figure: no label cut off ----------------------------------------------------------------------
+LONG_GROUP = ("Native Hawaiian/Pacific Islander, non-Hispanic, or another group whose survey label runs on for far "
+              "longer than three lines of a tick label")
+
+
+def _audit_with(panels: dict[str, tuple[str, list[str]]]) -> dict:
+    """An audit result whose groups' metrics rise in the order given (the figure sorts groups by metric)."""
+    attrs = {a: {"label": label, "kind": "attribute",
+                 "groups": [{"group": g, "reliable": True, "metric": 0.6 + 0.02 * i, "ci": [0.55 + 0.02 * i,
+                                                                                             0.65 + 0.02 * i]}
+                            for i, g in enumerate(groups)]}
+             for a, (label, groups) in panels.items()}
+    return {"primary_metric": "auc", "overall": {"auc": 0.7}, "attributes": attrs}
+
+
+def test_fairness_figure_keeps_every_title_and_group_label_inside_and_whole(tmp_path):
+    panels = {
+        "X1SEX": ("X1 Student's sex", ["Female", "Male"]),
+        "X1RACE": ("X1 Student's race/ethnicity-composite", [
+            "Amer. Indian/Alaska Native, non-Hispanic", "Asian, non-Hispanic", BLACK, "Hispanic, no race specified",
+            HISP, "More than one race, non-Hispanic", NHPI, WHITE]),
+        "X1SESQ5": ("X1 Quintile coding of X1SES composite", ["First quintile (lowest)", "Fifth quintile (highest)"]),
+        "X4LONG": ("X4 A protected attribute whose survey label is so long that even two lines of the panel's width "
+                   "cannot hold it, so that it has to end with an ellipsis", ["Yes", LONG_GROUP]),
+    }
+    fig = fa.fairness_plot(_audit_with(panels))
+    assert texts_outside(fig) == []  # nothing sticks out of the figure (a plain savefig would cut it)
+    axes = fig.axes
+    assert len(axes) == len(panels) and len({round(ax.get_position().x0, 4) for ax in axes}) == 1  # aligned panels
+    for ax, (label, groups) in zip(axes, panels.values(), strict=True):
+        title = ax.get_title(loc="left")
+        assert_whole_or_cut_by_the_rule(title, label, fa.TITLE_WIDTH, fa.TITLE_LINES)
+        assert title.endswith(ELLIPSIS) == label.startswith("X4 A protected")  # the HSLS labels are whole
+        ticks = [t.get_text() for t in ax.get_yticklabels()]
+        assert len(ticks) == len(groups)
+        for shown, group in zip(ticks, groups, strict=True):
+            assert_whole_or_cut_by_the_rule(shown, group, fa.LABEL_WIDTH, fa.LABEL_LINES)
+            assert shown.endswith(ELLIPSIS) == (group == LONG_GROUP)  # only a label past three lines is cut
+    fa.fairness_figure(_audit_with(panels), tmp_path / "fairness.png")
+    assert (tmp_path / "fairness.png").stat().st_size > 1000

@@ -4,7 +4,9 @@ from retrieval only, and the lint."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -171,3 +173,222 @@ def test_lint_reports_placeholders_empty_sections_lengths_and_causal_verbs():
         == ["wording"]
     short = lint({"INTRODUCTION": " ".join(["w"] * 300)})
     assert [f.kind for f in short] == ["length"] and "300 words" in short[0].message
+
+
+# ---- every citation command ----------------------------------------------------------------------------
+BIB = "@article{chen2016xgboost,\n  title = {XGBoost},\n  year = {2016}\n}\n"
+
+
+@pytest.mark.parametrize("cite", [
+    "\\cite{ghost}", "\\citet{ghost}", "\\citep{ghost}", "\\citeauthor{ghost}", "\\citeyear{ghost}",
+    "\\citealp{ghost}", "\\citeyearpar{ghost}", "\\citealt{ghost}", "\\citenum{ghost}", "\\Citet{ghost}",
+    "\\Citep{ghost}", "\\Citealt{ghost}", "\\Citeauthor{ghost}", "\\parencite{ghost}", "\\textcite{ghost}",
+    "\\autocite{ghost}", "\\Textcite{ghost}", "\\cite*{ghost}", "\\citet*{ghost}", "\\citep[see][p.~3]{ghost}",
+    "\\citep [e.g.] { chen2016xgboost ,  ghost }", "\\autocite[p.~12]{chen2016xgboost,ghost}"])
+def test_every_citation_command_is_checked_against_the_bibliography(tmp_path, cite):
+    report = verify_paper(paper(tmp_path, f"AUC = 0.844~{cite}.", bib=BIB), artifacts=ARTIFACTS)
+    bad = [f for f in report.failures if "'ghost' is not in references.bib" in f]
+    assert len(bad) == 1 and bad[0].startswith("paper.tex:15: \\" + cite[1:].split("{")[0].split("[")[0].strip())
+    known = cite.replace("ghost", "chen2016xgboost")
+    assert verify_paper(paper(tmp_path, f"AUC = 0.844~{known}.", bib=BIB), artifacts=ARTIFACTS).ok
+
+
+def test_citation_keys_across_lines_are_named_with_their_line(tmp_path):
+    report = verify_paper(paper(tmp_path, "AUC = 0.844~\\citep{chen2016xgboost,\n  ghost}. % \\citep{commented}",
+                                bib=BIB), artifacts=ARTIFACTS)
+    assert [f for f in report.failures if "references.bib" in f] == \
+        ["paper.tex:16: \\citep key 'ghost' is not in references.bib"]  # the comment is not printed: not read
+    report = verify_paper(paper(tmp_path, "AUC = 0.844~\\citealp{TODO}.", bib=BIB), artifacts=ARTIFACTS)
+    assert any("paper.tex:15: \\citealp: placeholder citation key 'TODO'" in f for f in report.failures)
+
+
+@pytest.mark.parametrize("text, repaired", [
+    ("\\Citet{ghost} showed it.", "Prior work showed it."),
+    ("\\textcite{ghost} argued so.", "Prior work argued so."),
+    ("\\citeauthor*{ghost} found it.", "Prior work found it."),
+    ("Some agree \\citealt{ghost}.", "Some agree prior work."),
+    ("As noted \\parencite{ghost}.", "As noted."),
+    ("As noted~\\autocite[p.~2]{chen2016xgboost, ghost}.", "As noted~\\autocite[p.~2]{chen2016xgboost}."),
+    ("As noted \\citep*[see][]{ ghost }.", "As noted."),
+    ("Smith (\\citeyear{ghost}) and \\citeyearpar{ghost}.", "Smith and."),
+    ("Ref.~\\citenum{ghost} agrees; \\cite*{chen2016xgboost,ghost} too.", "Ref. agrees; \\cite*{chen2016xgboost} too."),
+])
+def test_the_writer_repairs_every_citation_command(text, repaired):
+    out, removed = repair_citations(text, {"chen2016xgboost"})
+    assert out == repaired and set(removed) == {"ghost"}
+
+
+@pytest.mark.parametrize("bad", ["\\citealp{TODO}", "\\textcite{}", "\\Citep[see]{?}", "\\parencite{citation_needed}",
+                                 "[citation needed]", "[CITATION NEEDED]", "[REF]", "[citation]"])
+def test_the_writer_rejects_a_placeholder_citation_in_any_form(bad):
+    with pytest.raises(CitationError, match="placeholder"):
+        repair_citations(f"as shown before {bad}.", {"chen2016xgboost"})
+
+
+def test_cited_keys_reads_every_command():
+    from edm_ars.writer import cited_keys
+
+    tex = ("\\citealp{a, b} \\textcite{c} \\Citet*[p.~1]{a} \\parencite[see][]{d} \\citeyearpar{e} % \\citep{f}\n"
+           "\\autocite{g}\\nocite{*}")
+    assert cited_keys(tex) == ["a", "b", "c", "d", "e", "g"]  # what build_paper puts in references.bib
+
+
+# ---- placeholders ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, kind", [
+    ("Subgroups differ [CITATION NEEDED].", "citation"), ("As shown in [INSERT FIGURE 2].", "note"),
+    ("The threshold is [TBD].", "note"), ("Prior work agrees [citation].", "citation"),
+    ("Prior work agrees [REF].", "citation"), ("Prior work agrees [Author, Year].", "citation"),
+    ("Prior work agrees [?].", "citation"), ("The result holds [to be confirmed].", "note"),
+    ("The outcome {{outcome}} was predicted.", "slot"), ("The outcome <<outcome>> was predicted.", "slot"),
+    ("The outcome \\textless{}\\textless{}outcome\\textgreater{}\\textgreater{} was predicted.", "slot"),
+    ("The outcome $outcome_label$ was predicted.", "slot"), ("The outcome ${outcome} was predicted.", "slot"),
+    ("The outcome \\$outcome was predicted.", "slot"), ("The outcome \\%(outcome)s was predicted.", "slot"),
+    ("Write the {section} section.", "slot"), ("Write the \\{section\\} section.", "slot"),
+    ("The AUC was {auc:.3f} overall.", "slot"),
+    ("TODO: describe the sample.", "word"), ("The threshold is TBD.", "word"), ("Check XXX here.", "word"),
+    ("FIXME the split.", "word"), ("A todo remains.", "word"), ("\\todo{describe the sample}", "word"),
+    ("Lorem ipsum dolor sit amet.", "filler"), ("As Figure~?? shows.", "unresolved"),
+])
+def test_placeholder_text_fails_the_paper_anywhere(tmp_path, text, kind):
+    report = verify_paper(paper(tmp_path, "AUC = 0.844.", methods=f"We used students. {text}"), artifacts=ARTIFACTS)
+    assert not report.ok
+    assert any(f.startswith(f"paper.tex:11: placeholder {kind} ") for f in report.failures), report.failures
+
+
+def test_placeholders_outside_the_slots_and_unfilled_template_slots_fail(tmp_path):
+    tex = paper(tmp_path, "AUC = 0.844.")
+    source = tex.read_text()
+    tex.write_text(source.replace("\\end{document}", "\\appendix\n\\section{Extra}\nSee the table [TBD].\n"
+                                  "%%PLACEHOLDER:DISCUSSION%%\nThe model was %(model)s and more text.\n"
+                                  "\\end{document}"))
+    failures = verify_paper(tex, artifacts=ARTIFACTS).failures
+    assert "paper.tex:19: placeholder note '[TBD]'" in failures
+    assert "paper.tex:20: placeholder slot '%%PLACEHOLDER:DISCUSSION%%'" in failures  # the template's unfilled slot
+    assert "paper.tex:21: placeholder slot '%(model)s'" in failures  # a comment now: the rest of the line is lost
+
+
+@pytest.mark.parametrize("text", [
+    "% TODO: tighten this paragraph (a comment is not printed, so it is not read)",
+    "The mastodon, the autodoc tool, X1XXX, FIXMEs and TBDX are words of their own.",
+    "An interval [0.512, 0.634] \\begin{figure}[t] x\\\\[2pt] \\item[Note] \\citep[p.~3]{chen2016xgboost}.",
+    "Counts 23{,}503, \\emph{name}, \\begin {itemize} \\end {itemize}, $x_i$, $R^{2}$, $n$, \\$5 and top 5\\% \\#1.",
+    "\\multicolumn{2}{c}{Model} and {\\small text} and \\% (a percent) and a question? Yes? Yes.",
+])
+def test_placeholder_checks_leave_ordinary_latex_alone(tmp_path, text):
+    report = verify_paper(paper(tmp_path, "AUC = 0.844.", methods=f"We used students. {text}", bib=BIB),
+                          artifacts=ARTIFACTS)
+    assert not [f for f in report.failures if "placeholder" in f], report.failures
+
+
+# ---- scientific notation, percentages, tables ---------------------------------------------------------
+SMALL = ARTIFACTS | {"evaluation.json": {"p_value": 0.0012345, "tiny": 3.2e-7}}
+
+
+@pytest.mark.parametrize("printed, status", [
+    ("1.23e-3", "matched"), ("1.2e-3", "matched"), ("1.23E-03", "matched"), ("1.3e-3", "unmatched"),
+    ("1.23 \\times 10^{-3}", "matched"), ("$1.23\\times 10^{-3}$", "matched"), ("1.23\\cdot10^{-3}", "matched"),
+    ("$1.234 \\times 10^{$-$3}$", "matched"), ("1.2\\texttimes{} 10\\textsuperscript{-3}", "matched"),
+    ("$1.24 \\times 10^{-3}$", "unmatched"), ("1.25\\cdot10^{-3}", "unmatched"), ("3.2e-7", "matched"),
+    ("3.3e-7", "unmatched"), ("$3.2\\times 10^{-6}$", "unmatched"),
+])
+def test_scientific_notation_is_reconciled(tmp_path, printed, status):
+    report = verify_paper(paper(tmp_path, f"The value was {printed} on the test set."), artifacts=SMALL)
+    assert [(n.exponent < 0, n.status) for n in report.numbers] == [(True, status)], report.numbers
+    assert report.ok == (status == "matched")  # Results is strict
+
+
+def test_a_macro_in_scientific_notation_is_checked_against_its_source(tmp_path):
+    """fmt_plain prints small and large hyperparameters as \\ensuremath{m\\times 10^{e}}: read as m x 10^e."""
+    macros = [{"macro": "\\Tiny", "value": "\\ensuremath{3.2\\times 10^{-7}}", "source": "evaluation.json:tiny"},
+              {"macro": "\\Wrong", "value": "\\ensuremath{3.3\\times 10^{-7}}", "source": "evaluation.json:tiny"},
+              {"macro": "\\TestN", "value": "\\ensuremath{2.391\\times 10^{3}}", "source": "results.json:test_n"}]
+    report = verify_paper(paper(tmp_path, "Values \\Tiny{}, \\Wrong{} and \\TestN{}.", macros=macros), artifacts=SMALL)
+    assert [(n.macro, n.status) for n in report.numbers] == [("Tiny", "matched"), ("Wrong", "unmatched"),
+                                                            ("TestN", "matched")]
+    assert any("\\Wrong prints 3.3\\times 10^{-7} but evaluation.json:tiny is 3.2e-07" in f for f in report.failures)
+
+
+@pytest.mark.parametrize("printed, status", [
+    ("84.4\\%", "matched"), ("84.43\\%", "matched"), ("84.4~\\%", "matched"), ("84.4\\,\\%", "matched"),
+    ("84.4 percent", "matched"), ("84 per cent", "matched"), ("84\\%", "matched"),
+    ("84.9\\%", "unmatched"), ("84.5\\%", "unmatched"), ("84.9 percent", "unmatched"), ("85 per cent", "unmatched"),
+    ("87\\%", "unmatched"),
+])
+def test_a_percentage_is_reconciled_at_its_printed_precision(tmp_path, printed, status):
+    report, found = numbers(tmp_path, f"The AUC was {printed} on the test set.")
+    assert [n.status for n in report.numbers] == [status] and report.numbers[0].percent
+    assert report.ok == (status == "matched")
+
+
+def test_a_confidence_level_is_exempt(tmp_path):
+    report, _ = numbers(tmp_path, "AUC = 0.844 (95\\% CI [0.829, 0.859]); confidence intervals (95\\%) were "
+                                  "bootstrapped; 90\\% bootstrap intervals too.")
+    assert report.ok and [n.how for n in report.numbers if n.percent] == ["confidence level"] * 3
+
+
+@pytest.mark.parametrize("env", ["tabular", "tabular*", "tabularx", "longtable"])
+def test_a_table_anywhere_is_checked_strictly(tmp_path, env):
+    spec = {"tabular": "{lr}", "tabular*": "{\\columnwidth}{lr}", "tabularx": "{\\columnwidth}{lX}",
+            "longtable": "{lr}"}[env]
+    table = f"\\begin{{{env}}}{spec}\nModel & AUC \\\\\nA & 0.4321 \\\\\n\\end{{{env}}}"
+    report, _ = numbers(tmp_path, "AUC = 0.844.", methods=f"We used students.\n{table}\nAfter it, 0.4321 again.")
+    assert any(f.startswith("paper.tex:14: [METHODS] 0.4321") for f in report.failures), report.failures
+    assert any(w.startswith("paper.tex:16: [METHODS] 0.4321") for w in report.warnings)  # outside: a warning
+
+
+# ---- the review's verdict: the UNVERIFIED block ---------------------------------------------------------
+BLOCK = "\\unverifiedbox{\\textbf{Unverified draft.} This paper has not passed review.}"
+UNVERIFIED_REVIEWS = [
+    {"round": 3, "verdict": "PASS", "rubric_verdict": "REVISE", "unverified": True},  # REVISE, no round left
+    {"round": 3, "verdict": "PASS", "rubric_verdict": "REVISE", "unverified": False},
+    {"round": 1, "verdict": "REVISE", "unverified": False},
+]
+
+
+def _with_unverified(tmp_path: Path, block: str) -> Path:
+    tex = paper(tmp_path, "AUC = 0.844.")
+    tex.write_text(tex.read_text().replace("\\section{Methods}", f"%%BEGIN:UNVERIFIED%%\n{block}\n%%END:UNVERIFIED%%\n"
+                                                                 "\\section{Methods}"))
+    return tex
+
+
+@pytest.mark.parametrize("review", UNVERIFIED_REVIEWS)
+def test_an_unverified_review_requires_the_block(tmp_path, review):
+    artifacts = ARTIFACTS | {"review_report.json": review}
+    report = verify_paper(_with_unverified(tmp_path, ""), artifacts=artifacts)
+    assert not report.ok
+    assert any(f.startswith("paper.tex:9: the review (review_report.json") and "no UNVERIFIED block" in f
+               for f in report.failures), report.failures
+    assert not verify_paper(_with_unverified(tmp_path, "% " + BLOCK), artifacts=artifacts).ok  # commented out
+    assert verify_paper(_with_unverified(tmp_path, BLOCK), artifacts=artifacts).ok
+
+
+def test_a_verified_review_needs_no_block_and_a_missing_review_is_said(tmp_path):
+    review = {"round": 0, "verdict": "PASS", "rubric_verdict": "PASS", "unverified": False}
+    report = verify_paper(_with_unverified(tmp_path, ""), artifacts=ARTIFACTS | {"review_report.json": review})
+    assert report.ok and not [w for w in report.warnings if "review" in w]
+    report = verify_paper(_with_unverified(tmp_path, ""), artifacts=ARTIFACTS)
+    assert report.ok and any("no review_report.json among the artifacts" in w for w in report.warnings)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    """verify-paper of this worktree (the installed `edm-ars` may point at another checkout)."""
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, "-m", "edm_ars.cli", "verify-paper", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root / "scripts")})
+
+
+def test_cli_reads_the_review_listed_in_sources_json(tmp_path):
+    p = _with_unverified(tmp_path, "")
+    (tmp_path / "results.json").write_text(json.dumps(ARTIFACTS["results.json"]))
+    (tmp_path / "review_report.json").write_text(json.dumps(UNVERIFIED_REVIEWS[0]))
+    (tmp_path / "sources.json").write_text(json.dumps({"results.json": "results.json",
+                                                       "review_report.json": "review_report.json"}))
+    bad = _cli(str(p))
+    assert bad.returncode == 1 and "paper.tex:9: the review (review_report.json, round 3)" in bad.stdout
+    p.write_text(p.read_text().replace("%%BEGIN:UNVERIFIED%%\n", "%%BEGIN:UNVERIFIED%%\n" + BLOCK))
+    ok = _cli(str(p))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    (tmp_path / "review_report.json").write_text("{not json")
+    unreadable = _cli(str(p))
+    assert unreadable.returncode == 2 and "review_report.json" in unreadable.stderr

@@ -23,8 +23,10 @@ from edm_ars.writer import (
     raw_numbers,
     slot_content,
 )
+from edm_ars.writer.integrity import document_placeholders
 from edm_ars.writer.latex import latex_errors, undefined_refs
 from edm_ars.writer.macros import MacroTable, fmt_ci, fmt_count, fmt_metric, fmt_pct, text_with_macros
+from edm_ars.writer.verify import verify_paper
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "config" / "paper_template.tex"
@@ -640,6 +642,32 @@ def test_unverified_block(tmp_path):
     assert (out_u / "paper.tex").read_text().count(r"\unverifiedbox{\textbf") == 1
 
 
+def _artifacts_by_name(arts: dict) -> dict:
+    """The writer's inputs under the names sources.json gives them (what verify-paper reads)."""
+    names = {"spec": "research_spec.json", "literature": "literature_context.json", "data_report": "data_report.json",
+             "results": "results.json", "review": "review_report.json"}
+    return {names[k]: v for k, v in arts.items() if k in names}
+
+
+@pytest.mark.parametrize("change", [
+    {"verdict": "PASS", "rubric_verdict": "REVISE", "unverified": True},  # the Critic's REVISE with no round left
+    {"verdict": "PASS", "rubric_verdict": "REVISE", "unverified": False},  # the rubric's REVISE alone
+    {"verdict": "REVISE", "unverified": False},
+])
+def test_every_unverified_review_puts_the_block_in_and_verify_paper_holds_it_to_that(tmp_path, change):
+    rv = review(True) | change
+    _, out = _build(tmp_path, binary=True, passed=True, review=rv)
+    tex = (out / "paper.tex").read_text()
+    block = slot_content(tex, "UNVERIFIED")
+    assert block.count(r"\unverifiedbox{\textbf{Unverified draft.}") == 1 and "review: ." not in block
+    arts = _artifacts_by_name({"spec": spec(True), "literature": literature(), "data_report": data_report(True),
+                               "results": results(True), "review": rv})
+    assert verify_paper(out / "paper.tex", artifacts=arts).ok
+    (out / "paper.tex").write_text(fill_slot(tex, "UNVERIFIED", ""))
+    report = verify_paper(out / "paper.tex", artifacts=arts)
+    assert any("leaves the paper unverified" in f and "no UNVERIFIED block" in f for f in report.failures)
+
+
 def test_prose_rules(any_paper):
     summary, out = any_paper
     tex = (out / "paper.tex").read_text()
@@ -1055,6 +1083,19 @@ def test_real_fixture_builds(tmp_path, regression):
         assert "fell below the quality floor" in results_tex and "& ME \\\\" in table
     else:
         assert "Black/African-American, non-Hispanic" in _subsection(results_tex, "Subgroup Fairness")
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_real_fixture_passes_verify_paper(tmp_path, regression):
+    """The default paper trips none of the integrity checks: every number reconciles (percentages included), every
+    citation is in references.bib, no placeholder, and the review's verdict is respected."""
+    _, out, arts = _build_real(tmp_path, regression)
+    report = verify_paper(out / "paper.tex", artifacts=_artifacts_by_name(arts))
+    assert report.ok and not report.warnings, report.summary()
+    assert document_placeholders((out / "paper.tex").read_text()) == []
+    percentages = [n for n in report.numbers if n.percent]
+    assert any(n.status == "matched" for n in percentages)
+    assert {n.how for n in percentages if n.status == "exempt"} <= {"confidence level"}
 
 
 @pytest.mark.workflow

@@ -8,7 +8,6 @@ never explained.
 
 from __future__ import annotations
 
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from edm_ars.figures import fit_text, n_lines, save_figure, wrap_label  # noqa: E402
 
 BINARY = "binary_classification"
 TREE_FAMILIES = {"random_forest", "xgboost"}
@@ -368,34 +369,29 @@ def top_features(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str, s
 # figures
 
 
-def _short(text: str, width: int = 24, lines: int = 2) -> str:
-    """A tick label wrapped to at most `lines` lines of `width` characters, ellipsized beyond."""
-    parts = textwrap.wrap(str(text), width) or [""]
-    if len(parts) > lines:
-        last = " ".join(parts[lines - 1:])
-        parts = parts[: lines - 1] + [last[: width - 1].rstrip() + "\u2026"]
-    return "\n".join(parts)
+#: tick labels are wrapped to LABEL_LINES lines of LABEL_WIDTH characters (an ellipsis only beyond), titles likewise
+LABEL_WIDTH, LABEL_LINES = 30, 3
+TITLE_WIDTH, TITLE_LINES = 50, 3
+FIGURE_WIDTH = 3.3  # inches: one ACM column
 
 
-def _save(fig: Any, path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=300, metadata={"CreationDate": None, "ModDate": None})
-    plt.close(fig)
+def _labels(texts: list[str]) -> tuple[list[str], float]:
+    """The wrapped tick labels, and the height in inches of a row that holds the tallest of them."""
+    wrapped = [wrap_label(t, LABEL_WIDTH, LABEL_LINES) for t in texts]
+    return wrapped, 0.06 + 0.115 * max((n_lines(w) for w in wrapped), default=1)
 
 
-def importance_figure(top: list[dict], path: Path, title: str | None = None,
-                      xlabel: str = "Mean |SHAP value|") -> None:
-    """Horizontal bars of mean |SHAP| per source variable, largest at the top, coloured by direction."""
+def importance_plot(top: list[dict], title: str | None = None, xlabel: str = "Mean |SHAP value|") -> Any:
+    """The figure of :func:`importance_figure` (not saved): every text inside the figure, none cut."""
     colours = {"positive": _POSITIVE, "negative": _NEGATIVE}
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(3.3, 3.0))
         items = list(reversed(top))
+        labels, row = _labels([t.get("label") or t["feature"] for t in items])
+        fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, max(3.0, 0.9 + row * len(items))), layout="constrained")
         y = np.arange(len(items))
         ax.barh(y, [t["mean_abs_shap"] for t in items], height=0.65,
                 color=[colours.get(t.get("direction"), _MIXED) for t in items])
-        ax.set_yticks(y, [_short(t.get("label") or t["feature"]) for t in items])
+        ax.set_yticks(y, labels)
         ax.set_xlabel(xlabel)
         ax.set_ylim(-0.6, max(len(items), 1) - 0.4)
         ax.spines[["top", "right"]].set_visible(False)
@@ -405,9 +401,16 @@ def importance_figure(top: list[dict], path: Path, title: str | None = None,
 
             ax.legend(handles=[Patch(color=colours.get(d, _MIXED), label=d) for d in present], loc="lower right",
                       fontsize=6, frameon=False, title="direction", title_fontsize=6)
-        if title:
-            ax.set_title(title)
-        _save(fig, path)
+        if title:  # over the bars, wrapped to fit the figure
+            fit_text(fig, ax.set_title(title), title, TITLE_WIDTH, TITLE_LINES)
+        fig.draw_without_rendering()  # ticks and layout made under these settings
+    return fig
+
+
+def importance_figure(top: list[dict], path: Path, title: str | None = None,
+                      xlabel: str = "Mean |SHAP value|") -> None:
+    """Horizontal bars of mean |SHAP| per source variable, largest at the top, coloured by direction."""
+    save_figure(importance_plot(top, title, xlabel), path, dpi=300)
 
 
 def _swarm_offsets(x: np.ndarray, width: float = 0.38, bins: int = 60) -> np.ndarray:
@@ -429,22 +432,21 @@ def _swarm_offsets(x: np.ndarray, width: float = 0.38, bins: int = 60) -> np.nda
     return offsets
 
 
-def summary_figure(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str, str],
-                   labels: dict[str, str] | None, path: Path, k: int = 10, xlabel: str = "SHAP value") -> None:
-    """Beeswarm-like summary: one row per source variable (top k by mean |summed SHAP|), a point per explained row
-    at its summed SHAP value, coloured by the standardized value of a single-column source and grey for a group
-    of one-hot columns."""
+def summary_plot(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str, str], labels: dict[str, str] | None,
+                 k: int = 10, xlabel: str = "SHAP value") -> Any:
+    """The figure of :func:`summary_figure` (not saved): every text inside the figure, none cut."""
     shap = as_matrix(shap, len(X), X.shape[1])
     top = top_features(shap, X, feature_sources, labels, k=k)
     index = {c: j for j, c in enumerate(X.columns)}
     cmap = plt.get_cmap("coolwarm")
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(3.3, 3.0))
+        ticks, row = _labels([t["label"] for t in reversed(top)])
+        fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, max(3.0, 0.9 + row * len(top))), layout="constrained")
         scatter = None
-        for row, t in enumerate(reversed(top)):
+        for i, t in enumerate(reversed(top)):
             idx = [index[c] for c in t["columns"]]
             s = shap[:, idx].sum(axis=1)
-            yy = row + _swarm_offsets(s)
+            yy = i + _swarm_offsets(s)
             if len(idx) == 1:
                 v = X.iloc[:, idx[0]].to_numpy(dtype=float)
                 sd = np.nanstd(v)
@@ -453,7 +455,7 @@ def summary_figure(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str,
             else:
                 ax.scatter(s, yy, color=_MIXED, s=1.5, lw=0, rasterized=True)
         ax.axvline(0, color="black", lw=0.5)
-        ax.set_yticks(np.arange(len(top)), [_short(t["label"]) for t in reversed(top)])
+        ax.set_yticks(np.arange(len(top)), ticks)
         ax.set_ylim(-0.6, max(len(top), 1) - 0.4)
         ax.set_xlabel(xlabel)
         ax.spines[["top", "right"]].set_visible(False)
@@ -463,4 +465,13 @@ def summary_figure(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str,
             bar.set_label("Feature value (grey: categorical)", fontsize=6)
             bar.ax.tick_params(labelsize=6, length=0)
             bar.outline.set_visible(False)
-        _save(fig, path)
+        fig.draw_without_rendering()
+    return fig
+
+
+def summary_figure(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str, str],
+                   labels: dict[str, str] | None, path: Path, k: int = 10, xlabel: str = "SHAP value") -> None:
+    """Beeswarm-like summary: one row per source variable (top k by mean |summed SHAP|), a point per explained row
+    at its summed SHAP value, coloured by the standardized value of a single-column source and grey for a group
+    of one-hot columns."""
+    save_figure(summary_plot(shap, X, feature_sources, labels, k=k, xlabel=xlabel), path, dpi=300)

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from edm_ars.figures import fit_text, n_lines, save_figure, wrap_label  # noqa: E402
 from edm_ars.metrics import PRIMARY, binary_metrics, bootstrap_counts, regression_metrics  # noqa: E402
 
 METRIC_NAMES = {"auc": "AUC", "r2": "R2", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection-rate",
@@ -354,12 +355,15 @@ def disparity_flagged(audit_result: dict[str, Any], attribute: str, group: str) 
 # ---- figure -----------------------------------------------------------------------------------
 
 
-def _short(label: str, width: int = 28) -> str:
-    return label if len(label) <= width else label[: width - 3].rstrip() + "..."
+#: group labels are wrapped to LABEL_LINES lines of LABEL_WIDTH characters, panel titles (the attribute's label) to
+#: TITLE_LINES lines of at most TITLE_WIDTH (narrower when the panel is); an ellipsis only beyond that
+LABEL_WIDTH, LABEL_LINES = 28, 3
+TITLE_WIDTH, TITLE_LINES = 60, 2
+_LINE_IN = 0.115  # inches per line of 7-point text
 
 
-def fairness_figure(audit_result: dict[str, Any], path: Path, attributes: list[str] | None = None) -> None:
-    """Primary metric per reliable group with its 95% CI, one panel per attribute (intersections left out)."""
+def _panels(audit_result: dict[str, Any], attributes: list[str] | None) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(attribute, its reliable groups with a metric, by metric) for each attribute shown (intersections left out)."""
     attrs = audit_result.get("attributes", {})
     names = ([a for a in attributes if a in attrs] if attributes is not None
              else [a for a, r in attrs.items() if r["kind"] == "attribute"])
@@ -368,33 +372,48 @@ def fairness_figure(audit_result: dict[str, Any], path: Path, attributes: list[s
         gs = [g for g in attrs[a]["groups"] if g["reliable"] and g["metric"] is not None]
         if gs:
             panels.append((a, sorted(gs, key=lambda g: (g["metric"], g["group"]))))
+    return panels
+
+
+def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = None) -> Any:
+    """The figure of :func:`fairness_figure` (not saved): every text inside the figure, none cut. Each panel is as
+    tall as its wrapped group labels need; the panels share the metric's scale, their left edges aligned."""
+    attrs = audit_result.get("attributes", {})
+    panels = _panels(audit_result, attributes)
     metric = METRIC_NAMES.get(audit_result.get("primary_metric", ""), str(audit_result.get("primary_metric")))
     overall = (audit_result.get("overall") or {}).get(audit_result.get("primary_metric", ""))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     with plt.rc_context({"font.size": 7, "pdf.fonttype": 42, "svg.hashsalt": "edm-ars"}):
         if not panels:
-            fig, ax = plt.subplots(figsize=(3.3, 1.0))
+            fig, ax = plt.subplots(figsize=(3.3, 1.0), layout="constrained")
             ax.text(0.5, 0.5, "No reliable groups to show", ha="center", va="center")
             ax.axis("off")
-        else:
-            heights = [len(gs) + 1.2 for _, gs in panels]
-            fig, axes = plt.subplots(len(panels), 1, figsize=(3.3, 0.45 + 0.17 * sum(heights)), squeeze=False,
-                                     sharex=True, gridspec_kw={"height_ratios": heights})
-            for ax, (a, gs) in zip(axes[:, 0], panels, strict=True):
-                vals = np.array([g["metric"] for g in gs])
-                lo = np.array([g["ci"][0] if g["ci"] else g["metric"] for g in gs])
-                hi = np.array([g["ci"][1] if g["ci"] else g["metric"] for g in gs])
-                pos = np.arange(len(gs))
-                ax.errorbar(vals, pos, xerr=[np.maximum(vals - lo, 0), np.maximum(hi - vals, 0)], fmt="o", ms=3,
-                            lw=1.0, capsize=2)
-                if overall is not None:
-                    ax.axvline(overall, ls=":", color="grey", lw=0.8)
-                ax.set_yticks(pos)
-                ax.set_yticklabels([_short(g["group"]) for g in gs])
-                ax.set_ylim(-0.7, len(gs) - 0.3)
-                ax.set_title(_short(attrs[a]["label"], 60), fontsize=7, loc="left")
-            axes[-1, 0].set_xlabel(f"{metric} (95% bootstrap CI)")
-        fig.tight_layout()
-        fig.savefig(path, metadata={"CreationDate": None, "ModDate": None})
-        plt.close(fig)
+            fig.draw_without_rendering()
+            return fig
+        labels = [[wrap_label(g["group"], LABEL_WIDTH, LABEL_LINES) for g in gs] for _, gs in panels]
+        rows = [len(ls) * (0.06 + _LINE_IN * max(n_lines(x) for x in ls)) for ls in labels]
+        titles = [attrs[a]["label"] for a, _ in panels]
+        height = 0.45 + sum(rows) + sum(0.1 + _LINE_IN * n_lines(wrap_label(t, TITLE_WIDTH, TITLE_LINES))
+                                        for t in titles)
+        fig, axes = plt.subplots(len(panels), 1, figsize=(3.3, height), squeeze=False, sharex=True,
+                                 layout="constrained", gridspec_kw={"height_ratios": rows})
+        axes = axes[:, 0]
+        for ax, (_, gs), ls in zip(axes, panels, labels, strict=True):
+            vals = np.array([g["metric"] for g in gs])
+            lo = np.array([g["ci"][0] if g["ci"] else g["metric"] for g in gs])
+            hi = np.array([g["ci"][1] if g["ci"] else g["metric"] for g in gs])
+            pos = np.arange(len(gs))
+            ax.errorbar(vals, pos, xerr=[np.maximum(vals - lo, 0), np.maximum(hi - vals, 0)], fmt="o", ms=3,
+                        lw=1.0, capsize=2)
+            if overall is not None:
+                ax.axvline(overall, ls=":", color="grey", lw=0.8)
+            ax.set_yticks(pos, ls)
+            ax.set_ylim(-0.7, len(gs) - 0.3)
+        axes[-1].set_xlabel(f"{metric} (95% bootstrap CI)")
+        for ax, title in zip(axes, titles, strict=True):  # left-aligned over the panel, wrapped to fit the figure
+            fit_text(fig, ax.set_title(title, fontsize=7, loc="left"), title, TITLE_WIDTH, TITLE_LINES)
+    return fig
+
+
+def fairness_figure(audit_result: dict[str, Any], path: Path, attributes: list[str] | None = None) -> None:
+    """Primary metric per reliable group with its 95% CI, one panel per attribute (intersections left out)."""
+    save_figure(fairness_plot(audit_result, attributes), path)

@@ -12,7 +12,7 @@ from ..artifacts import atomic_write_text, validate
 from ..claims import code_claims, document
 from ..errors import EdmArsError
 from . import analyses, narrative, outline, prose
-from .integrity import repair_citations
+from .integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from .macros import MacroTable
 
 SLOTS = ("TITLE", "AUTHORS", "ABSTRACT", "KEYWORDS", "MACROS", "UNVERIFIED", "INTRODUCTION",
@@ -21,7 +21,6 @@ SLOTS = ("TITLE", "AUTHORS", "ABSTRACT", "KEYWORDS", "MACROS", "UNVERIFIED", "IN
 TEXT_SECTIONS = ("ABSTRACT", "INTRODUCTION", "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION",
                  "LIMITATIONS", "APPENDIX")
 FIGURE_EXTENSIONS = {".pdf", ".png", ".jpg", ".jpeg"}
-_CITE = re.compile(r"\\cite[tp]?\*?(?:\[[^\]]*\])*\{([^}]*)\}")
 
 
 # ---- slots -------------------------------------------------------------------------------------
@@ -52,20 +51,10 @@ def slot_content(tex: str, name: str) -> str:
     return m.group(1) if m else ""
 
 
-def cited_keys(tex: str) -> list[str]:
-    keys: list[str] = []
-    for group in _CITE.findall(tex):
-        for k in group.split(","):
-            k = k.strip()
-            if k and k not in keys:
-                keys.append(k)
-    return keys
-
-
 _STRIP = re.compile(
     r"(?<!\\)%.*$"  # comments
-    r"|\\(?:label|ref|eqref|cite[tp]?|begin|end|includegraphics|texttt|bibliography\w*|multicolumn)"
-    r"(?:\[[^\]]*\])?\{[^}]*\}"  # commands whose argument is not prose
+    rf"|\\(?:label|ref|eqref|{CITE_NAME}\*?|begin|end|includegraphics|texttt|bibliography\w*|multicolumn)"
+    r"(?:\[[^\]]*\])*\{[^}]*\}"  # commands whose argument is not prose
     r"|\\[A-Za-z]+"  # any other control sequence (number macros included)
     r"|95\\%",  # the fixed confidence level
     re.M,
@@ -206,6 +195,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     tex = template.read_text(encoding="utf-8")
     for name in SLOTS:
         tex = fill_slot(tex, name, content.get(name, ""))
+    if ctx.unverified and not UNVERIFIED_BLOCK.search(slot_content(tex, "UNVERIFIED")):
+        raise EdmArsError("the review leaves the paper unverified but the UNVERIFIED block is not in the paper")
     leftover = re.findall(r"^[ \t]*%%PLACEHOLDER:([A-Z_]+)%%[ \t]*$", tex, re.M)
     if leftover:
         raise EdmArsError(f"paper template has unknown slots: {', '.join(leftover)}")

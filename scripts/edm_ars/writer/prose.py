@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .integrity import unverified_reasons
 from .latex import escape_latex
 from .macros import (
     LOWER_IS_BETTER,
@@ -317,7 +318,7 @@ class Ctx:
 
     @property
     def unverified(self) -> bool:
-        return bool(self.review.get("unverified")) or self.review.get("verdict") != "PASS"
+        return bool(unverified_reasons(self.review))
 
     def t(self, text: Any, source: str) -> str:
         """Artifact free text, escaped, with its numbers turned into macros."""
@@ -1632,6 +1633,9 @@ def unverified_block(ctx: Ctx) -> str:
         why.append(f"the automated review returned \\textbf{{{verdict}}}")
     if rv.get("unverified"):
         why.append("the review itself is marked as unverified")
+    rubric = rv.get("rubric_verdict")
+    if rubric not in (None, "PASS", rv.get("verdict")):
+        why.append(f"the review's rubric returned \\textbf{{{escape_latex(rubric)}}}")
     return ("\\unverifiedbox{\\textbf{Unverified draft.} This paper was generated automatically by "
             f"EDM-ARS and has not passed review: {join_list(why)}. Its findings are provisional; the "
             "reviewer's issues are listed in Appendix~\\ref{app:review}.}")

@@ -1,18 +1,27 @@
 """`edm-ars verify-paper`: reconcile every number printed in a paper with the run's artifacts.
 
 Each number of the document body is found in the LaTeX source after the number macros of numbers.tex
-are expanded, and classified:
+are expanded (scientific notation too: 1.2e-3, 1.2 \\times 10^{-3}, 1.2\\cdot10^{-3}, $1.2\\times 10^{-3}$, a bare
+10^{-3}, read as the printed mantissa times the power of ten), and classified:
 
-- **exempt**: years (1900-2100) and small integers (|n| <= 100) printed without decimals;
+- **exempt**: years (1900-2100) and small integers (|n| <= 100) printed without decimals, and confidence levels
+  ("95\\% CI"); any other integer percentage ("84 per cent") is a share of something and is reconciled;
 - **matched**: a number printed through a macro agrees, at its printed precision, with the value at the
   macro's recorded source (a JSON path in an artifact, a simple derivation such as ``len(...)`` or
   ``|a - b|``, or the artifact text a number was quoted from); a literal number agrees with some value of
   the artifacts: a leaf, a list length, or a sum or difference of sibling values (values of one object,
-  or the same key across the objects of one list or mapping). A percentage also matches a value 100
-  times smaller ("20.5\\%" matches 0.205). "-1.90" and "-1.905" both match -1.904982835; "-1.92" does not;
-- **unmatched** otherwise. In strict places (the abstract, the results and every table) an unmatched
-  number fails the paper; elsewhere it warns. An interval "[a, b]" whose two ends are both unmatched
-  fails wherever it is; with one end unmatched it warns.
+  or the same key across the objects of one list or mapping). A percentage (84.4\\%, 84.4~\\%, 84.4 percent,
+  84 per cent, \\SI{84.4}{\\percent}) also matches a value 100 times smaller at the same printed precision
+  ("84.4\\%" matches 0.8443, "84.9\\%" does not). "-1.90" and "-1.905" both match -1.904982835; "-1.92" does not;
+- **unmatched** otherwise. In strict places (the abstract, the results, every table float and every tabular,
+  tabular*, tabularx, tabulary or longtable environment wherever it is) an unmatched number fails the paper;
+  elsewhere it warns. An interval "[a, b]" whose two ends are both unmatched fails wherever it is; with one end
+  unmatched it warns.
+
+Then the text: every key of every citation command (integrity.CITE_NAME) must be in references.bib; placeholder
+text anywhere in the body fails (integrity.document_placeholders); a review that leaves the paper unverified
+(integrity.unverified_reasons; review_report.json is among the artifacts sources.json lists) requires the
+UNVERIFIED block; and the lint (empty sections and causal verbs fail, lengths warn).
 
 The artifacts are found through sources.json next to the paper (written by the Writer) or given as
 NAME=PATH pairs. Findings name their line in the .tex file.
@@ -29,6 +38,18 @@ from typing import Any
 
 from ..claims import is_number, lookup
 from ..errors import EdmArsError
+from .integrity import (
+    CITE_NAME,
+    PLACEHOLDER_KEY,
+    UNVERIFIED_BLOCK,
+    WORD_TARGETS,
+    citations,
+    cited_keys,
+    document_placeholders,
+    lint,
+    strip_comments,
+    unverified_reasons,
+)
 
 STRICT_SLOTS = {"ABSTRACT", "RESULTS"}
 SMALL_INT = 100
@@ -56,6 +77,8 @@ class Number:
     metric: list[str] | None = None  # the metric named before it in its sentence
     status: str = ""  # matched | exempt | unmatched
     how: str = ""
+    exponent: int = 0  # scientific notation: the value is the printed mantissa times 10**exponent
+    level: bool = False  # a confidence level ("95\% CI"): exempt
 
 
 @dataclass
@@ -246,12 +269,12 @@ def quoted_text(source: str, artifacts: dict[str, Any]) -> str | None:
 # ---- reading the LaTeX -----------------------------------------------------------------------------
 _MACRO_DEF = re.compile(r"^\\newcommand\{\\([A-Za-z]+)\}\{(.*)\}\s*%\s*(.*)$")
 _DROP = [  # commands and arguments that carry no reported number
-    re.compile(r"\\(?:cite[tp]?\*?|citeauthor|citeyear|ref|eqref|autoref|label|input|include|url|"
+    re.compile(rf"\\(?:{CITE_NAME}|ref|eqref|autoref|label|input|include|url|"
                r"includegraphics|bibliography|bibliographystyle|documentclass|usepackage|setcopyright|"
                r"acmConference|acmYear|acmISBN|acmDOI|acmPrice|copyrightyear|vspace|hspace|setlength|"
                r"cmidrule|cline|addlinespace|resizebox|scalebox|fontsize|arraystretch|renewcommand)\*?"
                r"(?:\[[^\]]*\]|\([^)]*\))*(?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})*"),
-    re.compile(r"\\begin\{(?:tabularx|tabular\*?|table\*?|figure\*?|minipage|array)\}"
+    re.compile(r"\\begin\{(?:tabularx|tabulary|tabular\*?|longtable\*?|table\*?|figure\*?|minipage|array)\}"
                r"(?:\[[^\]]*\])?(?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})*"),
     re.compile(r"\\multicolumn\{\d+\}\{[^{}]*\}"),
     re.compile(r"\\\\\[[^\]]*\]"),
@@ -259,9 +282,26 @@ _DROP = [  # commands and arguments that carry no reported number
     re.compile(r"-?\d*\.?\d+\s*\\(?:columnwidth|textwidth|linewidth|hsize|baselineskip)"),
     re.compile(r"\d*\.?\d+(?:pt|em|ex|cm|mm|in|bp)\b"),
 ]
-_NUMBER = re.compile(r"(?P<lt>\$<\$|<|\\textless\{\})?(?P<neg>\$-\$|\$\\?-\$|-|\\textminus\{\})?"
-                     r"(?P<num>\d{1,3}(?:(?:\{,\}|,)\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
+_LEAD = r"(?P<lt>\$<\$|<|\\textless\{\})?(?P<neg>\$-\$|\$\\?-\$|-|\\textminus\{\})?"
+_NUMBER = re.compile(_LEAD + r"(?P<num>\d{1,3}(?:(?:\{,\}|,)\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
+_POWER = (r"10\s*(?:\^|\\textsuperscript)\s*"
+          r"(?:\{\s*(?P<exp>(?:-|\+|\$-\$|\\textminus\{\})?\s*\d+)\s*\}|(?P<exp_bare>[-+]?\d+))")
+_TIMES = r"\s*\$?\s*(?:\\times|\\cdot|\\texttimes(?:\{\})?|\\ensuremath\{\\(?:times|cdot)\})\s*\$?\s*"
+#: scientific notation, in the order they are looked for: 1.2 \times 10^{-3} (also \cdot, \texttimes{},
+#: \textsuperscript, inside or outside $...$), 1.2e-3, and a bare power of ten 10^{-3}
+SCIENTIFIC = [re.compile(_LEAD + r"(?P<mant>\d+(?:\.\d+)?)" + _TIMES + _POWER),
+              re.compile(_LEAD + r"(?P<mant>\d+(?:\.\d+)?)[eE](?P<exp_bare>[-+]?\d+)(?!\w|\.\d)"),
+              re.compile(_LEAD + _POWER)]
 _INTERVAL = re.compile(r"\[\s*(\S+?)\s*,\s*(\S+?)\s*\]")
+#: a percent sign or word after a number: 84.4\%, 84.4~\%, 84.4\,\%, 84.4 percent, 84 per cent, \SI{84.4}{\percent}
+_PERCENT = re.compile(r"(?:\s|~|\\[,;: ]|\\thinspace(?:\{\})?|\{\})*"
+                      r"(?:\\%|%|\\textpercent(?![A-Za-z])|\}?\s*\{\\percent\}|per\s?cent(?!ile))", re.I)
+#: a confidence level ("95\% CI", "confidence intervals (95\%)") is exempt like a year
+CONFIDENCE_LEVELS = {80.0, 90.0, 95.0, 99.0}
+_LEVEL_AFTER = re.compile(r"[^.;]{0,30}?(?:\bCI\b|confiden|interval|bootstrap)", re.I)
+_LEVEL_BEFORE = re.compile(r"(?:confiden|interval)[^.;]{0,30}$", re.I)
+#: environments whose numbers are checked strictly wherever they are
+_TABLE_ENV = r"(?:table|tabular|tabularx|tabulary|longtable)\*?"
 
 
 def read_macros(numbers_tex: Path, numbers_json: Path | None = None) -> dict[str, dict[str, Any]]:
@@ -304,6 +344,72 @@ def _clean(text: str) -> str:
     return text
 
 
+def _skip_identifier(text: str, start: int) -> bool:
+    """A number glued to what precedes it is part of an identifier: X1SES, ABC:09, F1, file.v2."""
+    before = text[start - 1] if start else " "
+    return before.isalnum() or before in "_.:\\@"
+
+
+def _sign(m: re.Match[str], text: str) -> str:
+    """The minus of a match, unless it is a hyphen after a letter (a range or a compound word)."""
+    neg = m.group("neg") or ""
+    return "" if neg == "-" and m.start() and text[m.start() - 1].isalpha() else neg
+
+
+def _exponent(m: re.Match[str]) -> int:
+    raw = m.groupdict().get("exp") or m.group("exp_bare")
+    return int(re.sub(r"\s|\$", "", raw.replace("\\textminus{}", "-").replace("$-$", "-")))
+
+
+def _scientific(text: str) -> tuple[str, list[tuple[int, dict[str, Any]]]]:
+    """The numbers of `text` in scientific notation as (start, fields of a Number), and the text with them blanked
+    out (so that their mantissa and exponent are not read again as numbers)."""
+    found: list[tuple[int, dict[str, Any]]] = []
+    for rx in SCIENTIFIC:
+        spans = []
+        for m in rx.finditer(text):
+            if _skip_identifier(text, m.start()):
+                continue
+            mant, neg, exponent = m.groupdict().get("mant") or "1", _sign(m, text), _exponent(m)
+            at = m.start() + len(m.group("lt") or "") + len(m.group("neg") or "")  # where the digits begin
+            found.append((m.start(), {
+                "text": ("-" if neg else "") + text[at:m.end()].strip(),
+                "value": float(mant) * 10 ** exponent * (-1 if neg else 1),
+                "decimals": len(mant.split(".")[1]) if "." in mant else 0,
+                "exponent": exponent, "bound": bool(m.group("lt")), "percent": False, "at": at}))
+            spans.append((m.start(), m.end()))
+        for start, end in spans:
+            text = text[:start] + " " * (end - start) + text[end:]
+    return text, found
+
+
+def _confidence_level(value: float, decimals: int, before: str, after: str) -> bool:
+    return (decimals == 0 and abs(value) in CONFIDENCE_LEVELS
+            and bool(_LEVEL_AFTER.match(after) or _LEVEL_BEFORE.search(before[-40:])))
+
+
+def _line_numbers(text: str) -> list[tuple[int, dict[str, Any]]]:
+    """(start, fields of a Number) of every number of one expanded, cleaned line, in order; `at` is where the
+    number's digits (or mantissa) begin, which decides the macro that printed it."""
+    text, found = _scientific(text)
+    for m in _NUMBER.finditer(text):
+        if _skip_identifier(text, m.start()):
+            continue
+        num, neg = m.group("num"), _sign(m, text)
+        after = text[m.end(): m.end() + 40]
+        if after[:1].isalpha() and not after.startswith(("th", "st", "nd", "rd")):
+            continue  # units or identifiers glued to digits (3D, 2x)
+        digits = num.replace("{,}", "").replace(",", "")
+        value = float(digits) * (-1 if neg else 1)
+        decimals = len(digits.split(".")[1]) if "." in digits else 0
+        percent = bool(_PERCENT.match(after))
+        found.append((m.start(), {
+            "text": ("-" if neg else "") + num, "value": value, "decimals": decimals, "percent": percent,
+            "bound": bool(m.group("lt")), "at": m.start("num"),
+            "level": percent and _confidence_level(value, decimals, text[:m.start()], after)}))
+    return sorted(found, key=lambda t: t[0])
+
+
 def scan(tex_path: Path, macros: dict[str, dict[str, Any]]) -> list[Number]:
     """Every number of the document body, with its line, section, strictness and macro."""
     numbers: list[Number] = []
@@ -324,35 +430,20 @@ def scan(tex_path: Path, macros: dict[str, dict[str, Any]]) -> list[Number]:
             section = m.group(1)
         if "\\begin{abstract}" in line:
             in_abstract = True
-        if re.search(r"\\begin\{table\*?\}", line):
-            in_table += 1
+        in_table += len(re.findall(rf"\\begin\{{{_TABLE_ENV}\}}", line))
         strict = bool(in_table) or in_abstract or slot in STRICT_SLOTS or (
             not slot and section.lower().startswith("results"))
         where = slot or ("ABSTRACT" if in_abstract else section or "body")
         text, spans = _expand(line, macros)
         text = _clean(text)
         found: list[tuple[int, Number]] = []
-        for m in _NUMBER.finditer(text):
-            start = m.start()
-            before = text[start - 1] if start else " "
-            num, neg = m.group("num"), m.group("neg") or ""
-            if before.isalnum() or before in "_.:\\@":
-                continue  # identifiers: X1SES, ABC:09, F1, file.v2
-            if neg == "-" and start and text[start - 1].isalpha():
-                neg = ""
-            after = text[m.end(): m.end() + 12]
-            if after[:1].isalpha() and not after.startswith(("th", "st", "nd", "rd")):
-                continue  # units or identifiers glued to digits (3D, 2x)
-            macro = next((name for s, e, name in spans if s <= m.start("num") < e), None)
-            digits = num.replace("{,}", "").replace(",", "")
-            value = float(digits) * (-1 if neg else 1)
-            decimals = len(digits.split(".")[1]) if "." in digits else 0
-            percent = bool(re.match(r"\s*(?:\\%|%|percent)", after))
-            context = metric_context(text[: m.start()])
-            found.append((m.start(), Number(lineno, ("-" if neg else "") + num, value, decimals, percent, where,
-                                            strict, macro=macro, source=macros[macro]["source"] if macro else None,
-                                            bound=bool(m.group("lt")),
-                                            metric=sorted(context) if context else None)))
+        for start, f in _line_numbers(text):
+            at = f.pop("at")
+            macro = next((name for s, e, name in spans if s <= at < e), None)
+            context = metric_context(text[:start])
+            found.append((start, Number(lineno, section=where, strict=strict, macro=macro,
+                                        source=macros[macro]["source"] if macro else None,
+                                        metric=sorted(context) if context else None, **f)))
         for iv in _INTERVAL.finditer(text):
             inside = [n for start, n in found if iv.start() < start <= iv.end()]
             if len(inside) == 2:
@@ -360,20 +451,32 @@ def scan(tex_path: Path, macros: dict[str, dict[str, Any]]) -> list[Number]:
                 for n in inside:
                     n.interval = interval_id
         numbers += [n for _, n in found]
-        if re.search(r"\\end\{table\*?\}", line):
-            in_table = max(0, in_table - 1)
+        in_table = max(0, in_table - len(re.findall(rf"\\end\{{{_TABLE_ENV}\}}", line)))
         if "\\end{abstract}" in line:
             in_abstract = False
     return numbers
 
 
 # ---- reconciliation --------------------------------------------------------------------------------
-def _tol(decimals: int) -> float:
-    return 0.5 * 10 ** (-decimals) + 1e-9
+def _tol(decimals: int, exponent: int = 0) -> float:
+    """Half a unit of the last printed digit (of the mantissa times 10**exponent in scientific notation)."""
+    return 0.5 * 10 ** (exponent - decimals) + 1e-9 * 10 ** min(exponent, 0)
+
+
+def _exemption(n: Number) -> str | None:
+    """Why a number is not reconciled: a year, a small integer (a count, a rank) or a confidence level. A percentage
+    is a share of something, so an integer percentage other than a confidence level is reconciled."""
+    if n.decimals or n.bound or n.exponent:
+        return None
+    if n.percent:
+        return "confidence level" if n.level else None
+    if YEARS[0] <= abs(n.value) <= YEARS[1]:
+        return "year"
+    return "small integer" if abs(n.value) <= SMALL_INT else None
 
 
 def _agrees(n: Number, candidates: list[float]) -> bool:
-    tol = _tol(n.decimals)
+    tol = _tol(n.decimals, n.exponent)
     for c in candidates:
         for v in (c, c * 100) if n.percent else (c,):
             if n.bound and abs(v) < abs(n.value) + 1e-12:
@@ -384,9 +487,8 @@ def _agrees(n: Number, candidates: list[float]) -> bool:
 
 
 def reconcile(n: Number, artifacts: dict[str, Any], macros: dict[str, dict[str, Any]], pool: Pool) -> None:
-    if n.decimals == 0 and not n.bound and (
-            YEARS[0] <= abs(n.value) <= YEARS[1] or abs(n.value) <= SMALL_INT):
-        n.status, n.how = "exempt", "year" if abs(n.value) >= YEARS[0] else "small integer"
+    if why := _exemption(n):
+        n.status, n.how = "exempt", why
         return
     if n.macro:
         info = macros[n.macro]
@@ -405,14 +507,15 @@ def reconcile(n: Number, artifacts: dict[str, Any], macros: dict[str, dict[str, 
             n.how = (f"\\{n.macro} prints {n.text} but {info['source']} is "
                      + ", ".join(f"{v:.6g}" for v in values))
             return
-    tol = _tol(n.decimals)
-    targets = [n.value] + ([n.value / 100] if n.percent else [])
+    tol = _tol(n.decimals, n.exponent)
+    # a percentage is the value times 100 at its printed precision: 84.4\% is 0.844 +- 0.0005
+    targets = [(n.value, tol)] + ([(n.value / 100, tol / 100)] if n.percent else [])
     keys = set(n.metric) if n.metric and not n.macro else None  # a literal next to a metric's name
     if n.bound:
-        if any(pool.has(t / 2, abs(t) / 2, keys) for t in targets):
+        if any(pool.has(t / 2, abs(t) / 2, keys) for t, _ in targets):
             n.status, n.how = "matched", "bound holds for an artifact value"
             return
-    elif any(pool.has(t, tol, keys) for t in targets):
+    elif any(pool.has(t, tt, keys) for t, tt in targets):
         n.status = "matched"
         n.how = "artifact value" + (f" of {', '.join(sorted(keys))}" if keys else "") + (
             " (a macro of a derived source)" if n.macro else "")
@@ -420,7 +523,7 @@ def reconcile(n: Number, artifacts: dict[str, Any], macros: dict[str, dict[str, 
     n.status = "unmatched"
     n.how = ("no artifact value" + (f" of {', '.join(sorted(keys))}" if keys else "")
              + (f" (macro \\{n.macro}, source {n.source})" if n.macro else "")
-             + f" equals {n.text} at {n.decimals} decimal(s)")
+             + f" equals {n.text} at {n.decimals} decimal(s)" + (" as a percentage" if n.percent else ""))
 
 
 def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
@@ -461,27 +564,65 @@ def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
     return report
 
 
-LINT_FAILS = {"placeholder", "empty_section", "causal"}
+#: lint findings that fail the paper (placeholders are found in the whole document, see _check_placeholders)
+LINT_FAILS = {"empty_section", "causal"}
 
 
 MIN_RELATED_CITATIONS = 5
 
 
-def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> None:
-    """Citations (every key in references.bib, no placeholder) and the lint (placeholders, empty sections
-    and causal verbs fail; lengths warn)."""
-    from .integrity import WORD_TARGETS, lint, placeholder_keys
-    from .paper import cited_keys, slot_content
+def _body(tex: str) -> str:
+    """The document body: the lines before \\begin{document} are blanked (not printed), so line numbers stay."""
+    lines = tex.splitlines()
+    start = next((i for i, line in enumerate(lines) if "\\begin{document}" in _strip_comment(line)), 0)
+    return "\n".join("" if i < start else line for i, line in enumerate(lines))
 
-    tex = tex_path.read_text(encoding="utf-8")
-    body = tex[tex.find("\\begin{document}"):] if "\\begin{document}" in tex else tex
+
+def _check_citations(tex_path: Path, body: str, report: Report) -> None:
+    """Every key of every citation command (integrity.CITE_NAME) is in references.bib and is no placeholder."""
     bib = tex_path.parent / "references.bib"
     known = set(re.findall(r"@\w+\s*\{\s*([^,\s]+)\s*,", bib.read_text(encoding="utf-8"))) if bib.exists() else set()
-    for key in placeholder_keys(body):
-        report.failures.append(f"{tex_path.name}: placeholder citation key {key!r}")
-    for key in cited_keys(body):
-        if key not in known:
-            report.failures.append(f"{tex_path.name}: \\cite key {key!r} is not in {bib.name}")
+    for c in citations(body):
+        where = f"{tex_path.name}:{c.line}: \\{c.command}"
+        if not c.key or PLACEHOLDER_KEY.match(c.key):
+            report.failures.append(f"{where}: placeholder citation key {c.key!r}")
+        elif c.key not in known:
+            report.failures.append(f"{where} key {c.key!r} is not in {bib.name}")
+
+
+def _check_placeholders(tex_path: Path, tex: str, report: Report) -> None:
+    for line, kind, text in document_placeholders(tex):
+        report.failures.append(f"{tex_path.name}:{line}: placeholder {kind} {text!r}")
+
+
+def _check_unverified(tex_path: Path, tex: str, report: Report, artifacts: dict[str, Any]) -> None:
+    """A review that leaves the paper unverified (integrity.unverified_reasons) requires the UNVERIFIED block."""
+    review = artifacts.get("review_report.json")
+    if not isinstance(review, dict):
+        report.warnings.append(f"{tex_path.name}: no review_report.json among the artifacts: whether the paper "
+                               "must carry the UNVERIFIED block was not checked")
+        return
+    reasons = unverified_reasons(review)
+    if not reasons or UNVERIFIED_BLOCK.search(strip_comments(_body(tex))):
+        return
+    lines = tex.splitlines()
+    line = next((i for i, text in enumerate(lines, start=1) if re.search(r"%%(?:BEGIN|PLACEHOLDER):UNVERIFIED%%", text)),
+                next((i for i, text in enumerate(lines, start=1) if "\\maketitle" in text), 1))
+    report.failures.append(f"{tex_path.name}:{line}: the review (review_report.json, round {review.get('round')}) "
+                           f"leaves the paper unverified ({'; '.join(reasons)}) but the paper has no UNVERIFIED "
+                           "block (\\unverifiedbox{...})")
+
+
+def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> None:
+    """Citations (every key in references.bib, no placeholder), placeholders anywhere in the body, the UNVERIFIED
+    block the review calls for, and the lint (empty sections and causal verbs fail; lengths warn)."""
+    from .paper import slot_content
+
+    tex = tex_path.read_text(encoding="utf-8")
+    body = _body(tex)
+    _check_citations(tex_path, body, report)
+    _check_placeholders(tex_path, tex, report)
+    _check_unverified(tex_path, tex, report, artifacts)
     lines = {}
     for i, line in enumerate(tex.splitlines(), start=1):
         if m := re.match(r"^\s*%%BEGIN:([A-Z_]+)%%", line):
@@ -498,4 +639,6 @@ def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> No
     findings = lint(sections, lines=lines)
     report.lint = [str(f) for f in findings]
     for f in findings:
+        if f.kind == "placeholder":
+            continue  # reported by _check_placeholders, which reads the whole body
         (report.failures if f.kind in LINT_FAILS else report.warnings).append(f"{tex_path.name}: lint {f}")
