@@ -101,6 +101,7 @@ def test_a_macro_is_checked_against_its_own_source(tmp_path):
     assert found["0.840"] == "unmatched" and any("\\BadAUC prints 0.840" in f for f in report.failures)
 
 
+@pytest.mark.workflow  # runs the edm-ars command end to end
 def test_cli_exit_codes(tmp_path):
     p = paper(tmp_path, "AUC = 0.844.")
     (tmp_path / "results.json").write_text(json.dumps(ARTIFACTS["results.json"]))
@@ -378,6 +379,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(root / "scripts")})
 
 
+@pytest.mark.workflow  # runs the edm-ars command end to end
 def test_cli_reads_the_review_listed_in_sources_json(tmp_path):
     p = _with_unverified(tmp_path, "")
     (tmp_path / "results.json").write_text(json.dumps(ARTIFACTS["results.json"]))

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from edm_ars.figures import fit_text, n_lines, save_figure, wrap_label  # noqa: E402
+from edm_ars.figures import fit_texts, n_lines, save_figure, wrap_label  # noqa: E402
 from edm_ars.metrics import PRIMARY, binary_metrics, bootstrap_counts, regression_metrics  # noqa: E402
 
 METRIC_NAMES = {"auc": "AUC", "r2": "R2", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection-rate",
@@ -409,8 +409,9 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
             ax.set_yticks(pos, ls)
             ax.set_ylim(-0.7, len(gs) - 0.3)
         axes[-1].set_xlabel(f"{metric} (95% bootstrap CI)")
-        for ax, title in zip(axes, titles, strict=True):  # left-aligned over the panel, wrapped to fit the figure
-            fit_text(fig, ax.set_title(title, fontsize=7, loc="left"), title, TITLE_WIDTH, TITLE_LINES)
+        # left-aligned over each panel, wrapped to fit the figure
+        fit_texts(fig, [(ax.set_title(t, fontsize=7, loc="left"), t) for ax, t in zip(axes, titles, strict=True)],
+                  TITLE_WIDTH, TITLE_LINES)
     return fig
 
 

@@ -75,13 +75,23 @@ def texts_outside(fig: Any, tolerance: float = 0.5) -> list[str]:
 
 
 def fit_text(fig: Any, artist: Text, full: Any, width: int, max_lines: int) -> None:
-    """Wrap `full` into `artist` (a title, a label) at `width` characters, narrower while the drawn text would leave
-    the figure, down to a third of `width` (the layout is redone at each try)."""
+    """Wrap `full` into `artist` (a title, a label): see :func:`fit_texts`."""
+    fit_texts(fig, [(artist, full)], width, max_lines)
+
+
+def fit_texts(fig: Any, texts: list[tuple[Text, Any]], width: int, max_lines: int) -> None:
+    """Wrap each `full` text into its artist at `width` characters, narrower while the drawn text would leave
+    the figure, down to a third of `width`. The layout is redone once per try for all texts that still stick
+    out (a constrained layout is the costly part of a draw)."""
+    pending = list(texts)
     for w in range(width, max(width // 3, 8) - 1, -2):
-        artist.set_text(wrap_label(full, w, max_lines))
+        for artist, full in pending:
+            artist.set_text(wrap_label(full, w, max_lines))
         fig.draw_without_rendering()
-        bb, box = artist.get_window_extent(), fig.bbox
-        if bb.x0 >= box.x0 and bb.x1 <= box.x1:
+        box = fig.bbox
+        pending = [(a, f) for a, f in pending
+                   if not (a.get_window_extent().x0 >= box.x0 and a.get_window_extent().x1 <= box.x1)]
+        if not pending:
             return
 
 
