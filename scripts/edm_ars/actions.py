@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .conventions import MODEL_ORDER
 from .registry import Registry, is_excluded, is_temporally_valid, wave_of
 
 ACTIONS = {"drop_predictor": "formulate", "add_predictor": "formulate", "tighten_question": "formulate",
@@ -28,7 +29,6 @@ ACTIONS = {"drop_predictor": "formulate", "add_predictor": "formulate", "tighten
 #: category above it); simple: median/mode for every variable; iterative: IterativeImputer for every
 #: incomplete continuous variable (and a missing category for incomplete categorical ones).
 IMPUTATIONS = ("by_missingness", "simple", "iterative")
-MODEL_ORDER = ("logistic", "elastic_net", "random_forest", "xgboost", "mlp")
 
 
 def action(kind: str, value: Any = None, *, reason: str = "", issue: str = "") -> dict[str, Any]:

@@ -19,13 +19,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .analysis import QUALITY_FLOOR
+from .conventions import LEAKAGE_AUC, QUALITY_FLOOR, STACKING
 
 STATUSES = ("supported", "inconclusive", "unsupported")  # most to least permissive
 ROLES = ("optimist", "skeptic", "methodologist")
 CHANCE = {"auc": 0.5, "r2": 0.0}
-LEAKAGE_AUC = 0.95
-STACKING = "stacking"
 
 
 def lookup(doc: Any, key: str) -> Any:
@@ -105,7 +103,7 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                    "skeptic": ("supported" if ci[0] > chance else "inconclusive",
                                f"95% interval [{ci[0]:.3f}, {ci[1]:.3f}] " + ("excludes" if ci[0] > chance
                                                                               else "includes") + f" {chance:g}"),
-                   "methodologist": ("inconclusive", "AUC above 0.95 on educational data suggests leakage") if high
+                   "methodologist": ("inconclusive", f"AUC above {LEAKAGE_AUC} on educational data suggests leakage") if high
                    else _design(results, "evaluate")}, evidence)
         if floor is not None:
             b.add("meets_quality_floor", f"The selected model reaches the quality floor for interpretation "

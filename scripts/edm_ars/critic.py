@@ -20,6 +20,7 @@ from typing import Any
 
 from . import actions as act
 from .artifacts import read_yaml
+from .conventions import LEAKAGE_AUC, STACKING, UNSTABLE_TOP5
 from .errors import EdmArsError
 from .formulate import validate_spec
 from .registry import Registry, rules_text
@@ -36,7 +37,6 @@ PENALTY = {"critical": 4.0, "major": 2.0, "minor": 0.5}
 START_SCORE = 10.0
 PASS_SCORE = 7.0
 MAX_MAJOR = 2
-STACKING = "stacking"
 DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "config" / "rubric.yaml"
 #: Figures a model Critic may see as images (when a PNG rendering exists), in this order.
 KEY_FIGURES = ("roc", "observed_predicted", "shap_summary", "fairness")
@@ -320,7 +320,7 @@ def check_stability(a: Artifacts, p: dict[str, Any]) -> Finding:
         return Finding(None, detail, "not assessed: no stability verdict was recorded")
     mean = f"{overlap:.2f}" if isinstance(overlap, (int, float)) else "unknown"
     return Finding(not unstable, detail, f"The interpretation is unstable: the mean top-5 SHAP overlap ({mean}) "
-                   f"across {st.get('n_perturbations')} perturbations is under 0.6.")
+                   f"across {st.get('n_perturbations')} perturbations is under {UNSTABLE_TOP5}.")
 
 
 @code_check("phase_errors")
@@ -342,7 +342,7 @@ def check_evaluation_figures(a: Artifacts, p: dict[str, Any]) -> Finding:
 
 @code_check("leakage_auc")
 def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
-    limit = float(p.get("max_auc", 0.95))
+    limit = float(p.get("max_auc", LEAKAGE_AUC))
     high = {m: r["metrics"]["auc"] for m, r in (a.results.get("models") or {}).items()
             if isinstance((r.get("metrics") or {}).get("auc"), (int, float)) and r["metrics"]["auc"] > limit}
     flagged = [f for f in a.results.get("flags") or [] if f.startswith("possible_leakage")]

@@ -20,11 +20,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from edm_ars.conventions import BINARY, LINEAR_FAMILIES  # noqa: E402
 from edm_ars.figures import fit_text, n_lines, save_figure, wrap_label  # noqa: E402
 
-BINARY = "binary_classification"
 TREE_FAMILIES = {"random_forest", "xgboost"}
-LINEAR_FAMILIES = {"logistic", "elastic_net"}
 AGNOSTIC_FAMILIES = {"mlp"}
 NEVER_EXPLAINED = {"stacking": "SHAP is not computed for stacking"}
 

@@ -29,9 +29,8 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from .conventions import BINARY, STACKING  # noqa: F401 (STACKING: re-exported)
 from .errors import EdmArsError
-
-BINARY = "binary_classification"
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,6 @@ FAMILIES: dict[str, Family] = {
     "xgboost": Family("xgboost", "XGBoost", _xgboost, _xgboost_space, 8, 4, early_stopping=True),
     "mlp": Family("mlp", "Multilayer perceptron", _mlp, _mlp_space, 4, 5),
 }
-STACKING = "stacking"
 STACKING_COMPLEXITY = 6
 COMPLEXITY = {name: f.complexity for name, f in FAMILIES.items()} | {STACKING: STACKING_COMPLEXITY}
 

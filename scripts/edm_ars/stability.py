@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-UNSTABLE_TOP5 = 0.6
+from .conventions import UNSTABLE_TOP5
 
 
 def perturbations(cfg: dict[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+from ..conventions import QUALITY_FLOOR, STACKING
 from .latex import escape_latex
 from .macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
 from .prose import (
@@ -28,10 +29,6 @@ from .prose import (
     strength,
     suspiciously_high,
 )
-
-STACKING = "stacking"
-# Used when edm_ars.analysis cannot be imported; must match its QUALITY_FLOOR.
-_QUALITY_FLOOR_DEFAULT = {"auc": 0.60, "r2": 0.05}
 
 FAIR_LABEL = {"auc": "AUC", "r2": r"\Rsq{}", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection rate",
               "rmse": "RMSE", "mae": "MAE", "mean_error": "mean error",
@@ -79,10 +76,6 @@ def _is(n: int) -> str:
 
 
 def quality_floor(metric: str) -> float | None:
-    try:
-        from ..analysis import QUALITY_FLOOR  # the Analyst's own constant
-    except Exception:  # pragma: no cover - analysis needs the modelling stack
-        QUALITY_FLOOR = _QUALITY_FLOOR_DEFAULT
     v = QUALITY_FLOOR.get(metric)
     return float(v) if _isnum(v) else None
 

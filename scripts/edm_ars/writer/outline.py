@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..conventions import FLEXIBLE_FAMILIES as FLEXIBLE
+
 ARCHETYPES = ("limits_of_prediction", "fairness_audit", "surprising_predictor", "complexity_pays", "policy_brief")
-FLEXIBLE = {"random_forest", "xgboost", "mlp", "stacking"}
 
 DISCUSSION_ORDER = {
     "limits_of_prediction": ["performance", "limits", "features", "stability", "fairness", "practice", "future",
