@@ -77,7 +77,12 @@ rule explain:
     input:
         unpack(fitted_models),
         unpack(engineered_for),
-        unpack(earlier_explain),
+        unpack(
+            earlier_round(
+                earlier="output/round_{prev}/analysis/explain.json",
+                earlier_figures="output/round_{prev}/figures/explain",
+            )
+        ),
         evaluation="output/round_{round}/analysis/evaluation.json",
         registry=REGISTRY_FILES,
     output:
@@ -107,7 +112,7 @@ rule fairness:
     input:
         unpack(spec_for),
         unpack(engineered_for),
-        unpack(earlier_fairness),
+        unpack(earlier_round(earlier="output/round_{prev}/analysis/fairness.json")),
         evaluation="output/round_{round}/analysis/evaluation.json",
         predictions="output/round_{round}/analysis/test_predictions.csv",
         registry=REGISTRY_FILES,
@@ -142,7 +147,11 @@ rule stability_run:
         unpack(engineered_for),
         unpack(spec_for),
         unpack(layout_input),
-        unpack(earlier_stability_run),
+        unpack(
+            earlier_round(
+                earlier="output/round_{prev}/analysis/stability/{perturbation}.json"
+            )
+        ),
         evaluation="output/round_{round}/analysis/evaluation.json",
         raw=raw_data,
         manifest="output/data/dataset.json",

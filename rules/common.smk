@@ -367,35 +367,21 @@ def data_unchanged(r):
     return r > 0 and producing_round("engineer", r) < r
 
 
-def earlier_explain(wildcards):
-    """The previous round's explanations, kept for the fits both rounds share (edm_ars.reuse)."""
-    r = int(wildcards.round)
-    if not data_unchanged(r):
-        return {}
-    return {
-        "earlier": f"output/round_{r - 1}/analysis/explain.json",
-        "earlier_figures": f"output/round_{r - 1}/figures/explain",
-    }
+def earlier_round(**files):
+    """An input function: the previous round's `files` (paths with {prev} for that round, and the job's
+    wildcards), when the round's data are those of the previous round; else nothing. Jobs that take them
+    keep each result computed there from the same inputs (edm_ars.reuse) instead of computing it again.
+    """
 
+    def inputs(wildcards):
+        r = int(wildcards.round)
+        if not data_unchanged(r):
+            return {}
+        return {
+            k: v.format(prev=r - 1, **dict(wildcards.items())) for k, v in files.items()
+        }
 
-def earlier_fairness(wildcards):
-    """The previous round's audit, kept when it audited the same predictions."""
-    r = int(wildcards.round)
-    return (
-        {"earlier": f"output/round_{r - 1}/analysis/fairness.json"}
-        if data_unchanged(r)
-        else {}
-    )
-
-
-def earlier_stability_run(wildcards):
-    """The previous round's run of the same perturbation, kept when it refitted the same fit."""
-    r = int(wildcards.round)
-    if not data_unchanged(r):
-        return {}
-    return {
-        "earlier": f"output/round_{r - 1}/analysis/stability/{wildcards.perturbation}.json"
-    }
+    return inputs
 
 
 def stability_runs(wildcards):

@@ -253,6 +253,16 @@ def test_max_rounds_are_honoured_and_the_paper_is_flagged(base_run, tmp_path_fac
     assert last["verdict"] == "PASS" and last["unverified"] and last["forced"]
     assert not (out / "round_2").exists()
     assert not (out / "round_1" / "data").exists()  # analyze was targeted: the data are reused by path
+    # the revision refits only the family it adds (and stacking over it); the others are reused by path, and
+    # their explanations and stability refits are kept from round 0
+    fitted = {p.name for p in (out / "round_1" / "models").glob("*.joblib")}
+    assert fitted == {"elastic_net.joblib", "stacking.joblib"}, fitted
+    explain = read(out / "round_1" / "analysis" / "explain.json")
+    assert explain["by_model"]["logistic"]["inputs"]["model"] == "output/round_0/models/logistic.joblib"
+    assert explain["by_model"]["logistic"] == read(out / "round_0" / "analysis" / "explain.json")["by_model"]["logistic"]
+    assert "kept from the previous round" in result.stderr
+    results = [read(out / f"round_{r}" / "results.json")["models"]["logistic"]["metrics"] for r in (0, 1)]
+    assert results[0] == results[1]
     tex = (out / "paper" / "paper.tex").read_text()
     assert tex.count("\\unverifiedbox{") == 1 and "Unverified draft" in tex
 
