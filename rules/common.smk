@@ -18,7 +18,7 @@ os.environ.update(
 from edm_ars.datasets.adapters import adapter as _adapter  # noqa: E402
 from edm_ars.errors import DataError  # noqa: E402
 from edm_ars.gates import MODES, subjects  # noqa: E402
-from edm_ars.models import STACKING  # noqa: E402
+from edm_ars.conventions import STACKING  # noqa: E402
 from edm_ars.registry import load_registry  # noqa: E402
 from edm_ars.stability import perturbations  # noqa: E402
 
@@ -99,9 +99,9 @@ def prompt_file(agent):
 
 def prompt_hash(agent):
     """Content hash of an agent's prompt file: editing the prompt reruns exactly that stage."""
-    import hashlib
+    from edm_ars.llm.prompts import prompt_hash as file_hash
 
-    return hashlib.sha256(Path(prompt_file(agent)).read_bytes()).hexdigest()[:16]
+    return file_hash(prompt_file(agent))
 
 
 def agent_settings(agent):

@@ -14,7 +14,6 @@ from the environment, sent as the ``x-api-key`` header, and never logged or writ
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import html
 import json
@@ -27,13 +26,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from datetime import UTC, datetime
 from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
 from .artifacts import atomic_write_text, validate
 from .errors import EdmArsError
+from .retry_after import retry_after_seconds
 
 log = logging.getLogger(__name__)
 
@@ -53,24 +52,6 @@ class RetrievalError(EdmArsError):
 
 
 # ---------------------------------------------------------------------------------------------- HTTP
-
-
-def _retry_after_s(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), None when absent/unparseable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 class _JsonService:
@@ -153,7 +134,7 @@ class _JsonService:
                 return 200, body
             except urllib.error.HTTPError as exc:
                 code = exc.code
-                retry_after = _retry_after_s(exc.headers.get("Retry-After") if exc.headers else None)
+                retry_after = retry_after_seconds(exc.headers)
                 exc.close()
                 if code == 404:
                     if cache_404:

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from .conventions import UNSTABLE_TOP5
 
@@ -41,6 +40,8 @@ def rank_correlation(a: list[str], b: list[str], k: int = 10) -> float | None:
         return None
     ra = [a[:k].index(f) + 1 if f in a[:k] else k + 1 for f in union]
     rb = [b[:k].index(f) + 1 if f in b[:k] else k + 1 for f in union]
+    from scipy.stats import spearmanr  # here: the workflow imports this module for its perturbation names
+
     rho = spearmanr(ra, rb).statistic
     return None if np.isnan(rho) else float(rho)
 

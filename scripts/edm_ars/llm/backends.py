@@ -8,16 +8,15 @@ and goes nowhere but the request's headers.
 
 from __future__ import annotations
 
-import datetime as _dt
 import inspect
 import json
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
+from ..retry_after import retry_after_seconds
 from .errors import LLMError
 
 if TYPE_CHECKING:
@@ -34,30 +33,6 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 def is_retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUS or status >= 500
-
-
-def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date); None when absent."""
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-        return max(0.0, (when - _dt.datetime.now(when.tzinfo)).total_seconds())
-    except (TypeError, ValueError):
-        return None
 
 
 @dataclass
@@ -253,7 +228,7 @@ class AnthropicBackend(Backend):
                 detail = detail["error"].get("message", detail)
             raise AttemptFailed(f"HTTP {status} ({type(exc).__name__}): {_short(detail)}",
                                 retryable=is_retryable_status(status),
-                                retry_after=parse_retry_after(exc.response.headers), http_status=status) from None
+                                retry_after=retry_after_seconds(exc.response.headers), http_status=status) from None
         except anthropic.AnthropicError as exc:
             raise AttemptFailed(f"{type(exc).__name__}: {_short(str(exc))}", retryable=False,
                                 status="error") from None
@@ -317,7 +292,7 @@ class OpenAICompatibleBackend(Backend):
                 detail = response.text
             raise AttemptFailed(f"HTTP {response.status_code}: {_short(detail)}",
                                 retryable=is_retryable_status(response.status_code),
-                                retry_after=parse_retry_after(response.headers), http_status=response.status_code)
+                                retry_after=retry_after_seconds(response.headers), http_status=response.status_code)
         return openai_reply(_json_body(response.text, response.status_code), response.text, response.status_code)
 
 
