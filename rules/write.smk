@@ -4,6 +4,7 @@ rule write:
         unpack(write_gates),
         registry=REGISTRY_FILES,
         prompts=prompt_file("write"),
+        phrases=prompt_file("phrases"),
     output:
         tex="output/paper/paper.tex",
         bib="output/paper/references.bib",

@@ -42,7 +42,8 @@ def main(smk):
         read_json(smk.input.report, "data_report"), read_json(smk.input.results, "results"),
         read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures[0]).parent,
         template=Path(smk.input.template), out_dir=out, registry_labels=labels,
-        authors=smk.params.authors, claims=claims, registry_groups=groups, rewriter=rewriter, dataset=reg.prose)
+        authors=smk.params.authors, claims=claims, registry_groups=groups, rewriter=rewriter, dataset=reg.prose,
+        phrases=smk.input.phrases)
     for note in summary["model_prose"]:
         log.info("model prose: %s", note)
     log.info("paper written: %s", summary)

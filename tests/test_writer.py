@@ -30,6 +30,7 @@ from edm_ars.writer.verify import verify_paper
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "config" / "paper_template.tex"
+PHRASES = ROOT / "config" / "prompts" / "phrases.yaml"
 HSLS_PROSE = load_registry(ROOT / "registry" / "hsls09").prose
 SECTION_SLOTS = ["ABSTRACT", "INTRODUCTION", "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION",
                  "LIMITATIONS", "APPENDIX"]
@@ -449,7 +450,7 @@ def _build(tmp_path: Path, binary: bool, passed: bool, name: str = "paper", **ch
     arts.update(changes)
     out = tmp_path / name
     summary = build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"],
-                          arts["review"], figures_dir=figs, template=TEMPLATE, out_dir=out,
+                          arts["review"], figures_dir=figs, template=TEMPLATE, out_dir=out, phrases=PHRASES,
                           registry_labels=REGISTRY_LABELS, claims=arts.get("claims"),
                           dataset=arts.get("dataset", HSLS_PROSE))
     return summary, out
@@ -1045,7 +1046,7 @@ def _build_real(tmp_path: Path, regression: bool) -> tuple[dict, Path, dict]:
     figs = _real_figures(tmp_path / "round_0", arts["results"])
     out = tmp_path / "paper"
     summary = build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
-                          figures_dir=figs, template=TEMPLATE, out_dir=out, registry_labels=REAL_LABELS,
+                          figures_dir=figs, template=TEMPLATE, out_dir=out, phrases=PHRASES, registry_labels=REAL_LABELS,
                           authors="EDM-ARS (automated research system)", dataset=HSLS_PROSE)
     return summary, out, arts
 

@@ -16,7 +16,7 @@ from .integrity import WORD_TARGETS, CitationError, lint, plain_words, repair_ci
 from .paper import raw_numbers
 
 if TYPE_CHECKING:
-    from .prose import Ctx
+    from .context import Ctx
 
 REWRITTEN = ("INTRODUCTION", "DISCUSSION")
 _FENCE = re.compile(r"^```(?:latex|tex)?\s*\n(.*?)\n```\s*$", re.S)

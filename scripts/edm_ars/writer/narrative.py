@@ -7,13 +7,11 @@ Every sentence is conditioned on artifacts: a finding is stated only when the re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from .common import metric_name
+from .context import Ctx
 from .latex import escape_latex
-from .prose import clean_label, join_list, lc_first, metric_name
+from .text import clean_label, join_list, lc_first
 
-if TYPE_CHECKING:
-    from .prose import Ctx
 
 def group_meaning(ctx: Ctx, group: str | None) -> str | None:
     """What a registry variable group means for the units, in running text (the registry's group_phrases)."""
@@ -48,7 +46,6 @@ def _earlier(ctx: Ctx) -> str:
     return "Earlier Records" if ctx.has_waves else "Background and Context"
 
 
-# ---- introduction ------------------------------------------------------------------------------
 def motivation(ctx: Ctx) -> str:
     c = ctx.cites
     a = archetype(ctx)
@@ -110,7 +107,6 @@ def gap(ctx: Ctx) -> str:
             "and each claim made in this paper was checked against the evidence before the paper was written.")
 
 
-# ---- related work ------------------------------------------------------------------------------
 def related_extra(ctx: Ctx) -> list[str]:
     c = ctx.cites
     paras = []
@@ -134,7 +130,6 @@ def related_extra(ctx: Ctx) -> list[str]:
     return paras
 
 
-# ---- methods ------------------------------------------------------------------------------------
 def methods_review(ctx: Ctx) -> str:
     counts = {s: sum(1 for v in ctx.claims.values() if v == s) for s in ("supported", "inconclusive",
                                                                          "unsupported")}
@@ -157,7 +152,6 @@ def methods_review(ctx: Ctx) -> str:
     return text
 
 
-# ---- results: the evidence ----------------------------------------------------------------------
 def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
     best = ctx.model_phrase(ctx.best)
     metric = metric_name(ctx)
@@ -216,7 +210,6 @@ def evidence_summary(ctx: Ctx, claims_doc: dict | None) -> str:
     return "\\subsection{Summary of the Evidence}\\label{sec:evidence}\n" + "\n\n".join(paras)
 
 
-# ---- discussion ----------------------------------------------------------------------------------
 def meaning(ctx: Ctx) -> str:
     """What the leading predictors mean for students, by the registry group of their survey variable."""
     if not ctx.top_features or ctx.claim("meets_quality_floor") != "supported":

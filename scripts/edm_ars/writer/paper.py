@@ -11,15 +11,26 @@ from typing import Any
 from ..artifacts import atomic_write_text, validate
 from ..claims import code_claims, document
 from ..errors import EdmArsError
-from . import analyses, narrative, outline, prose
+from . import outline
+from .context import Citations, Ctx, Figure, register_numbers
 from .integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from .macros import MacroTable
+from .phrases import Phrases
+from .sections import abstract, appendix, discussion, front, introduction, limitations, methods, related_work
+from .sections import results as results_section
+from .text import word_count
 
 SLOTS = ("TITLE", "AUTHORS", "ABSTRACT", "KEYWORDS", "MACROS", "UNVERIFIED", "INTRODUCTION",
          "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION", "LIMITATIONS", "BIBLIOGRAPHY", "APPENDIX")
 # Sections whose word counts are reported in the summary.
 TEXT_SECTIONS = ("ABSTRACT", "INTRODUCTION", "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION",
                  "LIMITATIONS", "APPENDIX")
+# The sections with running text, in the order they are written (not the paper's order): numbers are
+# defined in this order, and Related Work comes last so that its list of further references leaves out the
+# papers the other sections cite.
+WRITTEN = (("ABSTRACT", abstract), ("INTRODUCTION", introduction), ("METHODS", methods),
+           ("RESULTS", results_section), ("DISCUSSION", discussion), ("LIMITATIONS", limitations),
+           ("RELATED_WORK", related_work))
 FIGURE_EXTENSIONS = {".pdf", ".png", ".jpg", ".jpeg"}
 
 
@@ -77,7 +88,7 @@ def _find_figure(path: str, figures_dir: Path) -> Path | None:
     return None
 
 
-def _collect_figures(ctx: prose.Ctx, figures_dir: Path, out_dir: Path) -> list[str]:
+def _collect_figures(ctx: Ctx, figures_dir: Path, out_dir: Path) -> list[str]:
     """Copy the figures listed in results.json into out_dir/figures/; return the missing ones."""
     missing: list[str] = []
     names: set[str] = set()
@@ -105,7 +116,7 @@ def _collect_figures(ctx: prose.Ctx, figures_dir: Path, out_dir: Path) -> list[s
             label = f"{base}-{chr(ord('a') + k)}"
         labels.add(label)
         caption = ctx.t(str(fig.get("caption") or "").strip(), f"results.json:figures.{i}.caption")
-        ctx.figures.append(prose.Figure(label=label, kind=kind, file=f"figures/{name}",
+        ctx.figures.append(Figure(label=label, kind=kind, file=f"figures/{name}",
                                         caption=caption or "Figure produced by the analysis stage."))
     return missing
 
@@ -116,9 +127,11 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                 out_dir: Path, registry_labels: dict[str, str] | None = None,
                 authors: str | None = None, validate_inputs: bool = True,
                 claims: dict[str, Any] | None = None, registry_groups: dict[str, str] | None = None,
-                rewriter: Any = None, dataset: dict[str, Any] | None = None) -> dict[str, Any]:
+                rewriter: Any = None, dataset: dict[str, Any] | None = None,
+                phrases: str | Path | Phrases) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
 
+    `phrases` is the phrase file (config/prompts/phrases.yaml) or its loaded table: the fixed sentences.
     `dataset` is the registry's prose (Registry.prose: names, population, source, design, unit, waves,
     grouping); without it the paper describes the data neutrally. Returns a summary: word counts per section, figure and table counts, cited keys, the number of
     macros, whether the paper is marked unverified, figures that could not be found, and any number
@@ -145,42 +158,36 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                           backend="offline")
     elif validate_inputs:
         validate(claims, "claims", where="claims.json (writer input)")
-    ctx = prose.Ctx(spec=spec, lit=literature, data=data_report, results=results, review=review,
-                    m=MacroTable(), cites=prose.Citations.from_literature(literature),
+    ctx = Ctx(spec=spec, lit=literature, data=data_report, results=results, review=review,
+                    m=MacroTable(), cites=Citations.from_literature(literature),
                     registry_labels=dict(registry_labels or {}),
+                    ph=phrases if isinstance(phrases, Phrases) else Phrases.load(phrases),
                     claims={c["id"]: c["status"] for c in claims["claims"]}, claims_doc=claims,
                     registry_groups=dict(registry_groups or {}), dataset=dict(dataset or {}))
     ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
                                  expected=(dataset or {}).get("expected_groups"))
-    prose.register_numbers(ctx)
+    register_numbers(ctx)
     missing = _collect_figures(ctx, figures_dir, out_dir)
 
-    # Related work is written last so that its list of further references leaves out the papers the
-    # other sections cite; the order of the slots in the paper is the template's.
+    # the order of the slots in the paper is the template's
     content = {
-        "TITLE": prose.title(ctx),
-        "AUTHORS": prose.authors(ctx, authors),
-        "KEYWORDS": prose.keywords(ctx),
-        "ABSTRACT": prose.abstract(ctx),
-        "INTRODUCTION": prose.introduction(ctx),
-        "METHODS": prose.methods(ctx),
-        "RESULTS": "\n\n".join(x for x in (analyses.results(ctx, prose.results_table(ctx)),
-                                             narrative.evidence_summary(ctx, claims)) if x),
-        "DISCUSSION": prose.discussion(ctx),
-        "LIMITATIONS": prose.limitations(ctx),
+        "TITLE": front.title(ctx),
+        "AUTHORS": front.authors(ctx, authors),
+        "KEYWORDS": front.keywords(ctx),
     }
-    content["RELATED_WORK"] = prose.related_work(ctx)
+    for slot, section in WRITTEN:
+        content[slot] = section.write(ctx)
     model_notes: list[str] = []
     if rewriter is not None:  # a model rewrites some sections from these drafts; checked in code
         rewritten, model_notes = rewriter(ctx, content)
         content.update(rewritten)
-    appendix = [prose.hyperparameter_table(ctx)]
+    appendices = [appendix.hyperparameter_table(ctx)]
     if ctx.unverified:
-        content["UNVERIFIED"] = prose.unverified_block(ctx)
-        appendix.append(prose.review_appendix(ctx))
+        content["UNVERIFIED"] = appendix.unverified_block(ctx)
+        appendices.append(appendix.review_appendix(ctx))
     else:
         content["UNVERIFIED"] = ""
-    content["APPENDIX"] = "\n\n".join(a for a in appendix if a)
+    content["APPENDIX"] = "\n\n".join(a for a in appendices if a)
     content["MACROS"] = "\\input{numbers.tex}"
 
     # citations from retrieval only: an unknown key is removed and its sentence repaired; a placeholder fails
@@ -211,8 +218,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     leaks = {s: raw_numbers(content[s]) for s in TEXT_SECTIONS + ("TITLE",) if raw_numbers(content[s])}
     summary = {
         "paper": str(out_dir / "paper.tex"),
-        "sections": {s.lower(): prose.word_count(content[s]) for s in TEXT_SECTIONS},
-        "words_total": sum(prose.word_count(content[s]) for s in TEXT_SECTIONS if s != "APPENDIX"),
+        "sections": {s.lower(): word_count(content[s]) for s in TEXT_SECTIONS},
+        "words_total": sum(word_count(content[s]) for s in TEXT_SECTIONS if s != "APPENDIX"),
         "figures": len(ctx.figures),
         "figure_files": [f.file for f in ctx.figures],
         "missing_figures": missing,

@@ -1,40 +1,96 @@
-"""Results subsections and Methods paragraphs for the Analyst battery.
-
-Model comparison and selection, interpretation (SHAP), subgroup fairness and stability. Every
-number is a macro registered with its path in results.json; group and feature labels are escaped;
-differences between groups are described as differences in predictive performance, and feature
-attributions as associations, never as effects.
-"""
+"""Results: model comparison and selection, interpretation, subgroup fairness, stability."""
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
-from ..conventions import QUALITY_FLOOR, STACKING
-from .latex import escape_latex
-from .macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
-from .prose import (
-    Ctx,
-    Figure,
-    clean_label,
+from ...conventions import STACKING
+from .. import narrative
+from ..common import (
+    PERTURBATION_KIND,
+    attr_label,
     feature_names,
-    join_list,
-    lc_first,
+    fig_of,
+    fig_ref,
+    figure_env,
+    floor_macro,
     metric_name,
-    model_family,
-    number_word,
+    model_np,
+    model_the,
+    n_perturbations,
+    perturbation_kinds,
     primary_stmt,
+    stability_rule,
+    stability_threshold,
     strength,
     suspiciously_high,
 )
+from ..context import Ctx
+from ..latex import escape_latex
+from ..macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
+from ..text import (
+    cap_first,
+    clean_label,
+    higher_better,
+    isnum,
+    join_list,
+    lc_first,
+    model_family,
+    number_word,
+    was_were,
+)
+
+
+def results_table(ctx: Ctx) -> str:
+    metric = ctx.primary
+    if ctx.binary:
+        extras = ["balanced_accuracy", "f1", "brier", "accuracy", "precision", "recall"]
+    else:
+        extras = ["rmse", "mae"]
+    present = {k for v in ctx.results["models"].values() for k in (v.get("metrics") or {})}
+    extras = [e for e in extras if e in present and e != metric][:3]
+    has_ci = any(ctx.ci(x, metric) for x in ctx.results["models"])
+    head = (["Model", metric_name(ctx)] + (["95\\% CI"] if has_ci else [])
+            + [metric_name(ctx, e) for e in extras])
+    rows = []
+    sign = -1 if metric in LOWER_IS_BETTER else 1
+
+    def order(name: str) -> float:
+        v = ctx.metric_value(name, metric)
+        return float("inf") if v is None else -sign * v
+
+    for name in sorted(ctx.results["models"], key=order):
+        cells = [ctx.model_label(name), ctx.mac(name, metric) or "--"]
+        if has_ci:
+            lo, hi = ctx.n.get(f"{name}|{metric}|lo"), ctx.n.get(f"{name}|{metric}|hi")
+            cells.append(f"[{lo}, {hi}]" if lo and hi else "--")
+        cells += [ctx.mac(name, e) or "--" for e in extras]
+        if name == ctx.best:
+            cells = [f"\\textbf{{{x}}}" for x in cells]
+        rows.append(" & ".join(cells) + " \\\\")
+    lower = [metric_name(ctx, e) for e in [metric] + extras if e in LOWER_IS_BETTER]
+    higher = [metric_name(ctx, e) for e in [metric] + extras if e not in LOWER_IS_BETTER]
+    if lower and higher:
+        direction = f"Lower is better for {join_list(lower)}; higher is better for {join_list(higher)}."
+    else:
+        direction = "Lower is better for every metric." if lower else "Higher is better for every metric."
+    caption = (f"Test-set performance of all models ({ctx.n['TestN']} students), sorted by "
+               f"{metric_name(ctx)}; the selected model is in bold.")
+    if has_ci and "NBootstrap" in ctx.n:
+        caption += f" Intervals come from {ctx.n['NBootstrap']} bootstrap resamples of the test set."
+    caption += " " + direction
+    cols = "l" + "c" * (len(head) - 1)
+    return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:results}\n\\small\n"
+            "\\setlength{\\tabcolsep}{4pt}\n\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n" + " & ".join(head)
+            + " \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
+
 
 FAIR_LABEL = {"auc": "AUC", "r2": r"\Rsq{}", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection rate",
               "rmse": "RMSE", "mae": "MAE", "mean_error": "mean error",
               "equalized_odds": "equalized-odds difference", "base_rate": "base rate"}
 
-# Where each figure kind is discussed in the Results section.
+
 FIG_SECTION = {
     "roc": "comparison", "pr": "comparison", "precision_recall": "comparison", "calibration": "comparison",
     "observed_predicted": "comparison", "predicted_vs_actual": "comparison", "residuals": "comparison",
@@ -42,85 +98,6 @@ FIG_SECTION = {
     "shap": "interpretation", "fairness": "fairness", "subgroup": "fairness", "subgroups": "fairness",
     "fairness_gap": "fairness", "stability": "stability",
 }
-
-# Models named in the Methods, with the reference that introduced each (cited when available).
-FAMILY_CITES = {"logistic": ("hastie2009elements", "linear"),
-                "elastic_net": ("zou2005regularization", "elastic_net"),
-                "random_forest": ("breiman2001random", "random_forest"),
-                "xgboost": ("chen2016xgboost", "xgboost"),
-                "stacking": ("wolpert1992stacked", "stacking")}
-EXPLAINER_FAMILY = {"TreeExplainer": "the tree ensembles", "LinearExplainer": "the linear models",
-                    "KernelExplainer": "the remaining models"}
-PERTURBATION_KIND = {
-    "impute": ("alternative imputation of the missing values", "alternative imputations of the missing values"),
-    "bootstrap": ("bootstrap resample of the training set", "bootstrap resamples of the training set"),
-    "seed": ("refit with a different random seed", "refits with different random seeds"),
-}
-
-
-# ---- small helpers ---------------------------------------------------------------------------------
-def _isnum(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
-
-
-def _higher_better(metric: str) -> bool:
-    return metric not in LOWER_IS_BETTER
-
-
-def _cap(text: str) -> str:
-    return text[0].upper() + text[1:] if text else text
-
-
-def _is(n: int) -> str:
-    return "was" if n == 1 else "were"
-
-
-def quality_floor(metric: str) -> float | None:
-    v = QUALITY_FLOOR.get(metric)
-    return float(v) if _isnum(v) else None
-
-
-def floor_macro(ctx: Ctx) -> str | None:
-    if "QualityFloor" not in ctx.n:
-        v = quality_floor(ctx.primary)
-        if v is None:
-            return None
-        ctx.n["QualityFloor"] = ctx.m.add("QualityFloor", f"{v:.2f}", v,
-                                          f"edm_ars.analysis.QUALITY_FLOOR.{ctx.primary}")
-    return ctx.n["QualityFloor"]
-
-
-def fig_of(ctx: Ctx, *kinds: str) -> Figure | None:
-    for f in ctx.figures:
-        if f.kind in kinds:
-            return f
-    return None
-
-
-def fig_ref(ctx: Ctx, fig: Figure, section: str) -> str:
-    """'Figure~\\ref{...}', recording the Results subsection that discusses the figure."""
-    ctx.fig_refs.setdefault(fig.label, section)
-    return f"Figure~\\ref{{{fig.label}}}"
-
-
-def figure_env(fig: Figure) -> str:
-    return ("\\begin{figure}[tbp]\n\\centering\n"
-            f"\\includegraphics[width=\\columnwidth]{{{fig.file}}}\n"
-            f"\\caption{{{fig.caption}}}\n\\label{{{fig.label}}}\n"
-            f"\\Description{{{fig.caption}}}\n\\end{{figure}}")
-
-
-def model_np(ctx: Ctx, name: str) -> str:
-    """A model in running text: 'logistic regression (L2)', 'XGBoost', 'the stacked ensemble'."""
-    return "the stacked ensemble" if model_family(name) == STACKING else ctx.model_phrase(name)
-
-
-def model_the(ctx: Ctx, name: str) -> str:
-    """A model with its article where English needs one: 'the multilayer perceptron', 'XGBoost'."""
-    text = model_np(ctx, name)
-    if text.startswith("the ") or text[:1].isupper():
-        return text
-    return "the " + text
 
 
 def _flag_models(ctx: Ctx, prefix: str) -> list[tuple[int, str]]:
@@ -158,281 +135,11 @@ def _feature_label(ctx: Ctx, feature: str, source: str) -> str:
     return ctx.label_tex(feature, source)
 
 
-# ---- Methods -----------------------------------------------------------------------------------------
-_SEARCH = re.compile(r"random search of (\d+) candidates raced over folds: all on (\d+) folds?, "
-                     r"the best (\d+) on all (\d+)")
-
-
-def _range_macros(ctx: Ctx, name: str, values: dict[str, int], what: str) -> str:
-    """'\\A{}' when all models share a value, else '\\A{} to \\B{}' (min and max with their sources)."""
-    lo_m = min(values, key=lambda k: values[k])
-    hi_m = max(values, key=lambda k: values[k])
-    lo = ctx.m.count(macro_name("Search", name, "Min" if values[lo_m] != values[hi_m] else ""), values[lo_m],
-                     f"results.json:models.{lo_m}.search ({what})")
-    if values[lo_m] == values[hi_m]:
-        return lo
-    hi = ctx.m.count(macro_name("Search", name, "Max"), values[hi_m],
-                     f"results.json:models.{hi_m}.search ({what})")
-    return f"{lo} to {hi}"
-
-
-def tuning_text(ctx: Ctx) -> str:
-    models = ctx.results["models"]
-    singles = [m for m in models if model_family(m) != STACKING]
-    if not any((models[m].get("search") or models[m].get("cv_score") is not None) for m in singles):
-        return "The test set was not used for any modelling decision."
-    folds = "cross-validation folds of the training set"
-    how = []
-    if ctx.school_split_ok:
-        how.append(f"grouped by {'reconstructed ' if ctx.grouping['reconstructed'] else ''}{ctx.cluster}")
-    if ctx.binary:
-        how.append("stratified by the outcome")
-    if how:
-        folds += ", " + join_list(how) + ","
-    parsed = {m: _SEARCH.search(str(models[m].get("search") or "")) for m in singles}
-    if singles and all(parsed.values()):
-        cand = _range_macros(ctx, "Candidates", {m: int(p.group(1)) for m, p in parsed.items() if p},
-                              "candidates")
-        first = _range_macros(ctx, "RaceFolds", {m: int(p.group(2)) for m, p in parsed.items() if p},
-                              "first folds")
-        kept = _range_macros(ctx, "Survivors", {m: int(p.group(3)) for m, p in parsed.items() if p},
-                              "candidates kept")
-        allf = _range_macros(ctx, "Folds", {m: int(p.group(4)) for m, p in parsed.items() if p},
-                              "all folds")
-        text = (f"Hyperparameters were tuned by a budgeted random search raced over {folds.rstrip(',')}"
-                + (f", so that no {ctx.cluster} contributed to both sides of a fold" if ctx.school_split_ok else "")
-                + f": {cand} candidate settings per family were scored on "
-                f"the first {first} folds, only the best {kept} were scored on all {allf}, and the candidate with "
-                "the best mean score was refitted on the whole training set.")
-    else:
-        groups: dict[str, list[str]] = {}
-        for m in singles:
-            s = re.sub(r";\s*early stopping.*$", "", str(models[m].get("search") or "").strip()).rstrip(".")
-            if s:
-                groups.setdefault(s, []).append(m)
-        text = f"Hyperparameters were tuned on {folds.rstrip(',')}"
-        if groups:
-            src = "results.json:models.{}.search"
-            parts = [f"{ctx.t(s, src.format(ms[0]))} for {join_list([model_np(ctx, x) for x in ms])}"
-                     for s, ms in list(groups.items())[:3]]
-            text += " (" + "; ".join(parts) + ")"
-        text += "."
-    stops = [m for m in singles if "early stopping" in str(models[m].get("search") or "")]
-    if "mlp" in models and "mlp" not in stops:
-        stops.append("mlp")
-    if stops:
-        text += (f" {_cap(join_list([model_the(ctx, m) for m in stops]))} used early stopping"
-                 + (" (on each validation fold for boosting, on an internal validation split for the network)"
-                    if "xgboost" in stops and "mlp" in stops else "") + ".")
-    return text
-
-
-def methods_models(ctx: Ctx) -> str:
-    c, n = ctx.cites, ctx.n
-    models = ctx.results["models"]
-    names = []
-    for m in models:
-        key, topic = FAMILY_CITES.get(m, ("", ""))
-        cite = c.cite_keys(key, topics=(topic,), limit=1) if key else ""
-        names.append(model_np(ctx, m).replace("the stacked ensemble", "a stacked ensemble") + cite)
-    software = c.cite_keys("pedregosa2011scikit", topics=("software",), limit=1)
-    text = (f"\\subsection{{Models and Tuning}}\\label{{sec:models}}\nWe compared {n['NModels']} models: "
-            f"{join_list(names)}" + (f", implemented with scikit-learn{software}"
-                                  + (" and the XGBoost library" if "xgboost" in ctx.results["models"] else "")
-                                  if software else "")
-            + f". {tuning_text(ctx)}")
-    stack = next((m for m in models if model_family(m) == STACKING), None)
-    if stack:
-        params = models[stack].get("best_params") or {}
-        base = [b for b in params.get("base_models") or [] if isinstance(b, str)]
-        meta = str(params.get("meta_learner") or "").strip()
-        text += " The stacked ensemble combines the base models through a meta-learner"
-        if meta:
-            text += f" ({ctx.t(meta, f'results.json:models.{stack}.best_params.meta_learner')})"
-        text += " fitted on the out-of-fold predictions"
-        if base:
-            k = ctx.m.count("NStackBase", len(base), f"len(results.json:models.{stack}.best_params.base_models)",
-                            derived=True)
-            text += f" of the {k} base models"
-        text += (" from this search, so no base model was refitted and the meta-learner never saw a prediction "
-                 "made for a student its base model had been trained on.")
-    text += (" The test set was not used for any modelling decision; the selected hyperparameters are listed in "
-             "Appendix~\\ref{app:hyperparameters}.")
-    rule = str(ctx.results.get("selection_rule") or "").strip().rstrip(".")
-    if rule:
-        text += (" The model reported as \\emph{selected} was chosen by the following rule: "
-                 f"{ctx.t(rule, 'results.json:selection_rule')}. Preferring the simplest of several "
-                 "statistically indistinguishable models favours transparency at no measurable cost in accuracy.")
-    return text
-
-
-def methods_interpretation(ctx: Ctx) -> str:
-    """Sentences for the Evaluation subsection: quality floor and SHAP explainers per family."""
-    c = ctx.cites
-    by = ctx.shap_by_model
-    floor = floor_macro(ctx)
-    what = metric_name(ctx)
-    text = ""
-    if floor:
-        text += (f" Only single models whose test-set {what} reached at least {floor} (the quality floor) "
-                 "were interpreted.")
-    if not (by or ctx.top_features):
-        return text
-    cite = c.cite_keys("lundberg2017unified", "lundberg2020local", topics=("shap",))
-    if not by:
-        return text + (f" We interpreted the selected model with SHAP values{cite}, ranking features by their "
-                       "mean absolute SHAP value." if ctx.importance_key == "mean_abs_shap" else
-                       " We interpreted the selected model by ranking features by their importance scores.")
-    groups: dict[str, list[str]] = {}
-    for m, info in by.items():
-        groups.setdefault(str(info.get("explainer") or "an explainer"), []).append(m)
-    parts = []
-    for expl, ms in groups.items():
-        who = join_list([model_the(ctx, m) for m in ms])
-        sizes = {by[m].get("n_explained") for m in ms if _isnum(by[m].get("n_explained"))}
-        part = f"\\textsc{{{escape_latex(expl)}}} for {who}"
-        if expl == "KernelExplainer" and len(sizes) == 1:
-            k = ctx.m.count(macro_name("NExplained", ms[0]), sizes.pop(),
-                            f"results.json:shap.by_model.{ms[0]}.n_explained")
-            part += f" (model-agnostic and costly, so run on a capped sample of {k} test students)"
-        parts.append(part)
-    interp = ctx.interpreted
-    text += (f" We computed SHAP values{cite} for every model above the floor, using {join_list(parts, 'and')}. "
-             "Features were ranked by their mean absolute SHAP value, with the values of the one-hot columns of a "
-             "categorical variable summed back to the variable; a variable's direction is the sign of the rank "
-             "correlation between its values and its SHAP values, and \\emph{mixed} when its columns disagree.")
-    if any(model_family(m) == STACKING for m in ctx.results["models"]):
-        text += " The stacked ensemble was not explained, because its inputs are the other models' predictions."
-    if interp:
-        text += (f" The paper reports the attributions of {model_np(ctx, interp)} and uses the other models' "
-                 "rankings to check whether the most predictive features agree across model families.")
-    return text
-
-
-def methods_fairness(ctx: Ctx) -> str:
-    fa = ctx.fairness
-    if not fa:
-        return ""
-    c, m = ctx.cites, ctx.m
-    attrs = fa["attributes"]
-    singles = [a for a, r in attrs.items() if r.get("kind") != "intersection"]
-    inters = [a for a, r in attrs.items() if r.get("kind") == "intersection"]
-    labels = [f"\\emph{{{lc_first(_attr_label(ctx, a))}}}" for a in singles]
-    model = fa.get("model") or ctx.best
-    text = (f"\\subsection{{Subgroup Fairness Audit}}\\label{{sec:fairness-method}}\nWe audited the held-out "
-            f"predictions of the selected model ({model_np(ctx, model)}) across groups of students defined by "
-            f"{join_list(labels) or 'the protected attributes'}")
-    if inters:
-        text += (" and by the intersection"
-                 + ("s " if len(inters) > 1 else " ")
-                 + join_list([f"\\emph{{{lc_first(_attr_label(ctx, a))}}}" for a in inters]))
-    text += (". Group membership was taken from a snapshot of the protected attributes made before encoding, "
-             "with their original category labels, rather than from the model's one-hot features. ")
-    nres = fa.get("n_resamples")
-    boot = (f" ({m.count('FairNResamples', nres, 'results.json:fairness.n_resamples')} resamples within the group)"
-            if _isnum(nres) else "")
-    if ctx.binary:
-        thr = fa.get("threshold")
-        thr_t = (f" at a threshold of {m.add('FairThreshold', f'{float(thr):.2f}', thr, 'results.json:fairness.threshold')}"
-                 if _isnum(thr) else "")
-        text += (f"For each group we computed the AUC with a 95\\% bootstrap interval{boot} and{thr_t} the "
-                 "true-positive rate (TPR), the false-positive rate (FPR) and the selection rate.")
-    else:
-        text += (f"For each group we computed \\Rsq{{}} with a 95\\% bootstrap interval{boot}, the RMSE, the MAE "
-                 "and the mean error (predicted minus observed); errors were expressed in standard deviations of "
-                 "the outcome, so that the gap threshold has the same meaning on any outcome scale.")
-    mg, gt = fa.get("min_group"), fa.get("gap_threshold")
-    if _isnum(mg):
-        text += (f" Groups with fewer than {m.count('FairMinGroup', mg, 'results.json:fairness.min_group')} test "
-                 "students, or whose primary metric was undefined, were reported but marked as unreliable and left "
-                 "out of the gaps.")
-    text += (" For each attribute, the gap in a metric is the difference between the highest and the lowest "
-             "reliable group, with a bootstrap interval")
-    if _isnum(gt):
-        text += (f"; gaps larger than {m.add('FairGapThreshold', f'{float(gt):.2f}', gt, 'results.json:fairness.gap_threshold')}"
-                 " were flagged")
-    text += "."
-    if ctx.binary:
-        text += (" The equalized-odds difference is the larger of the TPR and FPR gaps"
-                 f"{c.cite_keys('hardt2016equality', topics=('fairness',), limit=1)}: it is zero only when the "
-                 "model's error rates are the same in every group.")
-    return text
-
-
-def methods_stability(ctx: Ctx) -> str:
-    st = ctx.stability
-    if not st or not st.get("runs"):
-        return ""
-    c = ctx.cites
-    kinds = _perturbation_kinds(ctx)
-    model = st.get("model") or ctx.interpreted or ctx.best
-    text = ("\\subsection{Stability Analysis}\\label{sec:stability-method}\nA conclusion that changes under "
-            "reasonable perturbations of the data or the analysis should not be relied on"
-            f"{c.cite_keys('yu2020veridical', topics=('stability',), limit=1)}. We therefore refitted "
-            f"{model_np(ctx, model)} with its tuned hyperparameters under {_nperturb(ctx)} perturbations"
-            + (f" ({kinds})" if kinds else "")
-            + ", scored each refit on the same test students and ranked its features by mean absolute SHAP value. "
-            f"We report the spread of the test-set {metric_name(ctx, st.get('metric') or ctx.primary)} across "
-            "refits, the share of the original top-five and top-ten features that each refit recovered, and the "
-            "Spearman rank correlation between each refit's ranking and the original one.")
-    rule = _stability_rule(ctx)
-    if rule:
-        text += " " + rule
-    return text
-
-
-def _perturbation_kinds(ctx: Ctx) -> str:
-    runs = ctx.stability.get("runs") or []
-    counts: dict[str, int] = {}
-    for r in runs:
-        counts[str(r.get("kind") or "other")] = counts.get(str(r.get("kind") or "other"), 0) + 1
-    parts = []
-    for kind, k in counts.items():
-        one, many = PERTURBATION_KIND.get(kind, (f"{escape_latex(kind)} perturbation",
-                                                 f"{escape_latex(kind)} perturbations"))
-        mac = ctx.m.count(macro_name("StabN", kind), k, f"count(results.json:stability.runs[kind={kind}])",
-                          derived=True)
-        parts.append(f"{mac} {one if k == 1 else many}")
-    return join_list(parts)
-
-
-def _nperturb(ctx: Ctx) -> str:
-    st = ctx.stability
-    k = st.get("n_perturbations")
-    if _isnum(k):
-        return ctx.m.count("StabNPerturbations", k, "results.json:stability.n_perturbations")
-    return ctx.m.count("StabNPerturbations", len(st.get("runs") or []), "len(results.json:stability.runs)",
-                       derived=True)
-
-
-def _stability_threshold(ctx: Ctx) -> str | None:
-    rule = str(ctx.stability.get("rule") or "")
-    m = re.search(r"(?:under|below|<)\s*([0-9]*\.?[0-9]+)", rule)
-    if not m:
-        return None
-    v = float(m.group(1))
-    if v <= 1:  # overlaps are reported as percentages
-        return ctx.m.pct("StabThreshold", 100 * v, "100 * results.json:stability.rule (threshold)", derived=True)
-    return ctx.m.add("StabThreshold", f"{v:g}", v, "results.json:stability.rule (threshold)")
-
-
-def _stability_rule(ctx: Ctx) -> str:
-    """The rule in positive form (so that 'unstable' appears only when the verdict is unstable)."""
-    thr = _stability_threshold(ctx)
-    if thr:
-        return ("A conclusion was regarded as stable when the mean top-five overlap with the original SHAP "
-                f"ranking was at least {thr}.")
-    if ctx.stability.get("unstable"):
-        return "The rule was: " + ctx.t(str(ctx.stability.get("rule") or ""), "results.json:stability.rule") + "."
-    return ""
-
-
-# ---- Results: model comparison ----------------------------------------------------------------------------
 def _metric_range(ctx: Ctx) -> tuple[list[str], str | None]:
     metric = ctx.primary
     vals = {m: ctx.metric_value(m, metric) for m in ctx.results["models"]}
-    vals = {m: v for m, v in vals.items() if _isnum(v)}
-    sign = 1 if _higher_better(metric) else -1
+    vals = {m: v for m, v in vals.items() if isnum(v)}
+    sign = 1 if higher_better(metric) else -1
     order = sorted(vals, key=lambda m: -sign * vals[m])
     return order, (order[0] if order else None)
 
@@ -447,7 +154,7 @@ def comparison(ctx: Ctx) -> tuple[list[str], list[str]]:
             f"{n['TestN']} held-out students" + (f", and {fig_ref(ctx, roc, sec)} shows their ROC curves." if roc
                                                   else "."))
     if len(order) > 1:
-        lo_m, hi_m = (order[-1], order[0]) if _higher_better(metric) else (order[0], order[-1])
+        lo_m, hi_m = (order[-1], order[0]) if higher_better(metric) else (order[0], order[-1])
         text += (f" The {metric_name(ctx)} of the models ranged from {ctx.mac(lo_m, metric)} "
                  f"({model_np(ctx, lo_m)}) to {ctx.mac(hi_m, metric)} ({model_np(ctx, hi_m)}).")
     if top == best:
@@ -493,13 +200,13 @@ def selection_text(ctx: Ctx) -> str:
     diff = ev.get("stacking_minus_selected") or {}
     stack = next((x for x in models if model_family(x) == STACKING), None)
     ci = diff.get("ci") if isinstance(diff, dict) else None
-    if stack and _isnum(diff.get("mean")) and isinstance(ci, list) and len(ci) == 2 and all(map(_isnum, ci)):
+    if stack and isnum(diff.get("mean")) and isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)):
         src = "results.json:selection_evidence.stacking_minus_selected"
         d = m.add("StackingMinusSelected", fmt_metric(diff["mean"], 4), float(diff["mean"]), src + ".mean")
         d_ci = m.add("StackingMinusSelectedCI", fmt_ci(ci[0], ci[1], 4), [float(ci[0]), float(ci[1])], src + ".ci")
         base = tied[0] if tied else (top or best)
-        better = ci[0] > 0 if _higher_better(metric) else ci[1] < 0
-        worse = ci[1] < 0 if _higher_better(metric) else ci[0] > 0
+        better = ci[0] > 0 if higher_better(metric) else ci[1] < 0
+        worse = ci[1] < 0 if higher_better(metric) else ci[0] > 0
         where = ("includes zero" if ci[0] <= 0 <= ci[1]
                  else "lies entirely above zero" if ci[0] > 0 else "lies entirely below zero")
         what = f"paired bootstrap difference in {metric_name(ctx)}"
@@ -572,7 +279,6 @@ def quality_text(ctx: Ctx, sec: str) -> str:
     return text.strip()
 
 
-# ---- Results: interpretation --------------------------------------------------------------------------
 def interpretation(ctx: Ctx) -> tuple[list[str], list[str]]:
     sec = "interpretation"
     c, best = ctx.cites, ctx.best
@@ -581,7 +287,7 @@ def interpretation(ctx: Ctx) -> tuple[list[str], list[str]]:
     paras: list[str] = []
     floor_text = _floor_text(ctx)
     if not ctx.top_features:
-        text = "No feature attributions were reported for this run."
+        text = ctx.ph("results.no_attributions")
         if interp is None and ctx.results.get("interpreted_model", "") is None:
             text += " No single model was eligible for interpretation."
         paras.append(text + (" " + floor_text if floor_text else ""))
@@ -605,7 +311,7 @@ def interpretation(ctx: Ctx) -> tuple[list[str], list[str]]:
         text += f"We explained {model_np(ctx, name)} with SHAP values{c.cite_keys('lundberg2017unified', topics=('shap',), limit=1)}"
         if expl:
             text += f", computed with \\textsc{{{escape_latex(expl)}}}"
-            if _isnum(info.get("n_explained")):
+            if isnum(info.get("n_explained")):
                 text += (" on " + ctx.m.count(macro_name("NExplained", name), info["n_explained"],
                                               f"results.json:shap.by_model.{name}.n_explained") + " test students")
         text += "."
@@ -636,8 +342,8 @@ def _floor_text(ctx: Ctx) -> str:
     floor = floor_macro(ctx)
     names = [f"{model_np(ctx, x)} ({metric_name(ctx)} = {ctx.mac(x, ctx.primary)})" if ctx.mac(x, ctx.primary)
              else model_np(ctx, x) for _, x in below]
-    return (f"{_cap(join_list(names))} fell below the quality floor" + (f" of {floor}" if floor else "")
-            + f" and {_is(len(names))} therefore not interpreted.")
+    return (f"{cap_first(join_list(names))} fell below the quality floor" + (f" of {floor}" if floor else "")
+            + f" and {was_were(len(names))} therefore not interpreted.")
 
 
 def _direction_text(ctx: Ctx, sec: str) -> str:
@@ -668,7 +374,7 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
     if neg:
         sents.append(f"higher values of {join_list(neg)} were associated with {down}")
     if sents:
-        text += _cap(" and ".join(sents) if len(sents) == 2 else sents[0]) + "."
+        text += cap_first(" and ".join(sents) if len(sents) == 2 else sents[0]) + "."
     if cat_mixed:
         text += (f" For the categorical {'variables' if len(cat_mixed) > 1 else 'variable'} {join_list(cat_mixed)}, "
                  "the direction of the association differed between categories.")
@@ -719,18 +425,6 @@ def _agreement_text(ctx: Ctx, name: str) -> str:
     return text
 
 
-# ---- Results: subgroup fairness -------------------------------------------------------------------------
-def _attr_label(ctx: Ctx, attr: str) -> str:
-    rec = ctx.fairness.get("attributes", {}).get(attr, {})
-    label = rec.get("label") or attr
-    if rec.get("kind") == "intersection" and " x " in str(label):
-        parts = [clean_label(p) for p in str(label).split(" x ")]
-        return " \\texttimes{} ".join(ctx.t(p, f"results.json:fairness.attributes.{attr}.label") for p in parts)
-    if label == attr:
-        return ctx.label_tex(attr, f"results.json:fairness.attributes.{attr}.label")
-    return ctx.t(clean_label(label), f"results.json:fairness.attributes.{attr}.label")
-
-
 def _group_cols(ctx: Ctx) -> list[str]:
     return ["tpr", "fpr"] if ctx.binary else ["rmse", "mean_error"]
 
@@ -753,18 +447,18 @@ def fairness_table(ctx: Ctx) -> str:
     for ai, (attr, rec) in enumerate(attrs):
         if ai:
             rows.append("\\addlinespace")
-        rows.append(f"\\multicolumn{{{2 + 2 + len(cols)}}}{{@{{}}l}}{{\\textit{{{_attr_label(ctx, attr)}}}}} \\\\")
+        rows.append(f"\\multicolumn{{{2 + 2 + len(cols)}}}{{@{{}}l}}{{\\textit{{{attr_label(ctx, attr)}}}}} \\\\")
         for gi, g in enumerate(rec.get("groups") or []):
             group = ctx.t(str(g.get("group")), f"results.json:fairness.attributes.{attr}.groups.{gi}.group")
             if not g.get("reliable", True):
                 group += "\\textsuperscript{\\dag}"
                 any_unreliable = True
             cells = [group]
-            cells.append(_fair_macro(ctx, attr, gi, "n", g["n"], "count") if _isnum(g.get("n")) else "--")
+            cells.append(_fair_macro(ctx, attr, gi, "n", g["n"], "count") if isnum(g.get("n")) else "--")
             val = g.get("metric", g.get(primary))
-            cells.append(_fair_macro(ctx, attr, gi, primary, val) if _isnum(val) else "--")
+            cells.append(_fair_macro(ctx, attr, gi, primary, val) if isnum(val) else "--")
             ci = g.get("ci")
-            if isinstance(ci, list) and len(ci) == 2 and all(map(_isnum, ci)):
+            if isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)):
                 src = f"results.json:fairness.attributes.{attr}.groups.{gi}.ci"
                 lo = ctx.m.metric(macro_name("Fair", attr, f"g{gi + 1}", primary, "Low"), ci[0], src + ".0")
                 hi = ctx.m.metric(macro_name("Fair", attr, f"g{gi + 1}", primary, "High"), ci[1], src + ".1")
@@ -772,17 +466,17 @@ def fairness_table(ctx: Ctx) -> str:
             else:
                 cells.append("--")
             for col in cols:
-                cells.append(_fair_macro(ctx, attr, gi, col, g[col]) if _isnum(g.get(col)) else "--")
+                cells.append(_fair_macro(ctx, attr, gi, col, g[col]) if isnum(g.get(col)) else "--")
             rows.append(" & ".join(cells) + " \\\\")
     head = ["Group", "$n$", FAIR_LABEL.get(primary, escape_latex(primary)), "95\\% CI"]
-    head += [_cap(FAIR_LABEL[c]) if c != "mean_error" else "ME" for c in cols]
+    head += [cap_first(FAIR_LABEL[c]) if c != "mean_error" else "ME" for c in cols]
     model = fa.get("model") or ctx.best
     caption = (f"Test-set performance of the selected model ({model_np(ctx, model)}) by student subgroup: "
                f"{FAIR_LABEL.get(primary, escape_latex(primary))} with its 95\\% bootstrap interval")
     if ctx.binary:
         thr = fa.get("threshold")
         caption += ", and the true- and false-positive rates"
-        if _isnum(thr):
+        if isnum(thr):
             caption += (" at a threshold of "
                         + ctx.m.add("FairThreshold", f"{float(thr):.2f}", thr, "results.json:fairness.threshold"))
         caption += "."
@@ -794,7 +488,7 @@ def fairness_table(ctx: Ctx) -> str:
         mg = fa.get("min_group")
         note = ("\\par\\smallskip\\noindent{\\footnotesize \\textsuperscript{\\dag}\\,Unreliable group"
                 + (f": fewer than {ctx.m.count('FairMinGroup', mg, 'results.json:fairness.min_group')} test "
-                   "students or an undefined metric" if _isnum(mg) else "")
+                   "students or an undefined metric" if isnum(mg) else "")
                 + "; shown for completeness and excluded from the gaps.}")
     spec = "@{}G r" + " c" * (2 + len(cols)) + "@{}"
     return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:fairness}\n\\small\n"
@@ -820,13 +514,13 @@ def _gap_macros(ctx: Ctx, attr: str, metric: str, g: dict[str, Any]) -> dict[str
            "min_group": _group_name(ctx, attr, g["min_group"], src + ".min_group"),
            "max_group": _group_name(ctx, attr, g["max_group"], src + ".max_group")}
     ci = g.get("ci")
-    if isinstance(ci, list) and len(ci) == 2 and all(map(_isnum, ci)):
+    if isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)):
         out["ci"] = ctx.m.ci(macro_name("FairGap", attr, metric, "CI"), ci[0], ci[1], src + ".ci")
     return out
 
 
 def _gap_ok(g: Any) -> bool:
-    return isinstance(g, dict) and all(_isnum(g.get(k)) for k in ("gap", "min_value", "max_value")) \
+    return isinstance(g, dict) and all(isnum(g.get(k)) for k in ("gap", "min_value", "max_value")) \
         and g.get("min_group") is not None and g.get("max_group") is not None
 
 
@@ -834,7 +528,7 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
     fa = ctx.fairness
     primary = fa.get("primary_metric") or ctx.primary
     gaps = rec.get("gaps") or {}
-    label = _attr_label(ctx, attr)
+    label = attr_label(ctx, attr)
     g = gaps.get(primary)
     mname = FAIR_LABEL.get(primary, escape_latex(primary))
     if not _gap_ok(g):
@@ -888,7 +582,7 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
 
 def _base_rate_range(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
     groups = [(i, g) for i, g in enumerate(rec.get("groups") or [])
-              if g.get("reliable", True) and _isnum(g.get("base_rate"))]
+              if g.get("reliable", True) and isnum(g.get("base_rate"))]
     if len(groups) < 2:
         return ""
     lo = min(groups, key=lambda t: t[1]["base_rate"])
@@ -919,7 +613,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
             "how accurately the model predicts for each group of students; they are not estimates of a causal "
             "influence of group membership on the outcome.")
     overall = (fa.get("overall") or {}).get(primary)
-    if _isnum(overall):
+    if isnum(overall):
         text += (f" On the whole test set the {FAIR_LABEL.get(primary, escape_latex(primary))} was "
                  f"{m.metric(macro_name('FairOverall', primary), overall, f'results.json:fairness.overall.{primary}')}.")
     unreliable = [(a, g) for a, r in singles for g in r.get("groups") or [] if not g.get("reliable", True)]
@@ -929,7 +623,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         mg = fa.get("min_group")
         text += (f" The audit marked {k} group{'s' if len(unreliable) != 1 else ''} as unreliable"
                  + (f" (fewer than {m.count('FairMinGroup', mg, 'results.json:fairness.min_group')} test "
-                    "students or an undefined metric)" if _isnum(mg) else "")
+                    "students or an undefined metric)" if isnum(mg) else "")
                  + "; unreliable groups are shown in the table but excluded from the gaps.")
     paras.append(text)
     if singles:
@@ -949,20 +643,20 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                      "count(results.json:fairness.attributes[kind=attribute].gaps[not null])", derived=True)
         gt = fa.get("gap_threshold")
         thr = (m.add("FairGapThreshold", f"{float(gt):.2f}", gt, "results.json:fairness.gap_threshold")
-               if _isnum(gt) else "")
+               if isnum(gt) else "")
         metrics = [FAIR_LABEL.get(k, escape_latex(k)) for k in dict.fromkeys(k for _, k, _ in examined)]
         which = sorted({a for a, _, g in flagged})
         text = (f"In total, {nf} of the {ne} gaps examined ({join_list(metrics)} for each attribute) exceeded the "
                 f"threshold{f' of {thr}' if thr else ''}")
         if which:
             text += (", all of them for " if len(which) == 1 else ", for ") + join_list(
-                [f"\\emph{{{lc_first(_attr_label(ctx, a))}}}" for a in which]) + "."
+                [f"\\emph{{{lc_first(attr_label(ctx, a))}}}" for a in which]) + "."
         else:
             text += "."
         paras.append(text)
     for attr, rec in inters:
         g = (rec.get("gaps") or {}).get(primary)
-        label = _attr_label(ctx, attr)
+        label = attr_label(ctx, attr)
         if not _gap_ok(g):
             paras.append(f"For the intersection \\emph{{{label}}}, too few groups were reliable for a comparison.")
             continue
@@ -985,7 +679,6 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
     return paras, floats
 
 
-# ---- Results: stability -----------------------------------------------------------------------------------
 def _spread(ctx: Ctx, key: str, name: str, pct: bool = False) -> dict[str, str]:
     """Macros of a {mean, sd, min, max} summary; shares (0-1) as percentages when `pct`."""
     sp = ctx.stability.get(key)
@@ -993,7 +686,7 @@ def _spread(ctx: Ctx, key: str, name: str, pct: bool = False) -> dict[str, str]:
         return {}
     out = {}
     for stat in ("mean", "sd", "min", "max"):
-        if _isnum(sp.get(stat)):
+        if isnum(sp.get(stat)):
             src = f"results.json:stability.{key}.{stat}"
             if pct:
                 out[stat] = ctx.m.pct(macro_name("Stab", name, stat), 100 * float(sp[stat]), "100 * " + src,
@@ -1020,8 +713,8 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
     t5 = _spread(ctx, "top5_overlap", "TopFive", pct=True)
     t10 = _spread(ctx, "top10_overlap", "TopTen", pct=True)
     rho = _spread(ctx, "rank_correlation", "RankCorr")
-    kinds = _perturbation_kinds(ctx)
-    text = (f"We refitted {model_np(ctx, model)} under {_nperturb(ctx)} perturbations"
+    kinds = perturbation_kinds(ctx)
+    text = (f"We refitted {model_np(ctx, model)} under {n_perturbations(ctx)} perturbations"
             + (f" ({kinds})" if kinds else "") + ".")
     if ms.get("mean"):
         ref = st.get("reference_metric")
@@ -1029,7 +722,7 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                  + (f" (SD {ms['sd']}" if "sd" in ms else "")
                  + (f"; range {ms['min']} to {ms['max']}" if "min" in ms and "max" in ms else "")
                  + (")" if "sd" in ms else ""))
-        if _isnum(ref):
+        if isnum(ref):
             text += (f", compared with {ctx.m.metric(macro_name('Stab', 'Reference', metric), ref, 'results.json:stability.reference_metric')}"
                      " for the original fit")
         text += "."
@@ -1044,14 +737,14 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                      + (f" (range {rho['min']} to {rho['max']})" if "min" in rho and "max" in rho else "") + ".")
         else:
             text = text.rstrip(",") + "."
-    worst = [r for r in runs if _isnum(r.get("top5_overlap"))]
+    worst = [r for r in runs if isnum(r.get("top5_overlap"))]
     if worst and t5.get("min"):
         w = min(worst, key=lambda r: r["top5_overlap"])
         one = PERTURBATION_KIND.get(str(w.get("kind")), (None,))[0]
         if one and w["top5_overlap"] < 1:
             text += f" The lowest top-five overlap came from the {one}."
     paras = [text]
-    thr = _stability_threshold(ctx)
+    thr = stability_threshold(ctx)
     unstable = st.get("unstable")
     if unstable is True:
         verdict = ("By the stability rule"
@@ -1060,7 +753,7 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                    "incidental choices in the analysis, so the features named in Section~\\ref{sec:interpretation} "
                    "should not be read as a robust finding.")
         if not thr:
-            verdict += " " + _stability_rule(ctx)
+            verdict += " " + stability_rule(ctx)
     elif unstable is False:
         verdict = ("By the stability rule"
                    + (f" (a mean top-five overlap of at least {thr})" if thr else "")
@@ -1072,10 +765,10 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
     return paras, []
 
 
-# ---- Results: assembly ------------------------------------------------------------------------------------
-def results(ctx: Ctx, results_table: str) -> str:
+def write(ctx: Ctx) -> str:
+    """The Results: its subsections with their floats, then the summary of the evidence (the debate's claims)."""
     comp, comp_floats = comparison(ctx)
-    comp_floats = [results_table] + comp_floats
+    comp_floats = [results_table(ctx)] + comp_floats
     sections = [("Model Comparison", "sec:comparison", "comparison", comp, comp_floats)]
     interp, f_int = interpretation(ctx)
     sections.append(("Interpretation", "sec:interpretation", "interpretation", interp, f_int))
@@ -1104,54 +797,8 @@ def results(ctx: Ctx, results_table: str) -> str:
                     floats.append(env)
         body = paras[:1] + floats + paras[1:]
         out.append(f"\\subsection{{{title}}}\\label{{{label}}}\n" + "\n\n".join(body))
-    return "\n\n".join(out)
-
-
-# ---- Limitations ----------------------------------------------------------------------------------------
-def errors_sentence(ctx: Ctx) -> str:
-    errs = ctx.results.get("errors") or []
-    if not errs:
-        return ""
-    k = ctx.m.count("NAnalysisErrors", len(errs), "len(results.json:errors)", derived=True)
-    items = []
-    for i, e in enumerate(errs[:4]):
-        src = f"results.json:errors.{i}"
-        if isinstance(e, dict):
-            where = " ".join(str(e.get(x)) for x in ("phase", "what") if e.get(x))
-            msg = str(e.get("message") or e.get("error") or "").strip()
-            typ = str(e.get("type") or "").strip()
-            desc = escape_latex(where) if where else "a step"
-            detail = (f"{escape_latex(typ)}: " if typ else "") + ctx.t(msg[:140].rstrip(".") + ("..." if len(msg) > 140 else ""), src + ".message")
-            items.append(f"{desc} ({detail})" if msg or typ else desc)
-        else:
-            items.append(ctx.t(str(e)[:140], src))
-    more = " and others" if len(errs) > 4 else ""
-    return (f"{k} analysis step{'s' if len(errs) != 1 else ''} reported problems: {'; '.join(items)}{more}; "
-            "the affected results are missing or incomplete.")
-
-
-def other_flags_sentence(ctx: Ctx) -> str:
-    """Flags not narrated in the Results (by kind only, never the raw string)."""
-    known = ("possible_leakage", "below_quality_floor", "fairness", "unstable")
-    kinds = []
-    for f in ctx.results.get("flags") or []:
-        head = str(f).split(":", 1)[0].strip()
-        if head in known or not head:
-            continue
-        kind = escape_latex(head.replace("_", " "))
-        if re.search(r"\d", kind):
-            continue
-        if kind not in kinds:
-            kinds.append(kind)
-    if not kinds:
-        return ""
-    return ("The analysis stage also raised flags of the following kinds, which are recorded with the results: "
-            + join_list([f"\\emph{{{k}}}" for k in kinds]) + ".")
-
-
-__all__ = ["comparison", "errors_sentence", "fairness_section", "fairness_table", "interpretation",
-           "methods_fairness", "methods_interpretation", "methods_models", "methods_stability", "results",
-           "stability_section"]
+    summary = narrative.evidence_summary(ctx, ctx.claims_doc)
+    return "\n\n".join(out + ([summary] if summary else []))
 
 
 def _kind_of_prediction(ctx: Ctx) -> str:

@@ -1,0 +1,202 @@
+"""Phrases more than one section uses: metrics, the selected model, figures, the quality floor, stability."""
+
+from __future__ import annotations
+
+import re
+
+from ..conventions import QUALITY_FLOOR, STACKING
+from .context import Ctx, Figure
+from .latex import escape_latex
+from .macros import METRIC_LABEL, macro_name
+from .text import clean_label, isnum, join_list, model_family
+
+
+def metric_name(ctx: Ctx, metric: str | None = None) -> str:
+    metric = metric or ctx.primary
+    return METRIC_LABEL.get(metric, escape_latex(metric.upper()))
+
+
+def primary_stmt(ctx: Ctx, model: str | None = None) -> str:
+    """'AUC = \\XgboostAUC{}, \\XgboostAUCCI{}' for a model (the best by default)."""
+    model = model or ctx.best
+    val = ctx.mac(model, ctx.primary)
+    ci = ctx.ci(model, ctx.primary)
+    text = f"{metric_name(ctx)} = {val}"
+    return f"{text}, {ci}" if ci else text
+
+
+def strength(ctx: Ctx) -> str:
+    v = ctx.metric_value(ctx.best, ctx.primary)
+    if v is None:
+        return "uncertain"
+    if ctx.primary in ("auc", "roc_auc"):
+        if v >= 0.95:
+            return "very high"
+        if v >= 0.8:
+            return "strong"
+        if v >= 0.7:
+            return "acceptable"
+        if v >= 0.6:
+            return "modest"
+        return "weak"
+    if ctx.primary == "r2":
+        if v >= 0.9:
+            return "very high"
+        if v >= 0.5:
+            return "substantial"
+        if v >= 0.3:
+            return "moderate"
+        if v >= 0.1:
+            return "modest"
+        return "weak"
+    return "measurable"
+
+
+def suspiciously_high(ctx: Ctx) -> bool:
+    return strength(ctx) == "very high"
+
+
+def outcome_sentence_np(ctx: Ctx) -> str:
+    o = ctx.spec["outcome"]
+    return f"\\emph{{{ctx.outcome_label}}} (\\texttt{{{escape_latex(o['name'])}}})"
+
+
+def feature_names(ctx: Ctx, k: int = 3, with_values: bool = False) -> list[str]:
+    out = []
+    for i in range(min(k, len(ctx.top_features))):
+        text = f"\\emph{{{ctx.feature_label(i)}}}"
+        if with_values and f"feat|{i}" in ctx.n:
+            text += f" ({ctx.n[f'feat|{i}']})"
+        out.append(text)
+    return out
+
+
+def automation_note(ctx: Ctx) -> str:
+    backend = escape_latex(ctx.spec.get("backend", "offline"))
+    if ctx.offline:
+        return ctx.ph("common.automation_offline")
+    return ctx.ph("common.automation_model", backend=backend)
+
+
+def information(ctx: Ctx) -> str:
+    """What the predictors are, in the abstract's words."""
+    return ("information available before the outcome is measured" if ctx.has_waves
+            else "information on students' background and context")
+
+
+def has_reserve_codes(ctx: Ctx) -> bool:
+    """True when the registry lists numeric reserve codes or text labels that mean 'missing'."""
+    sr = ctx.data.get("sentinel_recoding") or {}
+    return bool(sr.get("codes") or sr.get("labels")) if sr else True
+
+
+PERTURBATION_KIND = {
+    "impute": ("alternative imputation of the missing values", "alternative imputations of the missing values"),
+    "bootstrap": ("bootstrap resample of the training set", "bootstrap resamples of the training set"),
+    "seed": ("refit with a different random seed", "refits with different random seeds"),
+}
+
+
+def quality_floor(metric: str) -> float | None:
+    v = QUALITY_FLOOR.get(metric)
+    return float(v) if isnum(v) else None
+
+
+def floor_macro(ctx: Ctx) -> str | None:
+    if "QualityFloor" not in ctx.n:
+        v = quality_floor(ctx.primary)
+        if v is None:
+            return None
+        ctx.n["QualityFloor"] = ctx.m.add("QualityFloor", f"{v:.2f}", v,
+                                          f"edm_ars.analysis.QUALITY_FLOOR.{ctx.primary}")
+    return ctx.n["QualityFloor"]
+
+
+def fig_of(ctx: Ctx, *kinds: str) -> Figure | None:
+    for f in ctx.figures:
+        if f.kind in kinds:
+            return f
+    return None
+
+
+def fig_ref(ctx: Ctx, fig: Figure, section: str) -> str:
+    """'Figure~\\ref{...}', recording the Results subsection that discusses the figure."""
+    ctx.fig_refs.setdefault(fig.label, section)
+    return f"Figure~\\ref{{{fig.label}}}"
+
+
+def figure_env(fig: Figure) -> str:
+    return ("\\begin{figure}[tbp]\n\\centering\n"
+            f"\\includegraphics[width=\\columnwidth]{{{fig.file}}}\n"
+            f"\\caption{{{fig.caption}}}\n\\label{{{fig.label}}}\n"
+            f"\\Description{{{fig.caption}}}\n\\end{{figure}}")
+
+
+def model_np(ctx: Ctx, name: str) -> str:
+    """A model in running text: 'logistic regression (L2)', 'XGBoost', 'the stacked ensemble'."""
+    return "the stacked ensemble" if model_family(name) == STACKING else ctx.model_phrase(name)
+
+
+def model_the(ctx: Ctx, name: str) -> str:
+    """A model with its article where English needs one: 'the multilayer perceptron', 'XGBoost'."""
+    text = model_np(ctx, name)
+    if text.startswith("the ") or text[:1].isupper():
+        return text
+    return "the " + text
+
+
+def perturbation_kinds(ctx: Ctx) -> str:
+    runs = ctx.stability.get("runs") or []
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[str(r.get("kind") or "other")] = counts.get(str(r.get("kind") or "other"), 0) + 1
+    parts = []
+    for kind, k in counts.items():
+        one, many = PERTURBATION_KIND.get(kind, (f"{escape_latex(kind)} perturbation",
+                                                 f"{escape_latex(kind)} perturbations"))
+        mac = ctx.m.count(macro_name("StabN", kind), k, f"count(results.json:stability.runs[kind={kind}])",
+                          derived=True)
+        parts.append(f"{mac} {one if k == 1 else many}")
+    return join_list(parts)
+
+
+def n_perturbations(ctx: Ctx) -> str:
+    st = ctx.stability
+    k = st.get("n_perturbations")
+    if isnum(k):
+        return ctx.m.count("StabNPerturbations", k, "results.json:stability.n_perturbations")
+    return ctx.m.count("StabNPerturbations", len(st.get("runs") or []), "len(results.json:stability.runs)",
+                       derived=True)
+
+
+def stability_threshold(ctx: Ctx) -> str | None:
+    rule = str(ctx.stability.get("rule") or "")
+    m = re.search(r"(?:under|below|<)\s*([0-9]*\.?[0-9]+)", rule)
+    if not m:
+        return None
+    v = float(m.group(1))
+    if v <= 1:  # overlaps are reported as percentages
+        return ctx.m.pct("StabThreshold", 100 * v, "100 * results.json:stability.rule (threshold)", derived=True)
+    return ctx.m.add("StabThreshold", f"{v:g}", v, "results.json:stability.rule (threshold)")
+
+
+def stability_rule(ctx: Ctx) -> str:
+    """The rule in positive form (so that 'unstable' appears only when the verdict is unstable)."""
+    thr = stability_threshold(ctx)
+    if thr:
+        return ("A conclusion was regarded as stable when the mean top-five overlap with the original SHAP "
+                f"ranking was at least {thr}.")
+    if ctx.stability.get("unstable"):
+        return "The rule was: " + ctx.t(str(ctx.stability.get("rule") or ""), "results.json:stability.rule") + "."
+    return ""
+
+
+def attr_label(ctx: Ctx, attr: str) -> str:
+    rec = ctx.fairness.get("attributes", {}).get(attr, {})
+    label = rec.get("label") or attr
+    if rec.get("kind") == "intersection" and " x " in str(label):
+        parts = [clean_label(p) for p in str(label).split(" x ")]
+        return " \\texttimes{} ".join(ctx.t(p, f"results.json:fairness.attributes.{attr}.label") for p in parts)
+    if label == attr:
+        return ctx.label_tex(attr, f"results.json:fairness.attributes.{attr}.label")
+    return ctx.t(clean_label(label), f"results.json:fairness.attributes.{attr}.label")

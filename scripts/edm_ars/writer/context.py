@@ -1,0 +1,518 @@
+"""The shared context every section writes from: the run's artifacts, its number macros and citations."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .integrity import unverified_reasons
+from .latex import escape_latex
+from .macros import LOWER_IS_BETTER, MacroTable, macro_name, spell_digits, text_with_macros
+from .phrases import Phrases
+from .text import MODEL_NAMES, clean_label, join_list, lc_first, model_family
+
+_BIB_HEAD = re.compile(r"^\s*@\s*([A-Za-z]+)\s*\{\s*([^,\s]+)\s*,", re.S)
+
+
+@dataclass
+class Citations:
+    """The citable (VERIFIED, well-formed) papers, by topic, and the keys cited so far."""
+
+    papers: list[dict[str, Any]]
+    used: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_literature(cls, literature: dict[str, Any]) -> Citations:
+        ok, seen = [], set()
+        for p in literature.get("papers", []) or []:
+            key = p.get("key")
+            if p.get("status") != "VERIFIED" or not key or key in seen:
+                continue
+            if not _BIB_HEAD.match(p.get("bibtex") or ""):
+                continue
+            seen.add(key)
+            ok.append(p)
+        return cls(ok)
+
+    @property
+    def keys_all(self) -> list[str]:
+        return [p["key"] for p in self.papers]
+
+    def keys(self, *topics: str, limit: int | None = None) -> list[str]:
+        out = [p["key"] for p in self.papers if set(p.get("topics") or []) & set(topics)]
+        return out[:limit] if limit else out
+
+    def _use(self, keys: list[str]) -> None:
+        for k in keys:
+            if k not in self.used:
+                self.used.append(k)
+
+    def citep(self, *topics: str, limit: int | None = 3, keys: list[str] | None = None) -> str:
+        """' \\citep{a,b}' for papers on the topics ('' when there are none)."""
+        keys = keys if keys is not None else self.keys(*topics, limit=limit)
+        if not keys:
+            return ""
+        self._use(keys)
+        return "~\\citep{" + ",".join(keys) + "}"
+
+    def present(self, *keys: str) -> list[str]:
+        """The given keys that are citable in this run, in the given order."""
+        have = set(self.keys_all)
+        return [k for k in keys if k in have]
+
+    def cite_keys(self, *keys: str, topics: tuple[str, ...] = (), limit: int = 2) -> str:
+        """' \\citep{...}' for the named keys that are citable, else for papers on `topics`."""
+        found = self.present(*keys)
+        if not found and topics:
+            found = self.keys(*topics, limit=limit)
+        return self.citep(keys=found) if found else ""
+
+    def citet(self, key: str) -> str:
+        self._use([key])
+        return "\\citet{" + key + "}"
+
+    def unused(self) -> list[str]:
+        return [k for k in self.keys_all if k not in self.used]
+
+    def bibtex(self, key: str) -> str:
+        for p in self.papers:
+            if p["key"] == key:
+                entry = p["bibtex"].strip()
+                m = _BIB_HEAD.match(entry)
+                if m and m.group(2) != key:  # the entry's own key must be the cited key
+                    entry = entry[:m.start(2)] + key + entry[m.end(2):]
+                return entry
+        raise KeyError(key)
+
+
+@dataclass
+class Figure:
+    label: str
+    kind: str
+    file: str  # path relative to the paper folder, e.g. figures/roc.pdf
+    caption: str  # LaTeX
+
+
+@dataclass
+class Ctx:
+    spec: dict[str, Any]
+    lit: dict[str, Any]
+    data: dict[str, Any]
+    results: dict[str, Any]
+    review: dict[str, Any]
+    m: MacroTable
+    cites: Citations
+    registry_labels: dict[str, str]
+    ph: Phrases  # the fixed sentences (config/prompts/phrases.yaml)
+    figures: list[Figure] = field(default_factory=list)
+    n: dict[str, str] = field(default_factory=dict)  # named number uses, e.g. n["TestN"]
+    fig_refs: dict[str, str] = field(default_factory=dict)  # figure label -> Results subsection citing it
+    claims: dict[str, str] = field(default_factory=dict)  # claim id -> supported | inconclusive | unsupported
+    claims_doc: dict[str, Any] = field(default_factory=dict)  # claims.json
+    outline: dict[str, Any] = field(default_factory=dict)  # writer.outline.choose
+    registry_groups: dict[str, str] = field(default_factory=dict)  # variable -> registry group
+    dataset: dict[str, Any] = field(default_factory=dict)  # the registry's prose (names, design, unit, waves)
+
+    def claim(self, id_: str) -> str:
+        """The results debate's status of a claim ('unsupported' when the debate did not make it): the
+        paper states supported claims, states inconclusive ones as such, and omits the rest."""
+        return self.claims.get(id_, "unsupported")
+
+    # -- basic facts ---------------------------------------------------------------------
+    @property
+    def binary(self) -> bool:
+        return self.results.get("task", self.spec.get("task")) == "binary_classification"
+
+    @property
+    def ds(self) -> dict[str, Any]:
+        """What the registry says about the data set, escaped for LaTeX (a neutral description without it)."""
+        if not self.dataset:
+            name = escape_latex(str(self.spec.get("dataset") or "study").upper())
+            return {"short": name, "long": f"{name} data", "agency": "", "about": "", "source": "",
+                    "design": "", "unit": "student", "units": "students", "used_for": "", "waves": {},
+                    "wave_order": [], "grouping": None}
+        d = self.dataset
+
+        def esc(value: Any) -> str:
+            return escape_latex(" ".join(str(value or "").split()))
+
+        return {**{k: esc(d.get(k)) for k in ("short", "long", "agency", "about", "source", "design", "used_for")},
+                "unit": esc(d.get("unit") or "student"), "units": esc(d.get("units") or "students"),
+                "waves": {k: esc(v) for k, v in (d.get("waves") or {}).items()},
+                "wave_order": list(d.get("wave_order") or []), "grouping": d.get("grouping")}
+
+    @property
+    def survey(self) -> bool:
+        """Survey wording (waves of a survey, nonresponse, weights) only for data the registry calls a survey."""
+        return "survey" in self.ds["design"].lower()
+
+    @property
+    def has_waves(self) -> bool:
+        """False for one cross-section (a registry without waves); unknown data are taken to have them."""
+        return bool(self.ds["wave_order"]) or not self.dataset
+
+    @property
+    def units(self) -> str:
+        return self.ds["units"]
+
+    @property
+    def grouping(self) -> dict[str, Any]:
+        """{unit, columns, reconstructed}: the registry's, else the data report's, else reconstructed schools."""
+        g = self.ds.get("grouping") or self.data["split"].get("grouping")
+        if g:
+            return {"unit": escape_latex(str(g.get("unit") or "school")), "columns": list(g.get("columns") or []),
+                    "reconstructed": bool(g.get("reconstructed"))}
+        # artifacts from before registries described clusters: schools reconstructed from a fingerprint
+        columns = self.data["split"]["school_reconstruction"].get("columns") or ["school fingerprint"]
+        return {"unit": "school", "columns": list(columns), "reconstructed": True}
+
+    @property
+    def cluster(self) -> str:
+        return self.grouping["unit"]
+
+    @property
+    def split_by(self) -> str:
+        """'by reconstructed school clusters ', 'by school ' or '' (how the split kept clusters together)."""
+        if not self.school_split_ok:
+            return ""
+        return (f"by reconstructed {self.cluster} clusters " if self.grouping["reconstructed"]
+                else f"by {self.cluster} ")
+
+    @property
+    def short(self) -> str:
+        return self.ds["short"]
+
+    @property
+    def full_name(self) -> str:
+        """The long name with the short one in parentheses, or the short name alone."""
+        long, short = self.ds["long"], self.ds["short"]
+        return long if not long or long.startswith(short) else f"{long} ({short})"
+
+    @property
+    def dataset_topic(self) -> str:
+        """The curated-bibliography topic of the data set ('' when the bibliography has none)."""
+        if self.dataset:
+            return str(self.dataset.get("topic") or "")
+        return str(self.spec.get("dataset") or "").lower()
+
+    @property
+    def waves_text(self) -> str:
+        if not self.has_waves:
+            return "the same cross-section as the outcome"
+        waves = join_list([self.wave(w) for w in self.predictor_waves])
+        return f"the {waves}" if waves else "waves that precede the outcome"
+
+    @property
+    def offline(self) -> bool:
+        return str(self.spec.get("backend", "offline")).lower() == "offline"
+
+    @property
+    def primary(self) -> str:
+        return self.results.get("primary_metric") or ("auc" if self.binary else "r2")
+
+    @property
+    def best(self) -> str:
+        return self.results["best_model"]
+
+    @property
+    def interpreted(self) -> str | None:
+        """The model whose SHAP values are reported (never stacking)."""
+        if "interpreted_model" in self.results:
+            name = self.results.get("interpreted_model")
+            return name if name in self.results["models"] else None
+        return None if model_family(self.best) == "stacking" else self.best
+
+    @property
+    def fairness(self) -> dict[str, Any]:
+        fa = self.results.get("fairness")
+        return fa if isinstance(fa, dict) and isinstance(fa.get("attributes"), dict) else {}
+
+    @property
+    def stability(self) -> dict[str, Any]:
+        st = self.results.get("stability")
+        return st if isinstance(st, dict) else {}
+
+    @property
+    def shap_by_model(self) -> dict[str, dict[str, Any]]:
+        by = (self.results.get("shap") or {}).get("by_model") or {}
+        return {k: v for k, v in by.items() if isinstance(v, dict)}
+
+    @property
+    def unverified(self) -> bool:
+        return bool(unverified_reasons(self.review))
+
+    def t(self, text: Any, source: str) -> str:
+        """Artifact free text, escaped, with its numbers turned into macros."""
+        return text_with_macros(text, self.m, source)
+
+    def wave(self, key: Any) -> str:
+        if not key:
+            return "single cross-section of the data" if not self.has_waves else "an unrecorded wave"
+        return self.ds["waves"].get(str(key)) or escape_latex(str(key).replace("_", " ")) + " wave"
+
+    def var_label(self, name: str) -> str:
+        """Raw (unescaped) label of a source variable."""
+        for p in self.spec.get("predictors", []):
+            if p.get("name") == name and p.get("label"):
+                return clean_label(p["label"])
+        if self.spec.get("outcome", {}).get("name") == name and self.spec["outcome"].get("label"):
+            return clean_label(self.spec["outcome"]["label"])
+        if name in self.registry_labels:
+            return clean_label(self.registry_labels[name])
+        return name
+
+    def label_tex(self, name: str, source: str) -> str:
+        return self.t(self.var_label(name), source)
+
+    @property
+    def outcome_label(self) -> str:
+        o = self.spec["outcome"]
+        return self.t(clean_label(o.get("label") or self.var_label(o["name"])),
+                      "research_spec.json:outcome.label")
+
+    @property
+    def positive(self) -> str:
+        pos = self.spec["outcome"].get("positive_label")
+        return self.t(pos, "research_spec.json:outcome.positive_label") if pos else "the positive class"
+
+    def model_label(self, name: str) -> str:
+        info = self.results["models"].get(name, {})
+        if info.get("label"):
+            return self.t(info["label"], f"results.json:models.{name}.label")
+        low = name.lower()
+        if low in MODEL_NAMES:
+            text = MODEL_NAMES[low]
+            if low == "elastic_net" and self.binary:
+                text = "elastic-net logistic regression"
+            return text[0].upper() + text[1:]
+        return escape_latex(name.replace("_", " ").capitalize())
+
+    def model_phrase(self, name: str) -> str:
+        """The model's name in running text (lower-case first letter unless an acronym)."""
+        return lc_first(self.model_label(name))
+
+    def better(self, a: float, b: float, metric: str) -> bool:
+        return a < b if metric in LOWER_IS_BETTER else a > b
+
+    def ranked_models(self) -> list[str]:
+        metric = self.primary
+        models = self.results["models"]
+
+        def key(name: str) -> float:
+            v = models[name]["metrics"].get(metric)
+            if v is None:
+                return float("inf")
+            return v if metric in LOWER_IS_BETTER else -v
+
+        return sorted(models, key=lambda n: (n != self.best, key(n)))
+
+    def metric_value(self, model: str, metric: str) -> float | None:
+        return self.results["models"].get(model, {}).get("metrics", {}).get(metric)
+
+    def mac(self, model: str, metric: str) -> str | None:
+        return self.n.get(f"{model}|{metric}")
+
+    def ci(self, model: str, metric: str) -> str | None:
+        return self.n.get(f"{model}|{metric}|ci")
+
+    @property
+    def predictor_waves(self) -> list[str]:
+        keys = [p.get("wave") for p in self.spec.get("predictors", []) if p.get("wave")]
+        order = self.ds.get("wave_order") or []
+        uniq = list(dict.fromkeys(keys))
+        return sorted(uniq, key=lambda w: order.index(w) if w in order else len(order))
+
+    @property
+    def top_features(self) -> list[dict[str, Any]]:
+        return [f for f in self.results.get("top_features") or [] if f.get("feature")]
+
+    @property
+    def importance_key(self) -> str:
+        for f in self.top_features:
+            if "mean_abs_shap" in f:
+                return "mean_abs_shap"
+        return "importance"
+
+    def feature_label(self, i: int) -> str:
+        f = self.top_features[i]
+        src = f"results.json:top_features.{i}.label"
+        if f.get("label"):
+            return self.t(clean_label(f["label"]), src)
+        source_var = (self.data.get("feature_sources") or {}).get(f["feature"], f["feature"])
+        label = self.var_label(source_var)
+        if source_var != f["feature"] and label != source_var:
+            level = f["feature"][len(source_var):].lstrip("_=")
+            label = f"{label} = {level}" if level else label
+        return self.t(label, src)
+
+    @property
+    def fairness_reported(self) -> bool:
+        if self.results.get("fairness") or self.results.get("subgroups"):
+            return True
+        kinds = {str(f.get("kind", "")).lower() for f in self.results.get("figures", [])}
+        kinds |= {str(t.get("kind", "")).lower() for t in self.results.get("tables", []) or []
+                  if isinstance(t, dict)}
+        return bool(kinds & {"fairness", "subgroup", "subgroups", "fairness_gap"})
+
+    @property
+    def school_split_ok(self) -> bool:
+        """True when the split kept every cluster (school) on one side."""
+        status = str(self.data["split"]["school_reconstruction"].get("status", "")).lower()
+        return status in {"ok", "reconstructed", "success", "succeeded", "done", "complete", "passed"}
+
+
+def register_numbers(ctx: Ctx) -> None:
+    """Define the macros the templates use, in a stable order (data first, then results)."""
+    m, d, r, n = ctx.m, ctx.data, ctx.results, ctx.n
+    n["OriginalN"] = m.count("OriginalN", d["original_n"], "data_report.json:original_n")
+    n["AnalyticN"] = m.count("AnalyticN", d["analytic_n"], "data_report.json:analytic_n")
+    retention = d.get("retention")
+    if retention is None and d["original_n"]:
+        n["RetentionPct"] = m.pct("RetentionPct", 100 * d["analytic_n"] / d["original_n"],
+                                  "data_report.json:analytic_n / data_report.json:original_n",
+                                  derived=True)
+    elif retention is not None:
+        pct = retention * 100 if retention <= 1 else retention
+        n["RetentionPct"] = m.pct("RetentionPct", pct, "data_report.json:retention")
+    n["TrainN"] = m.count("TrainN", d["train_n"], "data_report.json:train_n")
+    if r.get("test_n") is not None:
+        n["TestN"] = m.count("TestN", r["test_n"], "results.json:test_n")
+    else:
+        n["TestN"] = m.count("TestN", d["test_n"], "data_report.json:test_n")
+    n["NPredictors"] = m.count("NPredictors", len(d["predictors_before"]),
+                               "len(data_report.json:predictors_before)", derived=True)
+    n["NFeatures"] = m.count("NFeatures", len(d["predictors_after"]),
+                             "len(data_report.json:predictors_after)", derived=True)
+    split = d["split"]
+    n["SplitSeed"] = m.add("SplitSeed", str(split["seed"]), split["seed"], "data_report.json:split.seed")
+    tf = split["test_fraction"]
+    n["TestFractionPct"] = m.pct("TestFractionPct", tf * 100 if tf <= 1 else tf,
+                                 "data_report.json:split.test_fraction")
+    n["GroupOverlap"] = m.count("GroupOverlap", split["group_overlap"],
+                                "data_report.json:split.group_overlap")
+    n_clusters = split["school_reconstruction"].get("n_clusters")
+    if isinstance(n_clusters, (int, float)):
+        n["NClusters"] = m.count("NClusters", n_clusters,
+                                 "data_report.json:split.school_reconstruction.n_clusters")
+    sr = d.get("sentinel_recoding") or {}
+    for key in ("n_values_recoded", "n_variables", "n_variables_recoded"):
+        if isinstance(sr.get(key), (int, float)) and not isinstance(sr.get(key), bool):
+            n[f"sentinel:{key}"] = m.count(macro_name("Sentinel", key), sr[key],
+                                           f"data_report.json:sentinel_recoding.{key}")
+    checks = d.get("checks") or []
+    n["NChecks"] = m.count("NChecks", len(checks), "len(data_report.json:checks)", derived=True)
+    n["NChecksPassed"] = m.count("NChecksPassed", sum(1 for c in checks if c.get("passed")),
+                                 "count(data_report.json:checks[passed])", derived=True)
+    # class balance / outcome summary
+    cb = d.get("class_balance") or {}
+    if ctx.binary and cb:
+        pos_key = "1" if "1" in cb else ("True" if "True" in cb else sorted(cb)[-1])
+        total = sum(float(v) for v in cb.values())
+        n["NPositive"] = m.count("NPositive", cb[pos_key], f"data_report.json:class_balance.{pos_key}")
+        if total:
+            ctx.n["positive_share"] = str(float(cb[pos_key]) / total)
+            n["PositivePct"] = m.pct("PositivePct", 100 * float(cb[pos_key]) / total,
+                                     f"data_report.json:class_balance.{pos_key} / sum(class_balance)",
+                                     derived=True)
+    osum = d.get("outcome_summary") or {}
+    if not ctx.binary:
+        for key, name in (("mean", "OutcomeMean"), ("sd", "OutcomeSD"), ("min", "OutcomeMin"),
+                          ("max", "OutcomeMax")):
+            if isinstance(osum.get(key), (int, float)):
+                n[name] = m.add(name, _two(osum[key]), float(osum[key]),
+                                f"data_report.json:outcome_summary.{key}")
+    # missingness of predictors
+    miss = d.get("missingness") or {}
+    for p in ctx.spec.get("predictors", []):
+        rec = miss.get(p["name"])
+        if rec is not None:
+            n[f"miss:{p['name']}"] = m.pct(macro_name("Miss", p["name"]), rec["pct_missing"],
+                                           f"data_report.json:missingness.{p['name']}.pct_missing")
+    preds = [v for v in d["predictors_before"] if v in miss]
+    if preds:
+        worst = max(preds, key=lambda v: miss[v]["pct_missing"])
+        n["MaxMissingVar"] = worst
+        n["MaxMissingPct"] = m.pct("MaxMissingPct", miss[worst]["pct_missing"],
+                                   f"data_report.json:missingness.{worst}.pct_missing")
+        n["NVarsMissing"] = m.count("NVarsMissing", sum(1 for v in preds if miss[v]["pct_missing"] > 0),
+                                    "count(data_report.json:missingness[predictors, pct_missing>0])",
+                                    derived=True)
+    # results
+    n["NModels"] = m.count("NModels", len(r["models"]), "len(results.json:models)", derived=True)
+    if r.get("n_bootstrap") is not None:
+        n["NBootstrap"] = m.count("NBootstrap", r["n_bootstrap"], "results.json:n_bootstrap")
+    for name, info in r["models"].items():
+        for metric, value in (info.get("metrics") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                n[f"{name}|{metric}"] = m.metric(macro_name(name, metric), value,
+                                                 f"results.json:models.{name}.metrics.{metric}")
+        for metric, bounds in (info.get("ci") or {}).items():
+            if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
+                src = f"results.json:models.{name}.ci.{metric}"
+                n[f"{name}|{metric}|ci"] = m.ci(macro_name(name, metric, "CI"), bounds[0], bounds[1], src)
+                n[f"{name}|{metric}|lo"] = m.metric(macro_name(name, metric, "Low"), bounds[0], src + ".0")
+                n[f"{name}|{metric}|hi"] = m.metric(macro_name(name, metric, "High"), bounds[1], src + ".1")
+        if isinstance(info.get("cv_score"), (int, float)):
+            n[f"{name}|cv"] = m.metric(macro_name(name, "CV"), info["cv_score"],
+                                       f"results.json:models.{name}.cv_score")
+    best = ctx.best
+    for metric, value in (r["models"][best].get("metrics") or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            n[f"best|{metric}"] = m.metric(macro_name("Best", metric), value,
+                                           f"results.json:models.{best}.metrics.{metric}")
+    ci = (r["models"][best].get("ci") or {}).get(ctx.primary)
+    if ci and len(ci) == 2:
+        n["best|ci"] = m.ci(macro_name("Best", ctx.primary, "CI"), ci[0], ci[1],
+                            f"results.json:models.{best}.ci.{ctx.primary}")
+    # margins: best vs runner-up and vs the best model of the other family
+    ranked = [x for x in ctx.ranked_models() if ctx.metric_value(x, ctx.primary) is not None]
+    bval = ctx.metric_value(best, ctx.primary)
+    if bval is not None and len(ranked) > 1:
+        runner = ranked[1]
+        n["runner"] = runner
+        n["MarginRunner"] = _margin(ctx, "MarginRunner", "MarginRunnerUp", best, runner)
+        fam = model_family(best)
+        other = [x for x in ranked[1:] if model_family(x) != fam and model_family(x) in ("linear", "tree")]
+        if other:
+            n["contrast"] = other[0]
+            n["MarginContrast"] = _margin(ctx, "MarginContrast", "MarginContrast", best, other[0])
+    # regression: RMSE relative to the outcome SD
+    if not ctx.binary and isinstance(osum.get("sd"), (int, float)) and osum["sd"]:
+        rmse = ctx.metric_value(best, "rmse")
+        if rmse is not None:
+            n["RMSEinSD"] = m.add("BestRMSEinSD", _two(rmse / osum["sd"]), rmse / osum["sd"],
+                                  f"results.json:models.{best}.metrics.rmse / "
+                                  "data_report.json:outcome_summary.sd", derived=True)
+    # top features
+    key = ctx.importance_key
+    for i, f in enumerate(ctx.top_features[:10]):
+        if isinstance(f.get(key), (int, float)):
+            n[f"feat|{i}"] = m.metric(macro_name("Feature", spell_digits(str(i + 1)), "Importance"),
+                                      f[key], f"results.json:top_features.{i}.{key}")
+    # review
+    rv = ctx.review
+    if isinstance(rv.get("overall_score"), (int, float)):
+        n["ReviewScore"] = m.add("ReviewScore", f"{float(rv['overall_score']):.1f}",
+                                 float(rv["overall_score"]), "review_report.json:overall_score")
+    n["NIssues"] = m.count("NReviewIssues", len(rv.get("issues") or []),
+                           "len(review_report.json:issues)", derived=True)
+    excluded = [p for p in ctx.lit.get("papers", []) or [] if p.get("status") != "VERIFIED"]
+    n["NExcludedRefs"] = m.count("NExcludedReferences", len(excluded),
+                                 "count(literature_context.json:papers[status!=VERIFIED])", derived=True)
+
+
+def _two(value: float) -> str:
+    text = f"{float(value):.2f}"
+    return "$-$" + text[1:] if text.startswith("-") else text
+
+
+def _margin(ctx: Ctx, key: str, name: str, a: str, b: str) -> str:
+    metric = ctx.primary
+    va, vb = ctx.metric_value(a, metric), ctx.metric_value(b, metric)
+    diff = abs(va - vb)
+    ctx.n[key + ":raw"] = str(diff)
+    return ctx.m.metric(macro_name(name, metric), diff,
+                        f"|results.json:models.{a}.metrics.{metric} - "
+                        f"results.json:models.{b}.metrics.{metric}|",
+                        derived=True)

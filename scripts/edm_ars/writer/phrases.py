@@ -1,0 +1,69 @@
+"""The paper's fixed sentences, as data: config/prompts/phrases.yaml, beside the agents' prompts.
+
+The file maps each section to its phrases: `section: {key: template}`. A template is LaTeX text with
+named slots, `{name}`, that the section fills from the run's artifacts (macros, labels, citations, lists).
+A slot is a lower-case name in braces that does not follow a letter or a backslash, so LaTeX groups such
+as `\\emph{...}`, `\\ref{sec:methods}` or `\\Rsq{}` are text, not slots. Filling is strict: a slot
+left without a value, or a value for a slot the template does not have, is an error that names the
+file and the phrase, so an edited phrase can never leave a hole in the paper or drop a number.
+Surrounding whitespace is not part of a phrase: the sections join phrases with spaces.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import read_yaml
+from ..errors import EdmArsError
+
+SLOT = re.compile(r"(?<![A-Za-z@\\])\{([a-z][a-z0-9_]*)\}")
+
+
+class PhraseError(EdmArsError):
+    """The phrase file is malformed, a phrase is missing, or a phrase's slots do not match the values."""
+
+
+@dataclass
+class Phrases:
+    table: dict[str, str]  # "section.key" -> template
+    source: str = "phrases"
+    used: set[str] = field(default_factory=set)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Phrases:
+        data = read_yaml(path, "phrase file", PhraseError)
+        if not isinstance(data, dict) or not data:
+            raise PhraseError(f"{path}: a phrase file maps each section to its phrases (section: {{key: text}})")
+        table: dict[str, str] = {}
+        for section, phrases in data.items():
+            if not isinstance(phrases, dict):
+                raise PhraseError(f"{path}: section {section!r} must map phrase keys to text")
+            for key, text in phrases.items():
+                if not isinstance(text, str) or not text.strip():
+                    raise PhraseError(f"{path}: phrase {section}.{key} must be non-empty text")
+                table[f"{section}.{key}"] = text.strip()
+        return cls(table, str(path))
+
+    def slots(self, key: str) -> set[str]:
+        return set(SLOT.findall(self._template(key)))
+
+    def _template(self, key: str) -> str:
+        try:
+            return self.table[key]
+        except KeyError:
+            raise PhraseError(f"{self.source}: no phrase {key!r}") from None
+
+    def __call__(self, key: str, **values: Any) -> str:
+        """The phrase `key` ("section.name") with its slots filled from `values`."""
+        template = self._template(key)
+        wanted = set(SLOT.findall(template))
+        missing, extra = sorted(wanted - values.keys()), sorted(values.keys() - wanted)
+        if missing or extra:
+            problems = ([f"no value for slot(s) {', '.join(missing)}"] if missing else []) + (
+                [f"value(s) given for {', '.join(extra)}, which the phrase does not use"] if extra else [])
+            raise PhraseError(f"{self.source}: phrase {key}: {'; '.join(problems)}")
+        self.used.add(key)
+        return SLOT.sub(lambda m: str(values[m.group(1)]), template)

@@ -1,0 +1,99 @@
+"""Appendices (tuned hyperparameters, the automated review's issues) and the UNVERIFIED block."""
+
+from __future__ import annotations
+
+from ..common import metric_name
+from ..context import Ctx
+from ..latex import escape_latex
+from ..macros import fmt_plain, macro_name
+from ..text import join_list, sentence
+
+
+def hyperparameter_table(ctx: Ctx) -> str:
+    rows = []
+    for name, info in ctx.results["models"].items():
+        params = info.get("best_params") or {}
+        if not params:
+            continue
+        for k, (p, v) in enumerate(sorted(params.items())):
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                val = ctx.m.add(macro_name(name, "Param", p), fmt_plain(v), v,
+                                f"results.json:models.{name}.best_params.{p}")
+            elif isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+                val = ", ".join(ctx.model_label(x) if x in ctx.results["models"] else escape_latex(x) for x in v)
+            elif isinstance(v, (list, tuple)):
+                val = "(" + ", ".join(ctx.t(str(x), f"results.json:models.{name}.best_params.{p}") for x in v) + ")"
+            else:
+                val = ctx.t(str(v), f"results.json:models.{name}.best_params.{p}")
+            pname = escape_latex(p.split("__")[-1])
+            rows.append(f"{ctx.model_label(name) if k == 0 else ''} & \\texttt{{{pname}}} & {val} \\\\")
+        rows.append("\\addlinespace")
+    if not rows:
+        return ""
+    if rows[-1] == "\\addlinespace":
+        rows.pop()
+    cv = []
+    for name in ctx.results["models"]:
+        if f"{name}|cv" in ctx.n:
+            cv.append(f"{ctx.model_phrase(name)} {ctx.n[f'{name}|cv']}")
+    text = ("\\section{Tuned Hyperparameters}\\label{app:hyperparameters}\n"
+            "Table~\\ref{tab:hyperparameters} lists the hyperparameters selected by cross-validation "
+            "on the training set.")
+    if cv:
+        text += f" The mean cross-validated {metric_name(ctx)} was {join_list(cv)}."
+    return (text + "\n\n\\begin{table}[tbp]\n\\caption{Hyperparameters selected on the training set.}\n"
+            "\\label{tab:hyperparameters}\n\\small\n"
+            "\\begin{tabularx}{\\columnwidth}{@{}ll"
+            ">{\\raggedleft\\arraybackslash}X@{}}\n\\toprule\n"
+            "Model & Parameter & Value \\\\\n\\midrule\n" + "\n".join(rows)
+            + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
+
+
+def review_appendix(ctx: Ctx) -> str:
+    rv = ctx.review
+    verdict = escape_latex(rv.get("verdict", ""))
+    text = ("\\section{Automated Review Issues}\\label{app:review}\n"
+            f"The automated review (round "
+            f"{ctx.m.count('ReviewRound', rv.get('round', 0), 'review_report.json:round')}, "
+            f"{escape_latex(rv.get('backend', ''))} backend) returned the verdict \\textbf{{{verdict}}}")
+    if "ReviewScore" in ctx.n:
+        text += f" with an overall score of {ctx.n['ReviewScore']} out of ten"
+    text += "."
+    dims = rv.get("dimension_scores") or {}
+    if dims:
+        parts = []
+        for k, v in dims.items():
+            if isinstance(v, (int, float)):
+                mac = ctx.m.add(macro_name("ReviewDim", k), f"{float(v):.1f}", float(v),
+                                f"review_report.json:dimension_scores.{k}")
+                parts.append(f"{escape_latex(k.replace('_', ' '))} {mac}")
+        text += " Dimension scores: " + "; ".join(parts) + "."
+    issues = rv.get("issues") or []
+    if not issues:
+        return text + " The review listed no issues."
+    lines = []
+    for i, iss in enumerate(issues):
+        src = f"review_report.json:issues.{i}"
+        line = (f"\\textbf{{{escape_latex(iss.get('id', ''))}}} "
+                f"({escape_latex(iss.get('severity', ''))}; stage: "
+                f"{escape_latex(iss.get('target_stage', ''))}): "
+                + sentence(ctx.t(iss.get("description", ""), src + ".description")))
+        if iss.get("recommendation"):
+            line += (" \\emph{Recommendation:} "
+                     + sentence(ctx.t(iss["recommendation"], src + ".recommendation")))
+        lines.append("  \\item " + line)
+    return text + "\n\\begin{itemize}\n" + "\n".join(lines) + "\n\\end{itemize}"
+
+
+def unverified_block(ctx: Ctx) -> str:
+    rv = ctx.review
+    verdict = escape_latex(rv.get("verdict", ""))
+    why = []
+    if rv.get("verdict") != "PASS":
+        why.append(ctx.ph("appendix.unverified_verdict", verdict=verdict))
+    if rv.get("unverified"):
+        why.append(ctx.ph("appendix.unverified_marked"))
+    rubric = rv.get("rubric_verdict")
+    if rubric not in (None, "PASS", rv.get("verdict")):
+        why.append(ctx.ph("appendix.unverified_rubric", verdict=escape_latex(rubric)))
+    return ctx.ph("appendix.unverified_box", reasons=join_list(why))
