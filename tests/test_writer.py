@@ -504,13 +504,6 @@ def test_macro_table_dedupes_and_suffixes():
     assert {"5", "23{,}503", "2016"} <= values
 
 
-def test_escape_latex():
-    assert escape_latex("R&D 50% $5 #1 a_b {x} ~ ^") == (
-        r"R\&D 50\% \$5 \#1 a\_b \{x\} \textasciitilde{} \textasciicircum{}")
-    assert escape_latex("Student's") == "Student's"
-    assert escape_latex("a \u2014 b \u2265 c") == r"a --- b \ensuremath{\geq} c"
-
-
 def test_fill_slot_is_idempotent():
     tex = "a\n%%PLACEHOLDER:UNVERIFIED%%\nb\n"
     once = fill_slot(tex, "UNVERIFIED", "WARN")

@@ -1,11 +1,16 @@
-"""A small BibTeX reader for the curated bibliography (entries kept verbatim, fields parsed)."""
+"""A small BibTeX reader for the curated bibliography (entries kept verbatim, fields parsed), and the one
+pattern of an entry's head (`@type{key,`), with which the Writer also checks and rekeys retrieved entries.
+Standard library only, so that every rule's environment can import it.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-_START = re.compile(r"@(\w+)\s*\{\s*([^,\s]+)\s*,", re.MULTILINE)
+# An entry's head: `@type{key,`, whitespace allowed around each part (BibTeX allows `@ article {key,`).
+# Group 1 is the type, group 2 the key.
+ENTRY_HEAD = re.compile(r"@\s*([A-Za-z]+)\s*\{\s*([^,\s]+)\s*,")
 
 
 @dataclass
@@ -31,6 +36,22 @@ class BibEntry:
             if self.fields.get(name):
                 return self.fields[name]
         return None
+
+
+def _head(entry: str) -> re.Match[str] | None:
+    return ENTRY_HEAD.match(entry, len(entry) - len(entry.lstrip()))
+
+
+def entry_head(entry: str) -> tuple[str, str] | None:
+    """(type in lower case, key) of the entry `entry` starts with (after whitespace); None if it starts otherwise."""
+    m = _head(entry)
+    return (m.group(1).lower(), m.group(2)) if m else None
+
+
+def with_key(entry: str, key: str) -> str:
+    """`entry` with `key` as its key (unchanged when it does not start with an entry's head)."""
+    m = _head(entry)
+    return entry[:m.start(2)] + key + entry[m.end(2):] if m else entry
 
 
 def _balanced(text: str, start: int) -> int:
@@ -73,7 +94,7 @@ def _fields(body: str) -> dict[str, str]:
 
 def parse_bibtex(text: str) -> list[BibEntry]:
     entries = []
-    for m in _START.finditer(text):
+    for m in ENTRY_HEAD.finditer(text):
         end = _balanced(text, m.end())
         body = text[m.end():end - 1]
         entries.append(BibEntry(key=m.group(2), type=m.group(1).lower(), fields=_fields(body),

@@ -33,6 +33,7 @@ from typing import Any
 from .artifacts import atomic_write_text, validate
 from .errors import EdmArsError
 from .retry_after import retry_after_seconds
+from .texescape import escape_latex
 
 log = logging.getLogger(__name__)
 
@@ -326,9 +327,6 @@ def verify(paper: dict[str, Any], search_response_ids: set[str], crossref: Cross
 
 # ---------------------------------------------------------------------------------------------- BibTeX
 
-_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "{": r"\textbraceleft{}", "}": r"\textbraceright{}", "&": r"\&",
-                   "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "~": r"\textasciitilde{}",
-                   "^": r"\textasciicircum{}"}
 _CONF_RE = re.compile(r"\b(conference|proceedings|symposium|workshop|congress)\b", re.IGNORECASE)
 _PARTICLES = {"van", "von", "der", "den", "de", "del", "della", "di", "da", "du", "la", "le", "ter", "ten", "dos",
               "das", "do"}
@@ -338,8 +336,9 @@ _KEY_STOP = {"a", "an", "the", "on", "of", "in", "for", "to", "and", "with", "fr
 _KEY_RE = re.compile(r"^[A-Za-z0-9_:-]+$")
 
 
-def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIALS.get(c, c) for c in text)
+def _bib_escape(text: str) -> str:
+    """A BibTeX field's text escaped for LaTeX, its letters beyond Latin-1 kept (see escape_latex)."""
+    return escape_latex(text, fold_unicode=False)
 
 
 def _clean(text: Any) -> str | None:
@@ -354,7 +353,7 @@ def _bib_title(title: str) -> str:
     """Escape LaTeX specials; brace-protect words with capitals beyond the initial (XGBoost, SHAP, R&D, eXplain)."""
     out = []
     for word in title.split(" "):
-        esc = latex_escape(word)
+        esc = _bib_escape(word)
         protect = sum(c.isupper() for c in word) >= 2 or re.search(r"[a-z][A-Z]", word)
         out.append("{" + esc + "}" if protect else esc)
     return " ".join(out)
@@ -380,9 +379,9 @@ def bibtex_name(name: str) -> str:
     """A retrieved author name as BibTeX "Last, First" (or "Last, Jr., First")."""
     name = _clean(name) or ""
     if "," in name or re.search(r"\band\b", name, re.IGNORECASE):
-        return "{" + latex_escape(name) + "}"  # already inverted, or a corporate name: keep it whole
+        return "{" + _bib_escape(name) + "}"  # already inverted, or a corporate name: keep it whole
     last, first, suffix = _name_parts(name)
-    last, first, suffix = latex_escape(last), latex_escape(first), latex_escape(suffix)
+    last, first, suffix = _bib_escape(last), _bib_escape(first), _bib_escape(suffix)
     if not first:
         return last
     return f"{last}, {suffix}, {first}" if suffix else f"{last}, {first}"
@@ -422,21 +421,21 @@ def _entry(paper: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     if conference and (venue or jname):
         kind = "inproceedings"
         booktitle = jname if jname and (_CONF_RE.search(jname) or not venue) else venue
-        fields.append(("booktitle", latex_escape(booktitle)))
+        fields.append(("booktitle", _bib_escape(booktitle)))
     elif jname or (venue and "JournalArticle" in types):
         kind = "article"
-        fields.append(("journal", latex_escape(jname or venue)))
+        fields.append(("journal", _bib_escape(jname or venue)))
         volume = _clean(journal.get("volume"))
         if volume and not preprint:
-            fields.append(("volume", latex_escape(volume)))
+            fields.append(("volume", _bib_escape(volume)))
     else:
         kind = "misc"
         howpublished = _clean(journal.get("name")) if preprint else venue
         if howpublished:
-            fields.append(("howpublished", latex_escape(howpublished)))
+            fields.append(("howpublished", _bib_escape(howpublished)))
     pages = _clean(journal.get("pages"))
     if pages and kind != "misc":
-        fields.append(("pages", latex_escape(re.sub(r"\s*[-\u2013\u2014]+\s*", "--", pages))))
+        fields.append(("pages", _bib_escape(re.sub(r"\s*[-\u2013\u2014]+\s*", "--", pages))))
     year = paper.get("year")
     if isinstance(year, int):
         fields.append(("year", str(year)))

@@ -5,7 +5,8 @@ number is a macro from numbers.tex; `compile_pdf` runs latexmk and reports LaTeX
 unresolved citations or references.
 """
 
-from .latex import LatexError, compile_pdf, escape_latex
+from ..texescape import escape_latex
+from .latex import LatexError, compile_pdf
 from .macros import MacroTable, macro_name
 from .paper import SLOTS, build_paper, cited_keys, fill_slot, raw_numbers, slot_content
 

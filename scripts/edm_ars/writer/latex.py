@@ -1,4 +1,4 @@
-"""LaTeX helpers: escaping artifact text and compiling a paper with latexmk."""
+"""Compiling a paper with latexmk, and reading its log for errors and undefined citations or references."""
 
 from __future__ import annotations
 
@@ -7,59 +7,14 @@ import re
 import shutil
 import signal
 import subprocess
-import unicodedata
 from pathlib import Path
 
 from ..errors import EdmArsError
+from ..texescape import escape_latex as escape_latex  # re-exported: analyses, narrative, prose import it here
 
 
 class LatexError(EdmArsError):
     """latexmk failed, or the PDF has undefined citations or references."""
-
-
-_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
-}
-
-# Non-ASCII characters that pdflatex (utf8 + T1) would reject or render badly.
-_UNICODE = {
-    "\u2014": "---", "\u2013": "--", "\u2212": "-", "\u2018": "`", "\u2019": "'",
-    "\u201c": "``", "\u201d": "''", "\u2026": r"\ldots{}", "\u00a0": "~",
-    "\u2265": r"\ensuremath{\geq}", "\u2264": r"\ensuremath{\leq}", "\u00d7": r"\ensuremath{\times}",
-    "\u00b1": r"\ensuremath{\pm}", "\u2192": r"\ensuremath{\rightarrow}", "\u00b2": r"\textsuperscript{2}",
-}
-
-
-def escape_latex(text: object) -> str:
-    """Escape a piece of artifact text so that it typesets literally (apostrophes are kept)."""
-    if text is None:
-        return ""
-    out = []
-    for ch in str(text):
-        if ch in _SPECIAL:
-            out.append(_SPECIAL[ch])
-        elif ch in _UNICODE:
-            out.append(_UNICODE[ch])
-        elif ch in "\r\t\n":
-            out.append(" ")
-        elif ord(ch) < 128 or "\u00c0" <= ch <= "\u00ff" and ch not in "\u00d7\u00f7":
-            out.append(ch)
-        else:
-            # Anything else: its ASCII decomposition if there is one (e.g. accented letters).
-            out.append(unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode())
-    return "".join(out)
 
 
 # ---- compiling ---------------------------------------------------------------------------
