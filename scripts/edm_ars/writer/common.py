@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from ..conventions import QUALITY_FLOOR, STACKING
+from ..texescape import escape_latex
 from .context import Ctx, Figure
-from .latex import escape_latex
 from .macros import METRIC_LABEL, macro_name
 from .text import clean_label, isnum, join_list, model_family
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..bibliography import entry_head, with_key
+from ..texescape import escape_latex
 from .integrity import unverified_reasons
-from .latex import escape_latex
 from .macros import LOWER_IS_BETTER, MacroTable, macro_name, spell_digits, text_with_macros
 from .phrases import Phrases
 from .text import MODEL_NAMES, clean_label, join_list, lc_first, model_family
-
-_BIB_HEAD = re.compile(r"^\s*@\s*([A-Za-z]+)\s*\{\s*([^,\s]+)\s*,", re.S)
 
 
 @dataclass
@@ -29,7 +27,7 @@ class Citations:
             key = p.get("key")
             if p.get("status") != "VERIFIED" or not key or key in seen:
                 continue
-            if not _BIB_HEAD.match(p.get("bibtex") or ""):
+            if not entry_head(p.get("bibtex") or ""):
                 continue
             seen.add(key)
             ok.append(p)
@@ -78,11 +76,7 @@ class Citations:
     def bibtex(self, key: str) -> str:
         for p in self.papers:
             if p["key"] == key:
-                entry = p["bibtex"].strip()
-                m = _BIB_HEAD.match(entry)
-                if m and m.group(2) != key:  # the entry's own key must be the cited key
-                    entry = entry[:m.start(2)] + key + entry[m.end(2):]
-                return entry
+                return with_key(p["bibtex"].strip(), key)  # the entry's own key must be the cited key
         raise KeyError(key)
 
 

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 from ..errors import EdmArsError
-from ..texescape import escape_latex as escape_latex  # re-exported: analyses, narrative, prose import it here
 
 
 class LatexError(EdmArsError):

@@ -7,9 +7,9 @@ Every sentence is conditioned on artifacts: a finding is stated only when the re
 
 from __future__ import annotations
 
+from ..texescape import escape_latex
 from .common import metric_name
 from .context import Ctx
-from .latex import escape_latex
 from .text import clean_label, join_list, lc_first
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...texescape import escape_latex
 from ..common import (
     feature_names,
     has_reserve_codes,
@@ -13,7 +14,6 @@ from ..common import (
     suspiciously_high,
 )
 from ..context import Ctx
-from ..latex import escape_latex
 from ..macros import macro_name
 from ..text import cap_first, clean_label, join_list, lc_first, model_family, word_count
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ...texescape import escape_latex
 from ..common import metric_name
 from ..context import Ctx
-from ..latex import escape_latex
 from ..macros import fmt_plain, macro_name
 from ..text import join_list, sentence
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ...texescape import escape_latex
 from .. import narrative
 from ..common import feature_names, information, outcome_sentence_np, primary_stmt, strength
 from ..context import Ctx
-from ..latex import escape_latex
 from ..text import cap_first, clean_label, join_list, lc_first, model_family
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ...texescape import escape_latex
 from .. import narrative
 from ..context import Ctx
-from ..latex import escape_latex
 from ..text import model_family, title_case
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ...texescape import escape_latex
 from ..context import Ctx
-from ..latex import escape_latex
 from ..text import cap_first, join_list, sentence
 
 

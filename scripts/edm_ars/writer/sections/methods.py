@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...conventions import STACKING
+from ...texescape import escape_latex
 from .. import narrative
 from ..common import (
     attr_label,
@@ -20,7 +21,6 @@ from ..common import (
     stability_rule,
 )
 from ..context import Ctx
-from ..latex import escape_latex
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
 

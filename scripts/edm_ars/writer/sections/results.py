@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from ...conventions import STACKING
+from ...texescape import escape_latex
 from .. import narrative
 from ..common import (
     PERTURBATION_KIND,
@@ -27,7 +28,6 @@ from ..common import (
     suspiciously_high,
 )
 from ..context import Ctx
-from ..latex import escape_latex
 from ..macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
 from ..text import (
     cap_first,
