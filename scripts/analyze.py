@@ -1,6 +1,7 @@
 """Rule analyze: assemble results.json from the analysis phases (evaluate, explain, fairness, stability)."""
 
 from edm_ars.artifacts import read_json, write_json
+from edm_ars.conventions import applied_threshold
 from edm_ars.rule_io import log, run
 
 
@@ -14,7 +15,8 @@ def main(smk):
     flags += [f"fairness: {f}" for f in audit.get("flags", []) if "unreliable" not in f]
     if st.get("unstable"):
         flags.append(f"unstable: mean top-5 SHAP overlap {st['top5_overlap']['mean']:.2f} across "
-                     f"{st['n_perturbations']} perturbations is under 0.6")
+                     f"{st['n_perturbations']} perturbations is under "
+                     f"{applied_threshold(st, 'unstable_top5', file=smk.input.stability):g}")
     results = {
         "task": ev["task"], "primary_metric": ev["primary_metric"], "best_model": ev["best_model"],
         "selection_rule": ev["selection_rule"], "selection_evidence": ev["selection_evidence"],
@@ -29,6 +31,7 @@ def main(smk):
         "figures": ev["figures"] + ex["figures"] + fa["figures"],
         "tables": ev["tables"] + fa["tables"],
         "flags": flags,
+        "thresholds": {k: applied_threshold(ev, k, file=smk.input.evaluation) for k in ("quality_floor", "leakage_auc")},
         "errors": ev["errors"] + ex["errors"] + fa["errors"] + st.get("errors", []),
     }
     log.info("results: best %s, %d flags, %d errors", results["best_model"], len(flags), len(results["errors"]))

@@ -6,7 +6,15 @@ import joblib
 import pandas as pd
 
 from edm_ars import figures
-from edm_ars.analysis import above_floor, best_interpretable, evaluate_models, flags_for, primary_metric, select_best
+from edm_ars.analysis import (
+    above_floor,
+    best_interpretable,
+    evaluate_models,
+    flags_for,
+    primary_metric,
+    select_best,
+    thresholds_for,
+)
 from edm_ars.artifacts import read_json, write_csv, write_json
 from edm_ars.errors import DataError
 from edm_ars.models import STACKING, predict
@@ -88,7 +96,7 @@ def main(smk):
         "selection_evidence": evidence, "interpreted_model": interpreted, "above_floor": above_floor(models, primary),
         "n_bootstrap": smk.params.n_bootstrap, "test_n": int(len(y)), "models": models, "figures": figs,
         "tables": [{"path": "tables/metrics.csv", "kind": "metrics"}], "flags": flags_for(task, models),
-        "errors": errors,
+        "thresholds": thresholds_for(task), "errors": errors,
     }
     log.info("selected %s (interpreted: %s); evidence %s", best, interpreted, evidence)
     write_json(smk.output.evaluation, evaluation)

@@ -8,12 +8,14 @@ import copy
 import pytest
 
 from edm_ars.claims import code_claims, lookup, merge_model_judgments
+from edm_ars.errors import EdmArsError
 
 
 def results(**changes) -> dict:
     base = {
         "task": "binary_classification", "primary_metric": "auc", "best_model": "logistic",
         "interpreted_model": "logistic", "flags": [], "errors": [],
+        "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95},
         "models": {
             "logistic": {"metrics": {"auc": 0.84}, "ci": {"auc": [0.82, 0.86]}},
             "xgboost": {"metrics": {"auc": 0.83}, "ci": {"auc": [0.81, 0.85]}},
@@ -23,6 +25,7 @@ def results(**changes) -> dict:
         "selection_evidence": {"stacking_minus_selected": {"mean": 0.004, "ci": [-0.001, 0.009]}},
         "top_features": [{"feature": "X3TGPAACAD"}, {"feature": "X1SES"}],
         "stability": {"unstable": False, "top5_overlap": {"mean": 0.9}, "rule": "mean top-5 overlap >= 0.6",
+                      "thresholds": {"unstable_top5": 0.6},
                       "reference_top": ["X3TGPAACAD", "X1SES"],
                       "runs": [{"top5": ["X3TGPAACAD", "X1SES"]}, {"top5": ["X3TGPAACAD", "X2TXMTSCOR"]}]},
         "fairness": {"primary_metric": "auc", "gap_threshold": 0.05, "min_group": 50, "attributes": {
@@ -74,6 +77,30 @@ def test_claim_statuses_follow_the_evidence():
 ])
 def test_one_weak_lens_decides(changes, claim, expected):
     assert status(code_claims(results(**changes)), claim) == expected
+
+
+def test_the_thresholds_are_the_ones_the_results_record():
+    # an AUC of 0.96: a leakage signal under the recorded ceiling 0.95, not under a recorded 0.97
+    high = {"models.logistic.metrics": {"auc": 0.96}, "models.logistic.ci": {"auc": [0.955, 0.965]}}
+    flagged = next(c for c in code_claims(results(**high)) if c["id"] == "predicts_above_chance")
+    assert flagged["status"] == "inconclusive" and "leakage threshold 0.95" in flagged["reason"]
+    assert {"artifact": "results.json", "key": "thresholds.leakage_auc", "value": 0.95} in flagged["evidence"]
+    assert status(code_claims(results(**high, **{"thresholds.leakage_auc": 0.97})), "predicts_above_chance") \
+        == "supported"
+    assert status(code_claims(results(**{"thresholds.leakage_auc": None})), "predicts_above_chance") == "supported"
+    # the floor: 0.84 [0.82, 0.86] meets 0.6, is inconclusive against 0.83 and fails 0.9
+    floor = next(c for c in code_claims(results()) if c["id"] == "meets_quality_floor")
+    assert {"artifact": "results.json", "key": "thresholds.quality_floor", "value": 0.6} in floor["evidence"]
+    assert status(code_claims(results(**{"thresholds.quality_floor": 0.83})), "meets_quality_floor") == "inconclusive"
+    assert status(code_claims(results(**{"thresholds.quality_floor": 0.9})), "meets_quality_floor") == "unsupported"
+
+
+@pytest.mark.parametrize("name", ["quality_floor", "leakage_auc"])
+def test_a_missing_threshold_is_an_error_naming_the_file_and_key(name):
+    res = results()
+    del res["thresholds"][name]
+    with pytest.raises(EdmArsError, match=f"results.json: no thresholds.{name} recorded"):
+        code_claims(res)
 
 
 def test_a_gap_between_small_groups_is_inconclusive():

@@ -30,7 +30,7 @@ from edm_ars.critic import (
     review_with_model,
     rubric_checks,
 )
-from edm_ars.errors import EdmArsError
+from edm_ars.errors import EdmArsError, SchemaError
 from edm_ars.formulate import offline_spec
 from edm_ars.llm import load_prompt, placeholders
 from edm_ars.registry import load_registry
@@ -80,8 +80,10 @@ def good(reg):
                "fairness": {"attributes": {"X1SEX": {"groups": [{"group": "Female", "n": 500, "reliable": True,
                                                                   "metric": 0.8, "ci": [0.77, 0.83]}],
                                                       "gaps": {}, "flags": []}}, "flags": []},
-               "stability": {"unstable": False, "top5_overlap": {"mean": 0.9}, "n_perturbations": 3},
-               "figures": figures, "flags": [], "errors": []}
+               "stability": {"unstable": False, "top5_overlap": {"mean": 0.9}, "n_perturbations": 3,
+                             "thresholds": {"unstable_top5": 0.6}},
+               "figures": figures, "flags": [], "errors": [],
+               "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95}}
     return {"spec": spec, "report": report, "results": results}
 
 
@@ -248,7 +250,7 @@ def test_every_registered_check_has_a_failing_case():
 
 @pytest.mark.parametrize("name", sorted(FAILURES))
 def test_each_code_check_passes_and_fails(name, good, reg):
-    params = {"min_models": 4, "min_analytic_n": 1000, "per_predictor": 10, "max_auc": 0.95}
+    params = {"min_models": 4, "min_analytic_n": 1000, "per_predictor": 10}
     ok = CHECKS[name](artifacts(good, reg), params)
     assert ok.passed is True, ok
     bad = CHECKS[name](artifacts(good, reg, FAILURES[name]), params)
@@ -256,10 +258,12 @@ def test_each_code_check_passes_and_fails(name, good, reg):
 
 
 def test_check_messages_name_what_failed(good, reg):
-    params = {"min_models": 4, "min_analytic_n": 1000, "max_auc": 0.95}
+    params = {"min_models": 4, "min_analytic_n": 1000}
     assert "X4EVRAPPCLG" in CHECKS["spec_gate"](artifacts(good, reg, FAILURES["spec_gate"]), params).message
     leak = CHECKS["leakage_auc"](artifacts(good, reg, FAILURES["leakage_auc"]), params)
-    assert "xgboost 0.970" in leak.message
+    assert "xgboost 0.970" in leak.message and "leakage threshold 0.95" in leak.message
+    shaky = CHECKS["stability"](artifacts(good, reg, FAILURES["stability"]), params)
+    assert "stability threshold 0.6." in shaky.message and shaky.detail["threshold"] == 0.6
     count = CHECKS["model_count"](artifacts(good, reg, FAILURES["model_count"]), params)
     assert count.detail == {"models": ["elastic_net", "logistic"], "minimum": 4}  # stacking is not counted
     assert CHECKS["model_count"](artifacts(good, reg, FAILURES["model_count"]), {"min_models": 2}).passed
@@ -295,6 +299,97 @@ def test_skipped_checks_raise_no_issue(good, reg, rubric):
     checks, issues = rubric_checks(a["spec"], a["report"], a["results"], None, rubric=rubric)
     skipped = {c["id"] for c in checks if c["passed"] is None}
     assert skipped == {"pf_spec_gate", "sv_stability"} and issues == []
+
+
+# ------------------------------------------------------------------------------------------ applied thresholds
+def _with(results_changes):
+    def mutate(a):
+        for key, value in results_changes.items():
+            *path, last = key.split(".")
+            cur = a["results"]
+            for part in path:
+                cur = cur[part]
+            cur[last] = value
+    return mutate
+
+
+def test_the_leakage_threshold_is_the_one_the_analysis_recorded(good, reg):
+    """An AUC between two ceilings: the verdict follows the ceiling results.json records, not a rubric value."""
+    def verdict(ceiling):
+        a = artifacts(good, reg, _with({"models.xgboost.metrics": {"auc": 0.96}, "thresholds.leakage_auc": ceiling}))
+        return review(a.spec, a.report, a.results, reg, round_=0, max_revisions=2)
+    strict, lenient = verdict(0.95), verdict(0.97)
+    assert strict["verdict"] == "REVISE" and [i["id"] for i in strict["issues"]] == ["sv_no_leakage_flag"]
+    assert "leakage threshold 0.95" in strict["issues"][0]["description"]
+    assert lenient["verdict"] == "PASS" and lenient["issues"] == []
+    leak = next(c for c in lenient["checks"] if c["id"] == "sv_no_leakage_flag")
+    assert leak["detail"]["leakage_auc"] == 0.97
+
+
+def test_the_quality_floor_and_stability_threshold_come_from_the_results(good, reg):
+    low = _with({"models.logistic.metrics": {"auc": 0.62}})
+    assert CHECKS["quality_floor"](artifacts(good, reg, low), {}).passed is True
+    raised = CHECKS["quality_floor"](artifacts(good, reg, _with({"models.logistic.metrics": {"auc": 0.62},
+                                                                 "thresholds.quality_floor": 0.65})), {})
+    assert raised.passed is False and "quality floor 0.65" in raised.message
+    shaky = CHECKS["stability"](artifacts(good, reg, _with({"stability.unstable": True,
+                                                            "stability.top5_overlap": {"mean": 0.7},
+                                                            "stability.thresholds": {"unstable_top5": 0.8}})), {})
+    assert shaky.passed is False and "(0.70)" in shaky.message and "threshold 0.8." in shaky.message
+
+
+def test_a_regression_records_no_leakage_threshold(good, reg):
+    a = artifacts(good, reg, _with({"thresholds.leakage_auc": None}))
+    assert CHECKS["leakage_auc"](a, {}).passed is True
+    flagged = artifacts(good, reg, _with({"thresholds.leakage_auc": None, "flags": ["possible_leakage: x"]}))
+    found = CHECKS["leakage_auc"](flagged, {})
+    assert found.passed is False and "flagged as possible leakage" in found.message
+
+
+@pytest.mark.parametrize("check, key", [("leakage_auc", "thresholds.leakage_auc"),
+                                        ("quality_floor", "thresholds.quality_floor"),
+                                        ("stability", "stability.thresholds.unstable_top5")])
+def test_a_missing_threshold_is_an_error_naming_the_file_and_key(good, reg, check, key):
+    def drop(a):
+        *path, record, name = key.split(".")
+        part = a["results"]
+        for step in path:
+            part = part[step]
+        del part[record][name]
+    a = artifacts(good, reg, drop)
+    with pytest.raises(SchemaError, match=f"results.json: no {key} recorded"):
+        CHECKS[check](a, {})
+    with pytest.raises(SchemaError, match=f"no {key} recorded"):
+        review(a.spec, a.report, a.results, reg, round_=0, max_revisions=2)
+
+
+def test_the_rubric_repeats_no_threshold_the_analysis_applies(rubric):
+    for item in rubric["items"]:
+        assert not {"max_auc", "floors", "unstable_top5", "leakage_auc", "quality_floor"} & set(item.get("params")
+                                                                                                 or {}), item["id"]
+        text = f"{item['description']} {item['recommendation']}"
+        assert not any(n in text for n in ("0.95", "0.6", "0.05")), item["id"]
+    by_fn = {i.get("function"): i for i in rubric["items"]}
+    assert "leakage_auc" in by_fn["leakage_auc"]["description"]
+    assert "unstable_top5" in by_fn["stability"]["description"]
+    assert "quality_floor" in by_fn["quality_floor"]["description"]
+
+
+def test_the_results_schema_requires_the_applied_thresholds(good):
+    res = copy.deepcopy(good["results"])
+    res.update(shap={"by_model": {}, "skipped": {}})
+    validate(res, "results")
+    for drop in ("thresholds", "stability"):
+        bad = copy.deepcopy(res)
+        if drop == "thresholds":
+            del bad["thresholds"]
+        else:
+            del bad["stability"]["thresholds"]
+        with pytest.raises(SchemaError, match="thresholds"):
+            validate(bad, "results")
+    unassessed = copy.deepcopy(res)
+    unassessed["stability"] = {"unstable": None}
+    validate(unassessed, "results")
 
 
 # ------------------------------------------------------------------------------------------ the offline review

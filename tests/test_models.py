@@ -2,7 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edm_ars.analysis import above_floor, best_interpretable, evaluate_models, flags_for, select_best
+from edm_ars.analysis import above_floor, best_interpretable, evaluate_models, flags_for, select_best, thresholds_for
+from edm_ars.conventions import LEAKAGE_AUC, QUALITY_FLOOR
 from edm_ars.models import BINARY, FAMILIES, fit_stacking, predict, tune
 
 
@@ -92,3 +93,15 @@ def test_quality_floor_and_flags():
     flags = flags_for(BINARY, {k: {"metrics": {**v["metrics"], "auc": v["metrics"]["auc"]}} for k, v in models.items()})
     assert any(f.startswith("possible_leakage: xgboost") for f in flags)
     assert any(f.startswith("below_quality_floor: logistic") for f in flags)
+
+
+def test_the_evaluation_records_the_thresholds_it_applies():
+    """evaluation.json (and results.json) carry the values flags_for and above_floor applied."""
+    binary = thresholds_for(BINARY)
+    assert binary == {"quality_floor": QUALITY_FLOOR["auc"], "leakage_auc": LEAKAGE_AUC}
+    models = {"logistic": summary(binary["quality_floor"] - 0.01, 0.5, 0.6),
+              "xgboost": summary(binary["leakage_auc"] + 0.01, 0.9, 0.99)}
+    assert above_floor(models, "auc") == ["xgboost"]
+    assert {f.split(":")[0] for f in flags_for(BINARY, models)} == {"possible_leakage", "below_quality_floor"}
+    assert f"> {binary['leakage_auc']}" in next(f for f in flags_for(BINARY, models) if "leakage" in f)
+    assert thresholds_for("regression") == {"quality_floor": QUALITY_FLOOR["r2"], "leakage_auc": None}

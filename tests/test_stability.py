@@ -1,5 +1,6 @@
 import pytest
 
+from edm_ars.conventions import UNSTABLE_TOP5
 from edm_ars.stability import bootstrap_rows, overlap, perturbations, rank_correlation, summarize
 
 
@@ -36,3 +37,5 @@ def test_summary_flags_unstable_rankings():
     shaky = summarize(ref, 0.8, [run("seed_1", 0.8, list("avwxyzbcde")), run("seed_2", 0.8, list("vwxyzabcde"))],
                       "auc")
     assert shaky["unstable"] and shaky["top5_overlap"]["mean"] < 0.6
+    # the threshold applied is recorded with the verdict (the Critic and the Writer read it there)
+    assert stable["thresholds"] == shaky["thresholds"] == {"unstable_top5": UNSTABLE_TOP5}

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from workflow import ROOT, jobs_run, snakemake
 
+from edm_ars.conventions import LEAKAGE_AUC, QUALITY_FLOOR, UNSTABLE_TOP5
+
 pytestmark = pytest.mark.workflow
 
 
@@ -49,6 +51,11 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert "stacking" in results["shap"]["skipped"]
     assert {"X1SEX", "X1RACE", "X1SESQ5", "X1RACE x X1SEX"} <= set(results["fairness"]["attributes"])
     assert results["stability"]["n_perturbations"] == 2 and results["stability"]["unstable"] is not None
+    # the thresholds the Analyst applied travel with its artifacts (edm_ars.conventions decides them once)
+    evaluation = read(out / "round_0" / "analysis" / "evaluation.json")
+    assert evaluation["thresholds"] == results["thresholds"] == {"quality_floor": QUALITY_FLOOR["auc"],
+                                                                 "leakage_auc": LEAKAGE_AUC}
+    assert results["stability"]["thresholds"] == {"unstable_top5": UNSTABLE_TOP5}
     kinds = {f["kind"] for f in results["figures"]}
     assert {"roc", "calibration", "shap_summary", "shap_importance", "fairness"} <= kinds
     for f in results["figures"]:

@@ -274,7 +274,7 @@ def _stability(metric: str, model: str, ref: float, unstable: bool = False) -> d
             "n_perturbations": len(runs), "metric_spread": spread(vals), "top5_overlap": spread(top5),
             "top10_overlap": spread([0.9] * len(runs)), "rank_correlation": spread(rho), "unstable": unstable,
             "rule": "a conclusion is flagged unstable when the mean top-5 overlap with the original model's SHAP "
-                    "ranking falls under 0.6", "runs": runs}
+                    "ranking falls under 0.6", "thresholds": {"unstable_top5": 0.6}, "runs": runs}
 
 
 def _shap(models: list[str], top: list[dict], exclude: tuple[str, ...] = ()) -> dict:
@@ -388,7 +388,8 @@ def results(binary: bool) -> dict:
             "n_bootstrap": 1000, "test_n": 3410 if binary else 3720, "models": models,
             "top_features": top, "shap": _shap(list(models), top, () if binary else ("mlp",)), "fairness": fair,
             "stability": _stability(primary, interpreted, models[best]["metrics"][primary]),
-            "figures": figures, "tables": [], "flags": flags, "errors": errors}
+            "figures": figures, "tables": [], "flags": flags, "errors": errors,
+            "thresholds": {"quality_floor": 0.6 if binary else 0.05, "leakage_auc": 0.95 if binary else None}}
 
 
 def review(passed: bool) -> dict:
@@ -993,6 +994,7 @@ def regression_variant(arts: dict) -> dict:
             m["best_params"] = {"alpha": 10.0}
     res["shap"]["by_model"].pop("mlp", None)
     res["flags"] = ["below_quality_floor: mlp R2 0.031 < 0.05 (not interpreted)"]
+    res["thresholds"] = {"quality_floor": 0.05, "leakage_auc": None}
     fa = res["fairness"]
     fa.update(task="regression", primary_metric="r2", error_scale="outcome standard deviations")
     fa.pop("threshold", None)

@@ -97,5 +97,13 @@ def flags_for(task: str, models: dict[str, dict[str, Any]]) -> list[str]:
     return flags
 
 
+def thresholds_for(task: str) -> dict[str, float | None]:
+    """The thresholds the evaluation applies (flags_for, above_floor), recorded in evaluation.json and
+    results.json under `thresholds`: the quality floor of the task's primary metric and the leakage AUC
+    ceiling (None for a regression task, which has no AUC)."""
+    return {"quality_floor": QUALITY_FLOOR[PRIMARY[task]],
+            "leakage_auc": LEAKAGE_AUC if task == "binary_classification" else None}
+
+
 def primary_metric(task: str) -> str:
     return PRIMARY[task]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .conventions import LEAKAGE_AUC, QUALITY_FLOOR, STACKING
+from .conventions import STACKING, applied_threshold
 
 STATUSES = ("supported", "inconclusive", "unsupported")  # most to least permissive
 ROLES = ("optimist", "skeptic", "methodologist")
@@ -93,9 +93,11 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
     value, ci = (rec.get("metrics") or {}).get(primary), (rec.get("ci") or {}).get(primary)
     base = f"models.{best}"
     if is_number(value) and _ci(ci):
-        chance, floor = CHANCE.get(primary), QUALITY_FLOOR.get(primary)
+        # the thresholds the analysis applied, as results.json records them (an error if it does not)
+        chance, floor = CHANCE.get(primary), applied_threshold(results, "quality_floor", file="results.json")
+        leak = applied_threshold(results, "leakage_auc", file="results.json")
         evidence = [b.ev("results.json", f"{base}.metrics.{primary}"), b.ev("results.json", f"{base}.ci.{primary}")]
-        high = primary == "auc" and value > LEAKAGE_AUC
+        high = primary == "auc" and leak is not None and value > leak
         if chance is not None:
             b.add("predicts_above_chance", f"The selected model ({best}) predicts the outcome better than chance "
                   f"on held-out students ({metric} above {chance:g}).",
@@ -103,15 +105,18 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                    "skeptic": ("supported" if ci[0] > chance else "inconclusive",
                                f"95% interval [{ci[0]:.3f}, {ci[1]:.3f}] " + ("excludes" if ci[0] > chance
                                                                               else "includes") + f" {chance:g}"),
-                   "methodologist": ("inconclusive", f"AUC above {LEAKAGE_AUC} on educational data suggests leakage") if high
-                   else _design(results, "evaluate")}, evidence)
+                   "methodologist": ("inconclusive", f"AUC above the leakage threshold {leak:g} on educational "
+                                     "data suggests leakage") if high
+                   else _design(results, "evaluate")},
+                  evidence + ([b.ev("results.json", "thresholds.leakage_auc")] if high else []))
         if floor is not None:
             b.add("meets_quality_floor", f"The selected model reaches the quality floor for interpretation "
                   f"({metric} of at least {floor:g}).",
                   {"optimist": ("supported" if value >= floor else "unsupported", f"point estimate {value:.3f}"),
                    "skeptic": ("supported" if ci[0] >= floor else "inconclusive",
                                f"lower interval bound {ci[0]:.3f} against the floor {floor:g}"),
-                   "methodologist": _design(results, "evaluate")}, evidence)
+                   "methodologist": _design(results, "evaluate")},
+                  evidence + [b.ev("results.json", "thresholds.quality_floor")])
         for other, orec in models.items():
             oval, oci = (orec.get("metrics") or {}).get(primary), (orec.get("ci") or {}).get(primary)
             if other in (best, STACKING) or not (is_number(oval) and _ci(oci)):

@@ -1,8 +1,15 @@
 """Names and thresholds the stages share, in one place (standard library only, so that any stage can
-import them without the modelling stack): the Analyst applies them, the results debate and the Critic
-judge by them, the Writer states them."""
+import them without the modelling stack).
+
+The Analyst applies the thresholds and records the values it applied in its artifacts, under
+:data:`THRESHOLDS` (see :func:`applied_threshold`); the results debate and the Critic judge by the
+recorded values and the Writer states them, so that no later stage assumes a value of its own."""
 
 from __future__ import annotations
+
+from typing import Any
+
+from .errors import SchemaError
 
 # prediction tasks, as the registry and the data report name them
 BINARY = "binary_classification"
@@ -20,3 +27,27 @@ QUALITY_FLOOR = {"auc": 0.60, "r2": 0.05}
 LEAKAGE_AUC = 0.95
 # the interpreted model's ranking is unstable when the mean top-5 SHAP overlap across perturbations is under this
 UNSTABLE_TOP5 = 0.6
+
+#: The key of the record of the thresholds an artifact's judgements applied, named after the constants above:
+#: evaluation.json and results.json: {"quality_floor": floor of the primary metric, "leakage_auc": the AUC
+#: ceiling (null: not applied, a regression task)}; stability.json and results.json stability:
+#: {"unstable_top5": the mean top-5 overlap under which the ranking is unstable}.
+THRESHOLDS = "thresholds"
+
+
+def applied_threshold(artifact: dict[str, Any], name: str, *, file: str, at: str = "") -> float | None:
+    """The threshold `name` an artifact (or its part at `at`) records under :data:`THRESHOLDS`; None when it
+    is recorded as not applied. A missing record is an error naming the file and the key: readers never
+    fall back to a value of their own."""
+    part: Any = artifact
+    for step in (at.split(".") if at else []):
+        part = part.get(step) if isinstance(part, dict) else None
+    record = part.get(THRESHOLDS) if isinstance(part, dict) else None
+    key = ".".join(x for x in (at, THRESHOLDS, name) if x)
+    if not isinstance(record, dict) or name not in record:
+        raise SchemaError(f"{file}: no {key} recorded (the threshold the analysis applied); re-run the analysis "
+                          "stage that writes it")
+    value = record[name]
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise SchemaError(f"{file}: {key} must be a number or null, not {value!r}")
+    return None if value is None else float(value)

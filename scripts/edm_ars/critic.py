@@ -20,7 +20,7 @@ from typing import Any
 
 from . import actions as act
 from .artifacts import read_yaml
-from .conventions import LEAKAGE_AUC, STACKING, UNSTABLE_TOP5
+from .conventions import STACKING, applied_threshold
 from .errors import EdmArsError
 from .formulate import validate_spec
 from .registry import Registry, rules_text
@@ -38,6 +38,7 @@ START_SCORE = 10.0
 PASS_SCORE = 7.0
 MAX_MAJOR = 2
 DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "config" / "rubric.yaml"
+RESULTS = "results.json"  # the artifact the checks read the applied thresholds from
 #: Figures a model Critic may see as images (when a PNG rendering exists), in this order.
 KEY_FIGURES = ("roc", "observed_predicted", "shap_summary", "fairness")
 MAX_IMAGE_BYTES = 5_000_000
@@ -111,7 +112,11 @@ def items_of(rubric: dict[str, Any], check: str) -> list[dict[str, Any]]:
 # ==================================================================================== code checks
 @dataclass(frozen=True)
 class Artifacts:
-    """What the code checks read: the round's specification, data report and results (and the registry)."""
+    """What the code checks read: the round's specification, data report and results (and the registry).
+
+    The thresholds the analysis applied (quality floor, leakage AUC, stability) are read from the results
+    (`thresholds`, `stability.thresholds`), never from the rubric: a check that needs a missing one fails
+    with an error naming results.json and the key."""
 
     spec: dict[str, Any]
     report: dict[str, Any]
@@ -257,7 +262,7 @@ def check_intervals(a: Artifacts, p: dict[str, Any]) -> Finding:
 @code_check("quality_floor")
 def check_quality_floor(a: Artifacts, p: dict[str, Any]) -> Finding:
     primary, best = a.results.get("primary_metric"), a.results.get("best_model")
-    floor = (p.get("floors") or {"auc": 0.60, "r2": 0.05}).get(primary)
+    floor = applied_threshold(a.results, "quality_floor", file=RESULTS)
     value = ((a.results.get("models") or {}).get(best) or {}).get("metrics", {}).get(primary)
     if floor is None or value is None:
         return Finding(None, {"metric": primary, "best_model": best},
@@ -318,9 +323,11 @@ def check_stability(a: Artifacts, p: dict[str, Any]) -> Finding:
     detail = {"unstable": unstable, "top5_overlap_mean": overlap, "n_perturbations": st.get("n_perturbations")}
     if unstable is None:
         return Finding(None, detail, "not assessed: no stability verdict was recorded")
+    detail["threshold"] = threshold = applied_threshold(a.results, "unstable_top5", file=RESULTS, at="stability")
     mean = f"{overlap:.2f}" if isinstance(overlap, (int, float)) else "unknown"
     return Finding(not unstable, detail, f"The interpretation is unstable: the mean top-5 SHAP overlap ({mean}) "
-                   f"across {st.get('n_perturbations')} perturbations is under {UNSTABLE_TOP5}.")
+                   f"across {st.get('n_perturbations')} perturbations is under the stability threshold "
+                   f"{threshold:g}.")
 
 
 @code_check("phase_errors")
@@ -342,18 +349,20 @@ def check_evaluation_figures(a: Artifacts, p: dict[str, Any]) -> Finding:
 
 @code_check("leakage_auc")
 def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
-    limit = float(p.get("max_auc", LEAKAGE_AUC))
+    limit = applied_threshold(a.results, "leakage_auc", file=RESULTS)  # None: not applied (no AUC)
     high = {m: r["metrics"]["auc"] for m, r in (a.results.get("models") or {}).items()
-            if isinstance((r.get("metrics") or {}).get("auc"), (int, float)) and r["metrics"]["auc"] > limit}
+            if limit is not None and isinstance((r.get("metrics") or {}).get("auc"), (int, float))
+            and r["metrics"]["auc"] > limit}
     flagged = [f for f in a.results.get("flags") or [] if f.startswith("possible_leakage")]
+    above = f"above the leakage threshold {limit:g}" if limit is not None else "flagged as possible leakage"
     listed = ", ".join(f"{m} {v:.3f}" for m, v in sorted(high.items())) or "; ".join(flagged)
     # the strongest predictor of a suspiciously accurate model is the first proxy suspect
     top = next((f["feature"] for f in a.results.get("top_features") or []
                 if f.get("feature") in {q["name"] for q in a.spec.get("predictors") or []}), None)
-    fix = (act.action("drop_predictor", top, reason=f"strongest predictor of a model with held-out AUC above "
-                      f"{limit:g} (suspected proxy of the outcome)"),) if top else ()
-    return Finding(not high and not flagged, {"models": high, "flags": flagged, "max_auc": limit},
-                   f"Held-out AUC above {limit:g} suggests leakage through a proxy of the outcome ({listed}).",
+    fix = (act.action("drop_predictor", top, reason=f"strongest predictor of a model with held-out AUC {above} "
+                      "(suspected proxy of the outcome)"),) if top else ()
+    return Finding(not high and not flagged, {"models": high, "flags": flagged, "leakage_auc": limit},
+                   f"Held-out AUC {above} suggests leakage through a proxy of the outcome ({listed}).",
                    actions=fix)
 
 
@@ -659,7 +668,7 @@ def results_summary(results: dict[str, Any], *, max_flags: int = 30) -> dict[str
         "task": results.get("task"), "primary_metric": primary, "best_model": results.get("best_model"),
         "selection_rule": results.get("selection_rule"), "selection_evidence": results.get("selection_evidence"),
         "interpreted_model": results.get("interpreted_model"), "test_n": results.get("test_n"),
-        "n_bootstrap": results.get("n_bootstrap"), "models": models,
+        "n_bootstrap": results.get("n_bootstrap"), "thresholds": results.get("thresholds"), "models": models,
         "top_features": [{k: f.get(k) for k in ("feature", "label", "mean_abs_shap", "direction")}
                          for f in (results.get("top_features") or [])[:10]],
         "shap_skipped": (results.get("shap") or {}).get("skipped"),
@@ -667,7 +676,7 @@ def results_summary(results: dict[str, Any], *, max_flags: int = 30) -> dict[str
                      "gap_threshold": audit.get("gap_threshold"), "min_group": audit.get("min_group"),
                      "overall": audit.get("overall"), "attributes": attributes,
                      "flags": flags[:max_flags], "n_flags": len(flags)},
-        "stability": {k: st.get(k) for k in ("model", "metric", "unstable", "rule", "n_perturbations",
+        "stability": {k: st.get(k) for k in ("model", "metric", "unstable", "rule", "thresholds", "n_perturbations",
                                                "metric_spread", "top5_overlap", "rank_correlation")},
         "other_flags": [f for f in results.get("flags") or [] if not f.startswith("fairness:")],
         "errors": [{k: (str(e.get(k))[:200] if k == "message" else e.get(k)) for k in ("phase", "what", "type",

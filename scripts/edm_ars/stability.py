@@ -84,5 +84,6 @@ def summarize(reference_top: list[str], reference_metric: float, runs: list[dict
         "unstable": bool(mean5 is not None and mean5 < UNSTABLE_TOP5),
         "rule": f"a conclusion is flagged unstable when the mean top-5 overlap with the original model's SHAP "
                 f"ranking falls under {UNSTABLE_TOP5}",
+        "thresholds": {"unstable_top5": UNSTABLE_TOP5},
         "runs": rows,
     }
