@@ -8,7 +8,7 @@ import pandas as pd
 from edm_ars import figures
 from edm_ars.analysis import above_floor, best_interpretable, evaluate_models, flags_for, primary_metric, select_best
 from edm_ars.artifacts import read_json, write_csv, write_json
-from edm_ars.errors import DataError
+from edm_ars.errors import DataError, MissingPredictions
 from edm_ars.models import STACKING, predict
 from edm_ars.phases import recorded
 from edm_ars.rule_io import log, run
@@ -33,7 +33,7 @@ def predictions_of(smk, task, X):
             if name == STACKING:
                 missing = [b for b in model.base_names if b not in preds]
                 if missing:
-                    raise ValueError(f"stacking needs predictions of {missing}, which failed")
+                    raise MissingPredictions(f"stacking needs predictions of {missing}, which failed")
                 preds[name] = model.predict_from_base({b: preds[b] for b in model.base_names})
             else:
                 preds[name] = predict(model, task, X)

@@ -1,8 +1,8 @@
 """Rule explain (Analyst, interpretation phase): SHAP for every interpretable model above the floor.
 
 TreeExplainer for tree ensembles, LinearExplainer for linear models, a bounded model-agnostic
-explainer for the MLP; never stacking. A failure or a timeout is recorded with its reason and the
-other models are still explained."""
+explainer for the MLP; never stacking. A timeout, an explainer that cannot take the model, or the
+memory is recorded with its reason and the other models are still explained; a bug stops the rule."""
 
 import shutil
 from pathlib import Path
@@ -11,7 +11,7 @@ import joblib
 import pandas as pd
 
 from edm_ars.artifacts import read_json, write_json
-from edm_ars.explain import ExplainSkipped, importance_figure, shap_values, summary_figure, top_features
+from edm_ars.explain import importance_figure, shap_values, summary_figure, top_features
 from edm_ars.models import STACKING
 from edm_ars.phases import recorded
 from edm_ars.reuse import earlier_record, same_inputs
@@ -51,7 +51,7 @@ def main(smk):
                 figs += earlier["figures"]
             log.info("%s: kept from the previous round (same fit, same rows)", name)
             continue
-        with recorded(errors, "explain", name, extra=(ExplainSkipped,)):
+        with recorded(errors, "explain", name):
             model = joblib.load(smk.input[name])
             values, rows, info = shap_values(model, name, task, background, Xt, max_samples=cap,
                                              kernel_samples=cfg["kernel_samples"], timeout_s=cfg["timeout_s"],

@@ -1,7 +1,8 @@
 """Rule fit_model (Analyst, fit phase): tune one model family on training rows only.
 
-A recorded failure (memory, a library error) is written into the model's record instead of a
-model, so the other families and the later phases go on."""
+A recorded failure (a condition of the data such as one outcome class or too few schools, or the
+memory) is written into the model's record instead of a model, so the other families and the later
+phases go on; a bug stops the rule."""
 
 import joblib
 import numpy as np

@@ -3,7 +3,8 @@
 import pandas as pd
 
 from edm_ars.artifacts import read_json, write_json
-from edm_ars.phases import recorded
+from edm_ars.errors import NoInterpretedModel
+from edm_ars.phases import error_record, recorded
 from edm_ars.reuse import earlier_record, same_inputs
 from edm_ars.rule_io import layout_of, log, registry_of, run
 
@@ -49,8 +50,8 @@ def main(smk):
     kind, _, arg = pert.partition("_")
     out = {"perturbation": pert, "kind": kind, "family": name, "metric": None, "top_features": [], "errors": []}
     if name is None:
-        out["errors"].append({"phase": "stability", "what": pert, "type": "ValueError",
-                              "message": "no model passed the quality floor; nothing to perturb"})
+        out["errors"].append(error_record(
+            "stability", NoInterpretedModel("no model passed the quality floor; nothing to perturb"), pert))
         write_json(smk.output.run, out)
         return
     inputs = {"model": smk.input[f"{name}_meta"], "family": name}
@@ -67,9 +68,9 @@ def refit(smk, out, task, name, kind, arg):
     imported here: a run kept from the previous round needs none of them)."""
     import numpy as np
 
-    from edm_ars.explain import ExplainSkipped, shap_values, top_features
+    from edm_ars.explain import shap_values, top_features
     from edm_ars.metrics import PRIMARY
-    from edm_ars.models import family, predict, score
+    from edm_ars.models import fit, predict, score
 
     seed = smk.params.seed
     params = read_json(smk.input[f"{name}_meta"])["best_params"]
@@ -78,12 +79,12 @@ def refit(smk, out, task, name, kind, arg):
     with recorded(out["errors"], "stability", out["perturbation"]):
         X, y, Xt, sources = perturbed_data(smk, kind, arg, seed)
         fit_seed = seed + 1000 * int(arg) if kind == "seed" else seed
-        model = family(name).build(task, fit_seed, params).fit(X, y)
+        model = fit(name, task, fit_seed, params, X, y)
         out["metric"] = score(task, yt, predict(model, task, Xt))
         fitted = model
     if fitted is not None:
         # a failed or timed-out explanation keeps the refit's metric
-        with recorded(out["errors"], "stability", f"{out['perturbation']} SHAP", extra=(ExplainSkipped,)):
+        with recorded(out["errors"], "stability", f"{out['perturbation']} SHAP"):
             cfg = smk.params.shap
             values, rows, info = shap_values(fitted, name, task, X.sample(min(len(X), 500), random_state=seed), Xt,
                                              max_samples=cfg["stability_samples"],

@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from edm_ars.conventions import BINARY, LINEAR_FAMILIES  # noqa: E402
+from edm_ars.errors import ExplainSkipped, SHAPTimeout  # noqa: E402
 from edm_ars.figures import fit_text, n_lines, save_figure, wrap_label  # noqa: E402
 
 TREE_FAMILIES = {"random_forest", "xgboost"}
@@ -36,14 +37,6 @@ KERNEL_COALITIONS = 1000
 _RC = {"font.size": 7, "axes.titlesize": 8, "axes.labelsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7,
        "pdf.fonttype": 42, "svg.hashsalt": "edm-ars"}
 _POSITIVE, _NEGATIVE, _MIXED = "#c0392b", "#2e6da4", "#8c8c8c"
-
-
-class ExplainSkipped(Exception):
-    """A model was not explained; `reason` says why (shown in the report instead of the SHAP results)."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -153,7 +146,7 @@ def _run_chunks(explain: Callable[[pd.DataFrame], np.ndarray], X: pd.DataFrame, 
     for lo in range(0, len(X), chunk):
         elapsed = time.perf_counter() - start
         if elapsed >= timeout_s:
-            raise ExplainSkipped(f"timeout after {elapsed:.1f} s (limit {timeout_s:g} s): {name} had explained "
+            raise SHAPTimeout(f"timeout after {elapsed:.1f} s (limit {timeout_s:g} s): {name} had explained "
                                  f"{lo} of {len(X)} rows")
         part = X.iloc[lo:lo + chunk]
         parts.append(as_matrix(explain(part), len(part), X.shape[1]))
@@ -257,8 +250,8 @@ def shap_values(model: Any, family: str, task: str, X_background: pd.DataFrame, 
     The model-agnostic KernelExplainer (the MLP) explains at most kernel_samples rows against background_samples
     background rows with kernel_nsamples coalitions per row (default: kernel_coalitions(p)), in chunks of
     AGNOSTIC_CHUNK rows. The wall clock is checked before each chunk (of every explainer): past timeout_s,
-    ExplainSkipped("timeout after ..."). Stacking raises ExplainSkipped. A family this module does not know is
-    explained as linear if its final estimator has a single coef_ row, else by TreeSHAP if shap accepts the
+    SHAPTimeout("timeout after ..."), an ExplainSkipped. Stacking raises ExplainSkipped. A family this module
+    does not know is explained as linear if its final estimator has a single coef_ row, else by TreeSHAP if shap accepts the
     estimator, else model-agnostically.
     """
     if family in NEVER_EXPLAINED or type(model).__name__.startswith("Stacking"):
