@@ -15,7 +15,9 @@ Order of operations (each step is a pure function, tested on small frames):
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -423,6 +425,29 @@ def needed_columns(spec: dict[str, Any], reg: Registry) -> list[str]:
     return list(dict.fromkeys([p["name"] for p in spec["predictors"]]
                               + [outcome_source(reg, spec["outcome"]["name"])]
                               + list(spec.get("subgroups", [])) + reg.grouping["columns"]))
+
+
+def protocol(cfg: dict[str, Any], seed: int, imputation: str | None = None) -> Protocol:
+    """The protocol of the config's `engineer` section with the run's seed; `imputation` is the strategy the
+    reviews' revisions chose (edm_ars.actions.imputation), the section's own when None."""
+    return Protocol(test_fraction=cfg["test_fraction"], seed=seed, simple_below=cfg["simple_below"],
+                    warn_above=cfg["warn_above"], min_analytic_n=cfg["min_analytic_n"],
+                    min_retention=cfg["min_retention"], max_categories=cfg["max_categories"],
+                    imputation=imputation or cfg["imputation"])
+
+
+def read_needed(path: str | Path, spec: dict[str, Any], reg: Registry, available: Iterable[str]) -> pd.DataFrame:
+    """The columns of the raw data file the protocol reads for a specification (needed_columns), of those the
+    data have (`available`: the data set's manifest columns); a missing subgroup or grouping column is left to
+    prepare, which reports it. DataError naming the predictor and outcome columns the data lack."""
+    from .datasets.adapters import read_raw
+
+    available = set(available)
+    absent = [c for c in [p["name"] for p in spec["predictors"]] + [outcome_source(reg, spec["outcome"]["name"])]
+              if c not in available]
+    if absent:
+        raise DataError(f"{path}: columns named by the specification are not in the data: {absent}")
+    return read_raw(path, usecols=[c for c in needed_columns(spec, reg) if c in available])
 
 
 def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layout | None,

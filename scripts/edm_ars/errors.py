@@ -20,3 +20,46 @@ class SpecError(EdmArsError):
 
 class SchemaError(EdmArsError):
     """An artifact does not match its schema."""
+
+
+# ---- conditions an analysis phase records -------------------------------------------------------------------
+
+
+class AnalysisLimitation(EdmArsError):
+    """A condition of the data (or of a model fitted on them) under which one analysis step cannot be done.
+
+    Raised where the condition is detected, never for a bug. Inside an analysis phase (edm_ars.phases.recorded)
+    it is recorded, under its class name, as a limitation of the study, and the phase goes on with its other
+    steps; anywhere else it stops the rule with its message."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SingleClass(AnalysisLimitation):
+    """The rows a classifier is fitted on hold only one outcome class."""
+
+
+class TooFewGroups(AnalysisLimitation):
+    """Fewer groups (schools) than the cross-validation needs folds."""
+
+
+class FitDiverged(AnalysisLimitation):
+    """A fitted model's predictions are not finite."""
+
+
+class MissingPredictions(AnalysisLimitation):
+    """A model built on other models' predictions (stacking) lacks some of them: those models failed."""
+
+
+class NoInterpretedModel(AnalysisLimitation):
+    """No model passed the quality floor, so there is no model to interpret or perturb."""
+
+
+class ExplainSkipped(AnalysisLimitation):
+    """A model was not explained; `reason` says why (shown in the report instead of the SHAP results)."""
+
+
+class SHAPTimeout(ExplainSkipped):
+    """An explanation passed its wall-clock limit."""

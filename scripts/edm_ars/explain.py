@@ -8,6 +8,7 @@ never explained.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,8 +21,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from edm_ars.conventions import BINARY, LINEAR_FAMILIES  # noqa: E402
+from edm_ars.conventions import BINARY, LINEAR_FAMILIES, STACKING  # noqa: E402
+from edm_ars.errors import ExplainSkipped, SHAPTimeout  # noqa: E402
 from edm_ars.figures import fit_text, n_lines, save_figure, wrap_label  # noqa: E402
+
+log = logging.getLogger("edm_ars")
 
 TREE_FAMILIES = {"random_forest", "xgboost"}
 AGNOSTIC_FAMILIES = {"mlp"}
@@ -36,14 +40,6 @@ KERNEL_COALITIONS = 1000
 _RC = {"font.size": 7, "axes.titlesize": 8, "axes.labelsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7,
        "pdf.fonttype": 42, "svg.hashsalt": "edm-ars"}
 _POSITIVE, _NEGATIVE, _MIXED = "#c0392b", "#2e6da4", "#8c8c8c"
-
-
-class ExplainSkipped(Exception):
-    """A model was not explained; `reason` says why (shown in the report instead of the SHAP results)."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -153,7 +149,7 @@ def _run_chunks(explain: Callable[[pd.DataFrame], np.ndarray], X: pd.DataFrame, 
     for lo in range(0, len(X), chunk):
         elapsed = time.perf_counter() - start
         if elapsed >= timeout_s:
-            raise ExplainSkipped(f"timeout after {elapsed:.1f} s (limit {timeout_s:g} s): {name} had explained "
+            raise SHAPTimeout(f"timeout after {elapsed:.1f} s (limit {timeout_s:g} s): {name} had explained "
                                  f"{lo} of {len(X)} rows")
         part = X.iloc[lo:lo + chunk]
         parts.append(as_matrix(explain(part), len(part), X.shape[1]))
@@ -257,8 +253,8 @@ def shap_values(model: Any, family: str, task: str, X_background: pd.DataFrame, 
     The model-agnostic KernelExplainer (the MLP) explains at most kernel_samples rows against background_samples
     background rows with kernel_nsamples coalitions per row (default: kernel_coalitions(p)), in chunks of
     AGNOSTIC_CHUNK rows. The wall clock is checked before each chunk (of every explainer): past timeout_s,
-    ExplainSkipped("timeout after ..."). Stacking raises ExplainSkipped. A family this module does not know is
-    explained as linear if its final estimator has a single coef_ row, else by TreeSHAP if shap accepts the
+    SHAPTimeout("timeout after ..."), an ExplainSkipped. Stacking raises ExplainSkipped. A family this module
+    does not know is explained as linear if its final estimator has a single coef_ row, else by TreeSHAP if shap accepts the
     estimator, else model-agnostically.
     """
     if family in NEVER_EXPLAINED or type(model).__name__.startswith("Stacking"):
@@ -474,3 +470,82 @@ def summary_figure(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str,
     at its summed SHAP value, coloured by the standardized value of a single-column source and grey for a group
     of one-hot columns."""
     save_figure(summary_plot(shap, X, feature_sources, labels, k=k, xlabel=xlabel), path, dpi=300)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the interpretation phase
+
+
+def explain_models(evaluation: dict[str, Any], model_files: dict[str, str], load: Callable[[str], Any],
+                   X_train: pd.DataFrame, X_test: pd.DataFrame, feature_sources: dict[str, str],
+                   labels: dict[str, str], cfg: dict[str, Any], seed: int, fig_dir: Path, *,
+                   earlier: dict[str, Any] | None = None, earlier_figures: Path | None = None) -> dict[str, Any]:
+    """SHAP for every model of the evaluation above the quality floor (never stacking), the figures of the
+    interpreted one in fig_dir; the document explain.json holds.
+
+    model_files: each model's file (recorded as the input its explanation came from); load(file) the fitted model.
+    cfg: the config's analysis.shap (background, max_samples for the interpreted model, other_samples for the
+    others, kernel_samples, timeout_s). A model explained from the same file on as many rows in the `earlier`
+    document (the previous round's) is kept from it, with its figures copied from earlier_figures if it is the
+    interpreted model. A model stopped by a condition of the data (a timeout, a failed explainer: ExplainSkipped)
+    or by the memory is recorded in "errors" and "skipped", and the others are still explained; anything else
+    raises."""
+    import shutil
+
+    from .phases import recorded
+    from .reuse import same_inputs
+
+    background = X_train.sample(min(len(X_train), cfg["background"]), random_state=seed)
+    fig_dir = Path(fig_dir)
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    by_model: dict[str, Any] = {}
+    errors: list[dict[str, Any]] = []
+    figs: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    earlier = earlier or {"by_model": {}}
+    interpreted = evaluation["interpreted_model"]
+    task = evaluation["task"]
+    for name in evaluation["models"]:
+        if name == STACKING:
+            skipped[name] = "SHAP is not computed for stacking (a model of models)"
+            continue
+        if name not in evaluation["above_floor"]:
+            skipped[name] = "below the quality floor"
+            continue
+        cap = cfg["max_samples"] if name == interpreted else cfg["other_samples"]
+        inputs = {"model": model_files[name], "max_samples": cap}
+        kept = earlier["by_model"].get(name)
+        if same_inputs(kept, inputs) and (name != interpreted or earlier.get("interpreted_model") == name):
+            # the same fit explained on the same rows in the previous round (and its figures, if interpreted)
+            by_model[name] = kept
+            if name == interpreted:
+                for fig in earlier["figures"]:
+                    shutil.copyfile(Path(earlier_figures) / Path(fig["path"]).name, fig_dir / Path(fig["path"]).name)
+                figs += earlier["figures"]
+            log.info("%s: kept from the previous round (same fit, same rows)", name)
+            continue
+        with recorded(errors, "explain", name):
+            model = load(model_files[name])
+            values, rows, info = shap_values(model, name, task, background, X_test, max_samples=cap,
+                                             kernel_samples=cfg["kernel_samples"], timeout_s=cfg["timeout_s"],
+                                             seed=seed)
+            top = top_features(values, rows, feature_sources, labels, k=10)
+            by_model[name] = {"top_features": top, **info, "inputs": inputs}
+            log.info("%s: %s on %d rows in %.1f s; top %s", name, info.get("explainer"), info.get("n_explained", 0),
+                     info.get("seconds", 0), [t["feature"] for t in top[:5]])
+            if name == interpreted:
+                summary_figure(values, rows, feature_sources, labels, fig_dir / "shap_summary.pdf")
+                importance_figure(top, fig_dir / "shap_importance.pdf")
+                label = evaluation["models"][name]["label"]
+                figs += [{"path": "figures/explain/shap_summary.pdf", "kind": "shap_summary",
+                          "caption": f"SHAP values of the {label} model for the ten most important predictors "
+                                     "(one point per test student; colour: the predictor's value)."},
+                         {"path": "figures/explain/shap_importance.pdf", "kind": "shap_importance",
+                          "caption": f"Mean absolute SHAP value of the ten most important predictors ({label})."}]
+        if errors and errors[-1].get("what") == name:
+            skipped[name] = errors[-1]["message"]
+    return {
+        "interpreted_model": interpreted,
+        "top_features": by_model.get(interpreted, {}).get("top_features", []),
+        "by_model": by_model, "skipped": skipped, "figures": figs, "errors": errors,
+    }

@@ -30,7 +30,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from .conventions import BINARY, STACKING  # noqa: F401 (STACKING: re-exported)
-from .errors import EdmArsError
+from .errors import EdmArsError, FitDiverged, SingleClass, TooFewGroups
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,12 @@ def label_of(name: str, task: str) -> str:
 
 
 def cv_folds(task: str, y: np.ndarray, groups: np.ndarray, n_folds: int, seed: int) -> list[tuple[np.ndarray, ...]]:
-    """Folds consistent with the train/test split: stratified (classification) and grouped by school."""
+    """Folds consistent with the train/test split: stratified (classification) and grouped by school.
+    TooFewGroups when there are fewer groups than folds."""
+    n_groups = len(np.unique(groups))
+    if n_groups < n_folds:
+        raise TooFewGroups(f"{n_folds}-fold cross-validation grouped by school needs {n_folds} schools; the training "
+                           f"rows have {n_groups}")
     idx = np.zeros(len(y))
     if task == BINARY:
         splitter = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
@@ -162,7 +167,22 @@ def cv_folds(task: str, y: np.ndarray, groups: np.ndarray, n_folds: int, seed: i
 
 
 def score(task: str, y: np.ndarray, pred: np.ndarray) -> float:
+    """AUC or R2 of predictions; FitDiverged when a prediction is not finite."""
+    pred = np.asarray(pred)
+    if not np.all(np.isfinite(pred)):
+        raise FitDiverged(f"{int(np.sum(~np.isfinite(pred)))} of {pred.size} predictions are not finite "
+                          "(the fit diverged)")
     return float(roc_auc_score(y, pred) if task == BINARY else r2_score(y, pred))
+
+
+def fit(name: str, task: str, seed: int, params: dict[str, Any], X: pd.DataFrame, y: np.ndarray,
+        **fit_params: Any) -> BaseEstimator:
+    """A model of family `name` with these parameters, fitted on (X, y). SingleClass when a classifier's
+    training rows hold one outcome class."""
+    if task == BINARY and len(np.unique(y)) < 2:
+        raise SingleClass(f"{label_of(name, task)}: the {len(y)} training rows hold one outcome class only "
+                          f"({np.unique(y).tolist()}), so no classifier can be fitted")
+    return family(name).build(task, seed, params).fit(X, y, **fit_params)
 
 
 def predict(model: Any, task: str, X: pd.DataFrame) -> np.ndarray:
@@ -177,11 +197,11 @@ def _fit_fold(fam: Family, task: str, seed: int, params: dict[str, Any], X: pd.D
     Xt, yt, Xv, yv = X.iloc[train], y[train], X.iloc[valid], y[valid]
     info: dict[str, Any] = {}
     if fam.early_stopping:
-        model = fam.build(task, seed, params | {"n_estimators": 2000, "early_stopping_rounds": 30})
-        model.fit(Xt, yt, eval_set=[(Xv, yv)], verbose=False)
+        model = fit(fam.name, task, seed, params | {"n_estimators": 2000, "early_stopping_rounds": 30}, Xt, yt,
+                    eval_set=[(Xv, yv)], verbose=False)
         info["best_iteration"] = int(model.best_iteration)
     else:
-        model = fam.build(task, seed, params).fit(Xt, yt)
+        model = fit(fam.name, task, seed, params, Xt, yt)
     return predict(model, task, Xv), info
 
 
@@ -225,7 +245,7 @@ def tune(name: str, task: str, X: pd.DataFrame, y: pd.Series | np.ndarray, group
         params = dict(candidates[best])
         if fam.early_stopping:
             params["n_estimators"] = int(np.mean([e["best_iteration"] for e in extra[best]]) + 1)
-        model = fam.build(task, seed, params).fit(X, y)
+        model = fit(name, task, seed, params, X, y)
     trials = [{"params": candidates[i], "cv_scores": scores[i], "cv_mean": float(np.mean(scores[i])),
                "n_folds": len(scores[i]), "survived": i in survivors} for i in range(len(candidates))]
     return {

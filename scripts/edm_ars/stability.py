@@ -1,4 +1,4 @@
-"""Stability under perturbation (the predictability-computability-stability view): pure functions.
+"""Stability under perturbation (the predictability-computability-stability view).
 
 Each perturbation refits the interpreted model family with its tuned parameters on perturbed
 training data, scores it on the same test students and ranks its SHAP features; agreement with
@@ -6,12 +6,19 @@ the original top features says whether the substantive conclusion is stable."""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .conventions import UNSTABLE_TOP5
+
+if TYPE_CHECKING:
+    from .engineer import Prepared
+
+log = logging.getLogger("edm_ars")
 
 
 def perturbations(cfg: dict[str, Any]) -> list[str]:
@@ -25,6 +32,65 @@ def perturbations(cfg: dict[str, Any]) -> list[str]:
 def bootstrap_rows(n: int, k: int, seed: int) -> np.ndarray:
     """Training rows of bootstrap perturbation k (sampled with replacement, seeded)."""
     return np.random.default_rng(seed + 7919 * k).integers(0, n, n)
+
+
+def perturbed(kind: str, arg: str, seed: int, X: pd.DataFrame, y: np.ndarray, X_test: pd.DataFrame,
+              sources: dict[str, str], reprepare: Callable[[str], Prepared]
+              ) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, dict[str, str]]:
+    """Training and test features (and their sources) under perturbation <kind>_<arg>, on the same split and the
+    same test students. X, y, X_test, sources: the DataEngineer's; reprepare(strategy): the DataEngineer's
+    preparation of the same data with another imputation strategy (edm_ars.engineer.prepare)."""
+    if kind == "bootstrap":
+        rows = bootstrap_rows(len(y), int(arg), seed)
+        return X.iloc[rows].reset_index(drop=True), y[rows], X_test, sources
+    if kind == "impute":
+        if arg != "simple":
+            raise ValueError(f"unknown imputation perturbation '{arg}' (known: simple)")
+        # every variable imputed by median/mode
+        prep = reprepare("simple")
+        if len(prep.test_y) != len(X_test):
+            raise ValueError("the alternative imputation changed the test rows")
+        return prep.train_X, prep.train_y.to_numpy(dtype=float), prep.test_X, prep.report["feature_sources"]
+    if kind == "seed":
+        return X, y, X_test, sources
+    raise ValueError(f"unknown perturbation '{kind}'")
+
+
+def refit(out: dict[str, Any], name: str, task: str, params: dict[str, Any],
+          data: Callable[[], tuple[pd.DataFrame, np.ndarray, pd.DataFrame, dict[str, str]]], y_test: np.ndarray, *,
+          seed: int, shap: dict[str, Any]) -> dict[str, Any]:
+    """A perturbation's refit of the interpreted model family `name` with its tuned params, scored on the same
+    test students, and its ten top SHAP features: the run record `out` ("perturbation" <kind>_<arg>, "errors")
+    with "metric", "top_features" and "explainer" filled in. data(): the perturbed (X, y, X_test, sources)
+    (:func:`perturbed`); seed_<k> refits with seed + 1000 k. shap: the config's analysis.shap. A refit stopped
+    by a condition of the data (edm_ars.errors.AnalysisLimitation) or the memory is recorded and leaves the
+    metric None; a failed or timed-out explanation keeps the refit's metric. Anything else raises. (The model
+    libraries are imported here: the workflow imports this module for its perturbation names.)"""
+    from .explain import shap_values, top_features
+    from .metrics import PRIMARY
+    from .models import fit, predict, score
+    from .phases import recorded
+
+    kind, _, arg = out["perturbation"].partition("_")
+    fitted = None
+    with recorded(out["errors"], "stability", out["perturbation"]):
+        X, y, Xt, sources = data()
+        fit_seed = seed + 1000 * int(arg) if kind == "seed" else seed
+        model = fit(name, task, fit_seed, params, X, y)
+        out["metric"] = score(task, y_test, predict(model, task, Xt))
+        fitted = model
+    if fitted is not None:
+        with recorded(out["errors"], "stability", f"{out['perturbation']} SHAP"):
+            values, rows, info = shap_values(fitted, name, task, X.sample(min(len(X), 500), random_state=seed), Xt,
+                                             max_samples=shap["stability_samples"],
+                                             kernel_samples=shap["kernel_samples"], timeout_s=shap["timeout_s"],
+                                             seed=seed)
+            out["top_features"] = top_features(values, rows, sources, k=10)
+            out["explainer"] = info.get("explainer")
+        log.info("%s: %s %s %.4f; top 5 %s", out["perturbation"], name, PRIMARY[task], out["metric"],
+                 [f["feature"] for f in out["top_features"][:5]])
+    out["metric"] = None if out["metric"] is None or np.isnan(out["metric"]) else out["metric"]
+    return out
 
 
 def overlap(a: list[str], b: list[str], k: int) -> float:

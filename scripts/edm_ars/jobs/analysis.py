@@ -1,0 +1,371 @@
+"""The Analyst's jobs (envs/analysis.yaml): fit_model, fit_stacking, evaluate, explain, fairness, stability_run,
+stability, analyze."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import read_json, write_csv, write_json
+from ..rule_io import log
+
+
+def fit_model(smk: Any) -> None:
+    """Tune one model family on training rows only. A recorded failure (a condition of the data, the memory) is
+    written into the model's record instead of a model, so the other families and the later phases go on."""
+    import joblib
+    import numpy as np
+    import pandas as pd
+
+    from ..models import label_of, tune
+    from ..phases import recorded
+
+    report = read_json(smk.input.report, "data_report")
+    X = pd.read_csv(smk.input.train_X)
+    y = pd.read_csv(smk.input.train_y).iloc[:, 0]
+    groups = pd.read_csv(smk.input.train_groups).iloc[:, 0].to_numpy()
+    name, task = smk.wildcards.model, report["task"]
+    errors: list[dict[str, Any]] = []
+    fit = None
+    with recorded(errors, "fit", name):
+        fit = tune(name, task, X, y, groups, seed=smk.params.seed, n_folds=smk.params.cv_folds)
+    if fit is None:
+        joblib.dump(None, smk.output.model)
+        write_csv(smk.output.oof, pd.DataFrame({"oof": np.full(len(y), np.nan)}))
+        write_json(smk.output.meta, {"family": name, "label": label_of(name, task), "failed": errors[0],
+                                     "features": list(X.columns)})
+        return
+    log.info("%s: CV %s %.4f with %s (%s; %.1f CPU s)", name, fit["cv_metric"], fit["cv_score"], fit["best_params"],
+             fit["search"], fit["fit_cpu_seconds"])
+    joblib.dump(fit.pop("model"), smk.output.model)
+    write_csv(smk.output.oof, pd.DataFrame({"oof": fit.pop("oof")}))
+    write_json(smk.output.meta, fit | {"features": list(X.columns)})
+
+
+def fit_stacking(smk: Any) -> None:
+    """A meta-learner on the base models' out-of-fold predictions (no refitting)."""
+    import joblib
+    import pandas as pd
+
+    from .. import models
+    from ..errors import EdmArsError
+
+    report = read_json(smk.input.report, "data_report")
+    y = pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy()
+    groups = pd.read_csv(smk.input.train_groups).iloc[:, 0].to_numpy()
+    oof, skipped = {}, []
+    for name in smk.params.bases:
+        meta = read_json(smk.input[f"{name}_meta"])
+        if meta.get("failed"):
+            skipped.append(name)
+            continue
+        oof[name] = pd.read_csv(smk.input[f"{name}_oof"])["oof"].to_numpy()
+    if len(oof) < 2:
+        raise EdmArsError(f"stacking needs two fitted base models; usable: {sorted(oof)}, failed: {skipped}")
+    fit = models.fit_stacking(report["task"], oof, y, groups, seed=smk.params.seed, n_folds=smk.params.cv_folds)
+    log.info("stacking over %s: CV %.4f, weights %s", sorted(oof), fit["cv_score"], fit["meta_weights"])
+    joblib.dump(fit.pop("model"), smk.output.model)
+    write_json(smk.output.meta, fit | {"skipped_bases": skipped})
+
+
+def _test_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """Test predictions of every fitted model; stacking combines the base models' predictions."""
+    import joblib
+
+    from ..conventions import STACKING
+    from ..errors import DataError, MissingPredictions
+    from ..models import predict
+    from ..phases import recorded
+
+    preds, meta, errors = {}, {}, []
+    for name in smk.params.models:
+        info = read_json(smk.input[f"{name}_meta"])
+        if info.get("failed"):
+            errors.append(info["failed"])
+            continue
+        if info.get("convergence_warnings"):
+            errors.append({"phase": "fit", "what": name, "type": "ConvergenceWarning",
+                           "message": f"{info['convergence_warnings']} cross-validation fits stopped at their "
+                                      "iteration limit before converging"})
+        if name != STACKING and info["features"] != list(X.columns):
+            raise DataError(f"model {name} was trained on other columns than {smk.input.test_X}")
+        with recorded(errors, "evaluate", name):
+            model = joblib.load(smk.input[name])
+            if name == STACKING:
+                missing = [b for b in model.base_names if b not in preds]
+                if missing:
+                    raise MissingPredictions(f"stacking needs predictions of {missing}, which failed")
+                preds[name] = model.predict_from_base({b: preds[b] for b in model.base_names})
+            else:
+                preds[name] = predict(model, task, X)
+            meta[name] = info
+    return preds, meta, errors
+
+
+def evaluate(smk: Any) -> None:
+    """Held-out metrics with intervals, selection, figures (the Analyst's evaluation phase)."""
+    import pandas as pd
+
+    from .. import figures
+    from ..analysis import (
+        above_floor,
+        best_interpretable,
+        evaluate_models,
+        flags_for,
+        primary_metric,
+        select_best,
+        thresholds_for,
+    )
+    from ..errors import DataError
+
+    report = read_json(smk.input.report, "data_report")
+    task = report["task"]
+    X = pd.read_csv(smk.input.test_X)
+    y = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
+    preds, meta, errors = _test_predictions(smk, task, X)
+    if not preds:
+        raise DataError(f"no model could be evaluated: {[e['message'] for e in errors]}")
+    primary = primary_metric(task)
+    models, dist = evaluate_models(task, y, preds, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed)
+    for name, m in models.items():
+        info = meta[name]
+        m.update(label=info["label"], best_params=info["best_params"], cv_score=info["cv_score"],
+                 fit_seconds=info["fit_seconds"], fit_cpu_seconds=info["fit_cpu_seconds"], search=info["search"])
+        log.info("%s: %s %.4f [%.4f, %.4f]", name, primary, m["metrics"][primary], *m["ci"][primary])
+    best, rule, evidence = select_best(models, primary, dist)
+    interpreted = best_interpretable(models, primary, best)
+
+    fig_dir = Path(smk.output.figures)
+    labels = {n: models[n]["label"] for n in models}
+    figs = []
+    if task == "binary_classification":
+        figures.roc_figure(y, preds, labels, {n: models[n]["metrics"]["auc"] for n in models}, fig_dir / "roc.pdf")
+        figs.append({"path": "figures/evaluate/roc.pdf", "kind": "roc",
+                     "caption": "ROC curves of all models on the held-out test students."})
+        figures.calibration_figure(y, preds[best], labels[best], fig_dir / "calibration.pdf")
+        figs.append({"path": "figures/evaluate/calibration.pdf", "kind": "calibration",
+                     "caption": f"Calibration of the selected model ({labels[best]}) by decile of predicted "
+                                "probability on the held-out test students."})
+    else:
+        figures.observed_predicted_figure(y, preds[best], labels[best], fig_dir / "observed_predicted.pdf")
+        figs.append({"path": "figures/evaluate/observed_predicted.pdf", "kind": "observed_predicted",
+                     "caption": f"Observed against predicted values of the selected model ({labels[best]}) on the "
+                                "held-out test students."})
+        figures.residual_figure(y, preds[best], labels[best], fig_dir / "residuals.pdf")
+        figs.append({"path": "figures/evaluate/residuals.pdf", "kind": "residuals",
+                     "caption": f"Residuals of the selected model ({labels[best]}) on the held-out test students."})
+    rows = [{"model": n, "label": models[n]["label"], **models[n]["metrics"],
+             **{f"{k}_low": v[0] for k, v in models[n]["ci"].items()},
+             **{f"{k}_high": v[1] for k, v in models[n]["ci"].items()}} for n in models]
+    write_csv(smk.output.metrics_table, pd.DataFrame(rows))
+    write_csv(smk.output.predictions, pd.DataFrame(preds))
+    evaluation = {
+        "task": task, "primary_metric": primary, "best_model": best, "selection_rule": rule,
+        "selection_evidence": evidence, "interpreted_model": interpreted, "above_floor": above_floor(models, primary),
+        "n_bootstrap": smk.params.n_bootstrap, "test_n": int(len(y)), "models": models, "figures": figs,
+        "tables": [{"path": "tables/metrics.csv", "kind": "metrics"}], "flags": flags_for(task, models),
+        "thresholds": thresholds_for(task), "errors": errors,
+    }
+    log.info("selected %s (interpreted: %s); evidence %s", best, interpreted, evidence)
+    write_json(smk.output.evaluation, evaluation)
+
+
+def explain(smk: Any) -> None:
+    """SHAP for every interpretable model above the floor (edm_ars.explain.explain_models)."""
+    import joblib
+    import pandas as pd
+
+    from ..explain import explain_models
+    from ..reuse import earlier_record
+    from ..rule_io import registry_of
+
+    evaluation = read_json(smk.input.evaluation)
+    report = read_json(smk.input.report, "data_report")
+    labels = {name: rec.get("label", name) for name, rec in registry_of(smk).tier1.items()}
+    files = {name: smk.input[name] for name in evaluation["models"] if name in smk.input.keys()}
+    earlier = earlier_record(smk)
+    doc = explain_models(evaluation, files, joblib.load, pd.read_csv(smk.input.train_X),
+                         pd.read_csv(smk.input.test_X), report["feature_sources"], labels, smk.params.shap,
+                         smk.params.seed, Path(smk.output.figures), earlier=earlier,
+                         earlier_figures=Path(smk.input.earlier_figures) if earlier else None)
+    write_json(smk.output.explain, doc)
+
+
+def fairness(smk: Any) -> None:
+    """Subgroup audit of the selected model on the test students.
+
+    Groups come from test_protected.csv (original labels snapshotted before encoding), never from one-hot columns.
+    For continuous outcomes errors are expressed in outcome standard deviations, so the gap threshold means the
+    same on any scale."""
+    import hashlib
+
+    import numpy as np
+    import pandas as pd
+
+    from ..fairness import audit, fairness_figure
+    from ..phases import recorded
+    from ..reuse import earlier_record, same_inputs
+    from ..rule_io import registry_of
+
+    evaluation = read_json(smk.input.evaluation)
+    spec = read_json(smk.input.spec, "research_spec")
+    reg = registry_of(smk)
+    task, best = evaluation["task"], evaluation["best_model"]
+    y = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
+    pred = pd.read_csv(smk.input.predictions)[best].to_numpy(dtype=float)
+    protected = pd.read_csv(smk.input.test_protected, dtype=str, keep_default_na=True)
+    cfg = smk.params.fairness
+    attributes = list(cfg.get("attributes") or spec["subgroups"])
+    pairs = [tuple(p) for p in (cfg.get("intersections") or reg.protected_intersections)
+             if all(a in protected.columns for a in p)]
+    scale = 1.0
+    if task == "regression":
+        scale = float(np.std(y)) or 1.0
+    labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
+    errors: list[dict[str, Any]] = []
+    result = None
+    # the audit depends on the audited predictions, the groups and the specification's attributes
+    inputs = {"model": best, "predictions": hashlib.sha256(pred.tobytes()).hexdigest(),
+              "protected": smk.input.test_protected, "spec": smk.input.spec}
+    kept = earlier_record(smk)
+    if same_inputs(kept, inputs) and kept["audit"] is not None:
+        log.info("audit of %s kept from the previous round (same predictions, same groups)", best)
+        result = kept["audit"]
+    with recorded(errors, "fairness"):
+        result = result or audit(task, y / scale if task == "regression" else y,
+                                 pred / scale if task == "regression" else pred, protected, attributes,
+                                 intersections=pairs, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed,
+                                 min_group=cfg["min_group"], gap_threshold=cfg["gap_threshold"], labels=labels)
+    fig_dir = Path(smk.output.figures)
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    figs, rows = [], []
+    if result is not None:
+        result["model"] = best
+        result["error_scale"] = "outcome standard deviations" if task == "regression" else None
+        fairness_figure(result, fig_dir / "fairness.pdf", attributes=[a for a in attributes if a in result["attributes"]])
+        metric = result["primary_metric"].upper()
+        figs.append({"path": "figures/fairness/fairness.pdf", "kind": "fairness",
+                     "caption": f"Held-out {metric} of the selected model by student subgroup with 95% bootstrap "
+                                "intervals; the dotted line marks the whole test set."})
+        for attr, info in result["attributes"].items():
+            for g in info["groups"]:
+                rows.append({"attribute": attr, **{k: v for k, v in g.items() if not isinstance(v, (dict, list))}})
+        for flag in result["flags"]:
+            log.info("fairness flag: %s", flag)
+    write_csv(smk.output.table, pd.DataFrame(rows))
+    write_json(smk.output.fairness, {"audit": result, "figures": figs, "errors": errors, "inputs": inputs,
+                                     "tables": [{"path": "tables/fairness.csv", "kind": "fairness"}]})
+
+
+def stability_run(smk: Any) -> None:
+    """Refit the interpreted model family under one perturbation; score it and rank its features
+    (edm_ars.stability.perturbed and refit). The alternative imputation is the DataEngineer's own preparation
+    (edm_ars.engineer: its protocol, the columns it reads) with another strategy."""
+    from ..errors import NoInterpretedModel
+    from ..phases import error_record
+    from ..reuse import earlier_record, same_inputs
+
+    evaluation = read_json(smk.input.evaluation)
+    task, name = evaluation["task"], evaluation["interpreted_model"]
+    pert = smk.wildcards.perturbation
+    kind, _, arg = pert.partition("_")
+    out = {"perturbation": pert, "kind": kind, "family": name, "metric": None, "top_features": [], "errors": []}
+    if name is None:
+        out["errors"].append(error_record(
+            "stability", NoInterpretedModel("no model passed the quality floor; nothing to perturb"), pert))
+        write_json(smk.output.run, out)
+        return
+    inputs = {"model": smk.input[f"{name}_meta"], "family": name}
+    kept = earlier_record(smk)
+    if same_inputs(kept, inputs):
+        log.info("%s: kept from the previous round (same fit of %s, same data)", pert, name)
+        write_json(smk.output.run, kept)
+        return
+    # the model libraries are imported here: a run kept from the previous round needs none of them
+    import pandas as pd
+
+    from ..stability import perturbed, refit
+
+    seed = smk.params.seed
+
+    def data() -> tuple[Any, ...]:
+        X, y = pd.read_csv(smk.input.train_X), pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy(dtype=float)
+        Xt = pd.read_csv(smk.input.test_X)
+        sources = read_json(smk.input.report, "data_report")["feature_sources"]
+        return perturbed(kind, arg, seed, X, y, Xt, sources, lambda strategy: _reprepared(smk, seed, strategy))
+
+    params = read_json(smk.input[f"{name}_meta"])["best_params"]
+    yt = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
+    write_json(smk.output.run, refit(out | {"inputs": inputs}, name, task, params, data, yt, seed=seed,
+                                     shap=smk.params.shap))
+
+
+def _reprepared(smk: Any, seed: int, imputation: str) -> Any:
+    """The DataEngineer's preparation of the run's data (same protocol, same columns, same split) with another
+    imputation strategy."""
+    from dataclasses import replace
+
+    from ..engineer import prepare, protocol, read_needed
+    from ..rule_io import layout_of, registry_of
+
+    reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
+    spec = read_json(smk.input.spec, "research_spec")
+    raw = read_needed(smk.input.raw, spec, reg, read_json(smk.input.manifest)["columns"])
+    return prepare(raw, spec, reg, layout_of(smk), replace(protocol(smk.params.protocol, seed), imputation=imputation))
+
+
+def stability(smk: Any) -> None:
+    """Spread of the metric and agreement of the top features across perturbations."""
+    from ..stability import summarize
+
+    evaluation = read_json(smk.input.evaluation)
+    explained = read_json(smk.input.explain)
+    name, primary = evaluation["interpreted_model"], evaluation["primary_metric"]
+    runs = [read_json(p) for p in smk.input.runs]
+    errors = [e for r in runs for e in r.get("errors", [])]
+    reference = [f["feature"] for f in explained.get("top_features", [])]
+    result = {"model": name, "errors": errors}
+    if name and reference:
+        result |= summarize(reference, evaluation["models"][name]["metrics"][primary],
+                            [r for r in runs if r.get("metric") is not None], primary)
+        log.info("stability of %s: %s spread %s; mean top-5 overlap %s; unstable %s", name, primary,
+                 result["metric_spread"], result["top5_overlap"], result["unstable"])
+    else:
+        result |= {"unstable": None, "runs": [], "note": "no interpreted model or no SHAP ranking to compare"}
+    write_json(smk.output.stability, result)
+
+
+def analyze(smk: Any) -> None:
+    """results.json from the analysis phases (evaluate, explain, fairness, stability)."""
+    from ..conventions import applied_threshold
+
+    ev = read_json(smk.input.evaluation)
+    ex = read_json(smk.input.explain)
+    fa = read_json(smk.input.fairness)
+    st = read_json(smk.input.stability)
+    flags = list(ev["flags"])
+    audit = fa.get("audit") or {}
+    flags += [f"fairness: {f}" for f in audit.get("flags", []) if "unreliable" not in f]
+    if st.get("unstable"):
+        flags.append(f"unstable: mean top-5 SHAP overlap {st['top5_overlap']['mean']:.2f} across "
+                     f"{st['n_perturbations']} perturbations is under "
+                     f"{applied_threshold(st, 'unstable_top5', file=smk.input.stability):g}")
+    results = {
+        "task": ev["task"], "primary_metric": ev["primary_metric"], "best_model": ev["best_model"],
+        "selection_rule": ev["selection_rule"], "selection_evidence": ev["selection_evidence"],
+        "interpreted_model": ev["interpreted_model"], "n_bootstrap": ev["n_bootstrap"], "test_n": ev["test_n"],
+        "models": ev["models"],
+        "top_features": ex["top_features"],
+        "shap": {"by_model": {m: {"explainer": v.get("explainer"), "n_explained": v.get("n_explained"),
+                                  "top_features": v["top_features"]} for m, v in ex["by_model"].items()},
+                 "skipped": ex["skipped"]},
+        "fairness": audit,
+        "stability": st,
+        "figures": ev["figures"] + ex["figures"] + fa["figures"],
+        "tables": ev["tables"] + fa["tables"],
+        "flags": flags,
+        "thresholds": {k: applied_threshold(ev, k, file=smk.input.evaluation) for k in ("quality_floor", "leakage_auc")},
+        "errors": ev["errors"] + ex["errors"] + fa["errors"] + st.get("errors", []),
+    }
+    log.info("results: best %s, %d flags, %d errors", results["best_model"], len(flags), len(results["errors"]))
+    write_json(smk.output.results, results, "results")

@@ -1,0 +1,86 @@
+"""The Writer's jobs (envs/writer.yaml): write, abort_report, compile_pdf."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import atomic_write_text, read_json, write_json
+from ..errors import EdmArsError
+from ..rule_io import log, registry_of
+
+# the artifacts a paper is written from (verify-paper finds them through sources.json) -> the rule's input names
+ARTIFACTS = {"research_spec.json": "spec", "literature_context.json": "literature", "data_report.json": "report",
+             "results.json": "results", "review_report.json": "review", "claims.json": "claims"}
+
+
+def write(smk: Any) -> None:
+    """The paper's LaTeX from the fixed template, numbers from artifacts; then the integrity check
+    (`edm-ars verify-paper`): numbers reconciled with the artifacts, citations, lint."""
+    from ..writer import build_paper
+    from ..writer.verify import verify_paper
+
+    if "abort" in smk.input.keys():
+        review = read_json(smk.input.review, "review_report")
+        raise EdmArsError(f"the Critic aborted the study in round {review['round']}: {review['abort_reason']} "
+                          f"(see {smk.input.abort}); no paper is written")
+    reg = registry_of(smk)
+    labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
+    groups = {name: rec["group"] for name, rec in reg.tier1.items() if rec.get("group")}
+    claims = read_json(smk.input.claims, "claims")
+    out = Path(smk.output.tex).parent
+    Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(smk.output.ledger, "")
+    rewriter = None
+    if smk.params.llm["backend"] != "offline":
+        from ..llm import load_prompt
+        from ..llm.rule_client import client_for_job
+        from ..writer.model_prose import rewrite
+
+        client, prompts = client_for_job(smk), load_prompt(smk.input.prompts)
+
+        def rewriter(ctx, drafts):
+            return rewrite(client, prompts, ctx, drafts)
+
+    summary = build_paper(
+        read_json(smk.input.spec, "research_spec"), read_json(smk.input.literature, "literature_context"),
+        read_json(smk.input.report, "data_report"), read_json(smk.input.results, "results"),
+        read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures[0]).parent,
+        template=Path(smk.input.template), out_dir=out, registry_labels=labels,
+        authors=smk.params.authors, claims=claims, registry_groups=groups, rewriter=rewriter, dataset=reg.prose,
+        phrases=smk.input.phrases)
+    for note in summary["model_prose"]:
+        log.info("model prose: %s", note)
+    log.info("paper written: %s", summary)
+    # the artifacts the paper was written from, relative to it: verify-paper finds them there
+    write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in ARTIFACTS.items()})
+    report = verify_paper(smk.output.tex)
+    write_json(smk.output.verification, report.to_json())
+    log.info("%s", report.summary())
+    if not report.ok:
+        raise EdmArsError("the paper does not reconcile with the artifacts:\n" + report.summary())
+
+
+def abort_report(smk: Any) -> None:
+    """The Critic aborted the study: say why, in a file and on the terminal."""
+    review = read_json(smk.input.review, "review_report")
+    report = {"round": review["round"], "reason": review["abort_reason"],
+              "critical_issues": [i for i in review["issues"] if i["severity"] == "critical"],
+              "review": smk.input.review}
+    log.error("the Critic aborted the study in round %s: %s", review["round"], review["abort_reason"])
+    write_json(smk.output.report, report)
+
+
+def compile_pdf(smk: Any) -> None:
+    """latexmk with BibTeX; the log is read for errors and undefined references."""
+    import shutil
+
+    from ..writer import latex
+
+    pdf = latex.compile_pdf(Path(smk.input.tex), Path(smk.log[0]).with_suffix(".latexmk.log"),
+                            max_overfull_pt=smk.params.max_overfull_pt)
+    tmp = Path(smk.output.pdf).with_suffix(".pdf.tmp")
+    shutil.copyfile(pdf, tmp)
+    tmp.replace(smk.output.pdf)
+    log.info("built %s", smk.output.pdf)
