@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
-from ..conventions import QUALITY_FLOOR, STACKING
+from ..conventions import LEAKAGE_AUC, QUALITY_FLOOR, STACKING
 from ..texescape import escape_latex
 from .context import Ctx, Figure
 from .macros import METRIC_LABEL, macro_name
 from .text import clean_label, isnum, join_list, model_family
+
+# the level of every interval the paper reports (macros.MacroTable.ci), for a phrase's {level} slot
+CI_LEVEL = "95\\%"
 
 
 def metric_name(ctx: Ctx, metric: str | None = None) -> str:
@@ -25,35 +28,27 @@ def primary_stmt(ctx: Ctx, model: str | None = None) -> str:
     return f"{text}, {ci}" if ci else text
 
 
+# how strong a primary metric is, in words: the first cutoff the value reaches, else "weak"; "very high" is
+# suspicious (for AUC, the leakage ceiling)
+VERY_HIGH = "very high"
+STRENGTH = {
+    "auc": ((LEAKAGE_AUC, VERY_HIGH), (0.8, "strong"), (0.7, "acceptable"), (0.6, "modest")),
+    "r2": ((0.9, VERY_HIGH), (0.5, "substantial"), (0.3, "moderate"), (0.1, "modest")),
+}
+STRENGTH["roc_auc"] = STRENGTH["auc"]
+
+
 def strength(ctx: Ctx) -> str:
     v = ctx.metric_value(ctx.best, ctx.primary)
     if v is None:
         return "uncertain"
-    if ctx.primary in ("auc", "roc_auc"):
-        if v >= 0.95:
-            return "very high"
-        if v >= 0.8:
-            return "strong"
-        if v >= 0.7:
-            return "acceptable"
-        if v >= 0.6:
-            return "modest"
-        return "weak"
-    if ctx.primary == "r2":
-        if v >= 0.9:
-            return "very high"
-        if v >= 0.5:
-            return "substantial"
-        if v >= 0.3:
-            return "moderate"
-        if v >= 0.1:
-            return "modest"
-        return "weak"
-    return "measurable"
+    if ctx.primary not in STRENGTH:
+        return "measurable"
+    return next((word for cutoff, word in STRENGTH[ctx.primary] if v >= cutoff), "weak")
 
 
 def suspiciously_high(ctx: Ctx) -> bool:
-    return strength(ctx) == "very high"
+    return strength(ctx) == VERY_HIGH
 
 
 def outcome_sentence_np(ctx: Ctx) -> str:
@@ -80,8 +75,7 @@ def automation_note(ctx: Ctx) -> str:
 
 def information(ctx: Ctx) -> str:
     """What the predictors are, in the abstract's words."""
-    return ("information available before the outcome is measured" if ctx.has_waves
-            else "information on students' background and context")
+    return ctx.ph("common.information_before_outcome") if ctx.has_waves else ctx.ph("common.information_background")
 
 
 def has_reserve_codes(ctx: Ctx) -> bool:
@@ -122,7 +116,7 @@ def fig_of(ctx: Ctx, *kinds: str) -> Figure | None:
 def fig_ref(ctx: Ctx, fig: Figure, section: str) -> str:
     """'Figure~\\ref{...}', recording the Results subsection that discusses the figure."""
     ctx.fig_refs.setdefault(fig.label, section)
-    return f"Figure~\\ref{{{fig.label}}}"
+    return ctx.ph("common.figure_ref", label=fig.label)
 
 
 def figure_env(fig: Figure) -> str:
@@ -134,7 +128,7 @@ def figure_env(fig: Figure) -> str:
 
 def model_np(ctx: Ctx, name: str) -> str:
     """A model in running text: 'logistic regression (L2)', 'XGBoost', 'the stacked ensemble'."""
-    return "the stacked ensemble" if model_family(name) == STACKING else ctx.model_phrase(name)
+    return ctx.ph("common.stacked_ensemble") if model_family(name) == STACKING else ctx.model_phrase(name)
 
 
 def model_the(ctx: Ctx, name: str) -> str:
@@ -152,8 +146,11 @@ def perturbation_kinds(ctx: Ctx) -> str:
         counts[str(r.get("kind") or "other")] = counts.get(str(r.get("kind") or "other"), 0) + 1
     parts = []
     for kind, k in counts.items():
-        one, many = PERTURBATION_KIND.get(kind, (f"{escape_latex(kind)} perturbation",
-                                                 f"{escape_latex(kind)} perturbations"))
+        if kind in PERTURBATION_KIND:
+            one, many = PERTURBATION_KIND[kind]
+        else:
+            one = ctx.ph("common.perturbation_other_one", kind=escape_latex(kind))
+            many = ctx.ph("common.perturbation_other_many", kind=escape_latex(kind))
         mac = ctx.m.count(macro_name("StabN", kind), k, f"count(results.json:stability.runs[kind={kind}])",
                           derived=True)
         parts.append(f"{mac} {one if k == 1 else many}")
@@ -184,10 +181,10 @@ def stability_rule(ctx: Ctx) -> str:
     """The rule in positive form (so that 'unstable' appears only when the verdict is unstable)."""
     thr = stability_threshold(ctx)
     if thr:
-        return ("A conclusion was regarded as stable when the mean top-five overlap with the original SHAP "
-                f"ranking was at least {thr}.")
+        return ctx.ph("common.stability_rule_threshold", threshold=thr)
     if ctx.stability.get("unstable"):
-        return "The rule was: " + ctx.t(str(ctx.stability.get("rule") or ""), "results.json:stability.rule") + "."
+        return ctx.ph("common.stability_rule_stated",
+                      rule=ctx.t(str(ctx.stability.get("rule") or ""), "results.json:stability.rule"))
     return ""
 
 

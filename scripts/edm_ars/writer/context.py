@@ -122,17 +122,18 @@ class Ctx:
     def ds(self) -> dict[str, Any]:
         """What the registry says about the data set, escaped for LaTeX (a neutral description without it)."""
         if not self.dataset:
-            name = escape_latex(str(self.spec.get("dataset") or "study").upper())
-            return {"short": name, "long": f"{name} data", "agency": "", "about": "", "source": "",
-                    "design": "", "unit": "student", "units": "students", "used_for": "", "waves": {},
-                    "wave_order": [], "grouping": None}
+            name = escape_latex(str(self.spec.get("dataset") or self.ph("common.dataset_unnamed")).upper())
+            return {"short": name, "long": self.ph("common.dataset_long", name=name), "agency": "", "about": "",
+                    "source": "", "design": "", "unit": self.ph("common.unit"), "units": self.ph("common.units"),
+                    "used_for": "", "waves": {}, "wave_order": [], "grouping": None}
         d = self.dataset
 
         def esc(value: Any) -> str:
             return escape_latex(" ".join(str(value or "").split()))
 
         return {**{k: esc(d.get(k)) for k in ("short", "long", "agency", "about", "source", "design", "used_for")},
-                "unit": esc(d.get("unit") or "student"), "units": esc(d.get("units") or "students"),
+                "unit": esc(d.get("unit") or self.ph("common.unit")),
+                "units": esc(d.get("units") or self.ph("common.units")),
                 "waves": {k: esc(v) for k, v in (d.get("waves") or {}).items()},
                 "wave_order": list(d.get("wave_order") or []), "grouping": d.get("grouping")}
 
@@ -155,11 +156,12 @@ class Ctx:
         """{unit, columns, reconstructed}: the registry's, else the data report's, else reconstructed schools."""
         g = self.ds.get("grouping") or self.data["split"].get("grouping")
         if g:
-            return {"unit": escape_latex(str(g.get("unit") or "school")), "columns": list(g.get("columns") or []),
-                    "reconstructed": bool(g.get("reconstructed"))}
+            return {"unit": escape_latex(str(g.get("unit") or self.ph("common.cluster"))),
+                    "columns": list(g.get("columns") or []), "reconstructed": bool(g.get("reconstructed"))}
         # artifacts from before registries described clusters: schools reconstructed from a fingerprint
-        columns = self.data["split"]["school_reconstruction"].get("columns") or ["school fingerprint"]
-        return {"unit": "school", "columns": list(columns), "reconstructed": True}
+        columns = (self.data["split"]["school_reconstruction"].get("columns")
+                   or [self.ph("common.cluster_fingerprint")])
+        return {"unit": self.ph("common.cluster"), "columns": list(columns), "reconstructed": True}
 
     @property
     def cluster(self) -> str:
@@ -170,8 +172,9 @@ class Ctx:
         """'by reconstructed school clusters ', 'by school ' or '' (how the split kept clusters together)."""
         if not self.school_split_ok:
             return ""
-        return (f"by reconstructed {self.cluster} clusters " if self.grouping["reconstructed"]
-                else f"by {self.cluster} ")
+        if self.grouping["reconstructed"]:
+            return self.ph("common.split_by_reconstructed_clusters", cluster=self.cluster) + " "
+        return self.ph("common.split_by_cluster", cluster=self.cluster) + " "
 
     @property
     def short(self) -> str:
@@ -193,9 +196,9 @@ class Ctx:
     @property
     def waves_text(self) -> str:
         if not self.has_waves:
-            return "the same cross-section as the outcome"
+            return self.ph("common.waves_cross_section")
         waves = join_list([self.wave(w) for w in self.predictor_waves])
-        return f"the {waves}" if waves else "waves that precede the outcome"
+        return self.ph("common.waves_listed", waves=waves) if waves else self.ph("common.waves_unlisted")
 
     @property
     def offline(self) -> bool:
@@ -242,8 +245,9 @@ class Ctx:
 
     def wave(self, key: Any) -> str:
         if not key:
-            return "single cross-section of the data" if not self.has_waves else "an unrecorded wave"
-        return self.ds["waves"].get(str(key)) or escape_latex(str(key).replace("_", " ")) + " wave"
+            return self.ph("common.wave_cross_section") if not self.has_waves else self.ph("common.wave_unrecorded")
+        return self.ds["waves"].get(str(key)) or self.ph("common.wave_named",
+                                                          name=escape_latex(str(key).replace("_", " ")))
 
     def var_label(self, name: str) -> str:
         """Raw (unescaped) label of a source variable."""
@@ -268,7 +272,7 @@ class Ctx:
     @property
     def positive(self) -> str:
         pos = self.spec["outcome"].get("positive_label")
-        return self.t(pos, "research_spec.json:outcome.positive_label") if pos else "the positive class"
+        return self.t(pos, "research_spec.json:outcome.positive_label") if pos else self.ph("common.positive_class")
 
     def model_label(self, name: str) -> str:
         info = self.results["models"].get(name, {})
@@ -285,9 +289,6 @@ class Ctx:
     def model_phrase(self, name: str) -> str:
         """The model's name in running text (lower-case first letter unless an acronym)."""
         return lc_first(self.model_label(name))
-
-    def better(self, a: float, b: float, metric: str) -> bool:
-        return a < b if metric in LOWER_IS_BETTER else a > b
 
     def ranked_models(self) -> list[str]:
         metric = self.primary

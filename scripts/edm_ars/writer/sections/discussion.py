@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...texescape import escape_latex
 from .. import narrative
-from ..common import feature_names, information, outcome_sentence_np, primary_stmt, strength
+from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
 from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, model_family
 
@@ -17,53 +17,47 @@ def write(ctx: Ctx) -> str:
         if text:
             blocks.setdefault(key, []).append(text)
 
-    latest = ctx.wave(ctx.predictor_waves[-1]) if ctx.predictor_waves else "the predictor waves"
+    latest = ctx.wave(ctx.predictor_waves[-1]) if ctx.predictor_waves else ctx.ph("discussion.latest_wave_unknown")
     s = strength(ctx)
-    what = "discrimination" if ctx.binary else "accuracy"
-    info = f"information available by the {latest}" if ctx.has_waves else information(ctx)
-    lead = (f"{cap_first(info)} was predictive of {outcome_sentence_np(ctx)} with "
-            f"{s} {what}: the selected model" if ctx.claim("predicts_above_chance") == "supported" else
-            f"Whether {info} predicts {outcome_sentence_np(ctx)} better than "
-            "chance is not settled by these data: the selected model")
+    info = ctx.ph("discussion.information_by_wave", wave=latest) if ctx.has_waves else information(ctx)
+    if ctx.claim("predicts_above_chance") == "supported" and ctx.binary:
+        finding = ctx.ph("discussion.performance_predictive_binary", information=cap_first(info),
+                         outcome=outcome_sentence_np(ctx), strength=s)
+    elif ctx.claim("predicts_above_chance") == "supported":
+        finding = ctx.ph("discussion.performance_predictive_regression", information=cap_first(info),
+                         outcome=outcome_sentence_np(ctx), strength=s)
+    else:
+        finding = ctx.ph("discussion.performance_unsettled", information=info, outcome=outcome_sentence_np(ctx))
     unit, units = ctx.cluster, ctx.units
+    if ctx.school_split_ok:  # the held-out units, and how far the estimate reaches
+        unseen = (ctx.ph("discussion.unseen_clusters", unit=unit) if ctx.grouping["reconstructed"]
+                  else ctx.ph("discussion.unseen_units", unit=unit))
+        scope = ctx.ph("discussion.scope_new_clusters", unit=unit)
+    else:
+        unseen = ctx.ph("discussion.unseen_records")
+        scope = (ctx.ph("discussion.scope_same_clusters", unit=unit) if ctx.grouping["columns"]
+                 else ctx.ph("discussion.scope_same_population"))
     add("performance",
-        f"{lead}, {ctx.model_phrase(best)}, reached {primary_stmt(ctx)} on "
-        f"{units} whose "
-        + ((f"{unit} clusters " if ctx.grouping["reconstructed"] else f"{unit}s ") if ctx.school_split_ok
-           else "records ")
-        + "were not seen during training. Because the split, encoding and imputation were arranged "
-        f"to prevent leakage, this estimate should be a fair guide to performance on similar {units} "
-        + (f"in new {unit}s." if ctx.school_split_ok
-           else f"drawn from the same {unit}s." if ctx.grouping["columns"] else "from the same population."))
+        ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
+               statement=primary_stmt(ctx), units=units, unseen=unseen)
+        + " " + ctx.ph("discussion.performance_fair_guide", units=units, scope=scope))
     fam = model_family(best)
     if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
         other = n["contrast"]
-        add("models",
-            f"{cap_first(ctx.model_phrase(best))} and {ctx.model_phrase(other)} differed by "
-            f"{n['MarginContrast']}, but their 95\\% intervals overlap, so these data do not establish that "
-            "either predicts better than the other. Where transparency matters, as in advising or early-warning "
-            "settings, the simpler model is then the natural default.")
+        add("models", ctx.ph("discussion.models_overlap", best=cap_first(ctx.model_phrase(best)),
+                             other=ctx.model_phrase(other), margin=n["MarginContrast"], level=CI_LEVEL))
     elif "contrast" in n:
         raw = float(n["MarginContrast:raw"])
         other = n["contrast"]
         if fam == "tree" and raw < 0.02:
-            add("models",
-                f"The tree ensemble improved on {ctx.model_phrase(other)} by only {n['MarginContrast']}. "
-                "Most of the predictive signal is therefore captured by largely additive "
-                "relationships, and where transparency matters, as in advising or early-warning "
-                "settings, the simpler linear model may be preferable at little cost in accuracy.")
+            add("models", ctx.ph("discussion.models_tree_small_gain", other=ctx.model_phrase(other),
+                                 margin=n["MarginContrast"]))
         elif fam == "tree":
-            add("models",
-                f"The tree ensemble improved on {ctx.model_phrase(other)} by {n['MarginContrast']}, "
-                "which suggests that nonlinear relationships or interactions among the predictors "
-                "carry information that a linear model misses. This gain comes at a cost in "
-                "transparency, which SHAP attributions only partly offset.")
+            add("models", ctx.ph("discussion.models_tree_gain", other=ctx.model_phrase(other),
+                                 margin=n["MarginContrast"]))
         elif fam == "linear":
-            add("models",
-                f"That {ctx.model_phrase(best)} matched or exceeded the tree-based "
-                f"{ctx.model_phrase(other)} (difference {n['MarginContrast']}) indicates that the "
-                "predictors relate to the outcome in largely additive ways. A transparent linear "
-                "model is then a reasonable default, since its coefficients can be inspected directly.")
+            add("models", ctx.ph("discussion.models_linear_matches", best=ctx.model_phrase(best),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"]))
     ev = (ctx.results.get("selection_evidence") or {}).get("stacking_minus_selected") or {}
     ci = ev.get("ci") if isinstance(ev, dict) else None
     if (model_family(best) != "stacking" and isinstance(ci, list) and len(ci) == 2
@@ -72,63 +66,43 @@ def write(ctx: Ctx) -> str:
     if ctx.top_features:
         feats = feature_names(ctx, 3)
         add("features",
-            f"The features most predictive of the outcome, {join_list(feats)}, are consistent with "
-            "the view that prior achievement, expectations and family background jointly shape "
-            "students' educational trajectories"
-            f"{c.citep(ctx.dataset_topic, 'edm', limit=2)}. These patterns "
-            "should be read as predictive associations: a feature can rank highly because it is "
-            "correlated with unmeasured factors, and the analysis does not show that changing it "
-            "would change the outcome.")
+            ctx.ph("discussion.features_consistent", features=join_list(feats))
+            + f"{c.citep(ctx.dataset_topic, 'edm', limit=2)}. " + ctx.ph("discussion.features_associations"))
     if ctx.binary:
-        text = ("For practical use, a decision threshold would need to be chosen to reflect the "
-                "relative costs of overlooking a student who needs support and of a false alarm")
+        text = ctx.ph("discussion.practice_threshold")
         if ctx.mac(best, "brier"):
-            text += (", and calibration would need checking (the Brier score of the selected model was "
-                     f"{ctx.mac(best, 'brier')})")
+            text += ", " + ctx.ph("discussion.practice_calibration", brier=ctx.mac(best, "brier"))
         add("practice", text + ".")
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in subgroups]
         add("fairness",
-            f"The study specification names {join_list(labels)} as groups of interest, but this run "
-            "did not report performance separately for these groups. Before any use in practice, "
-            "accuracy and calibration should be compared across them"
-            f"{c.citep('fairness', limit=2)}, since a model that is accurate on average can still "
-            "serve some groups of students poorly.")
+            ctx.ph("discussion.fairness_not_reported", groups=join_list(labels))
+            + f"{c.citep('fairness', limit=2)}, " + ctx.ph("discussion.fairness_not_reported_why"))
     elif ctx.fairness:
         add("fairness", _discussion_fairness(ctx))
     elif ctx.fairness_reported:
         fig = next((f for f in ctx.figures if f.kind in ("fairness", "subgroup", "subgroups")), None)
-        ref = f" (Figure~\\ref{{{fig.label}}})" if fig else ""
-        add("fairness", f"Performance was also reported for groups of students{ref}; differences between "
-                     f"groups deserve attention before any use in practice{c.citep('fairness', limit=2)}.")
+        text = (ctx.ph("discussion.fairness_reported_figure", figure=ctx.ph("common.figure_ref", label=fig.label))
+                if fig else ctx.ph("discussion.fairness_reported"))
+        add("fairness", f"{text}{c.citep('fairness', limit=2)}.")
     st = ctx.stability
     if st.get("runs") and st.get("unstable") is not None:
         if not st.get("unstable") and ctx.claim("ranking_robust") != "supported":
-            add("stability", "The stability analysis (Section~\\ref{sec:stability}) did not settle whether the ranking "
-                         "of the most predictive features is robust, so the interpretation above is tentative.")
+            add("stability", ctx.ph("discussion.stability_unsettled"))
         elif st.get("unstable"):
-            add("stability", "The stability analysis (Section~\\ref{sec:stability}) showed that the ranking of the "
-                         "most predictive features changed under reasonable perturbations of the analysis, so "
-                         "the interpretation above should be treated as tentative; the predictive performance "
-                         "itself is a firmer result than the attribution of it to particular features.")
+            add("stability", ctx.ph("discussion.stability_unstable"))
         else:
-            add("stability", "The stability analysis (Section~\\ref{sec:stability}) supports these conclusions: "
-                         "neither the predictive performance nor the set of most predictive features depended "
-                         "on the imputation method, the particular training sample or the random seed.")
+            add("stability", ctx.ph("discussion.stability_stable"))
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
     score = n.get("ReviewScore")
     if ctx.unverified:
-        add("review",
-            f"The automated review of this study returned the verdict \\textsc{{{verdict.lower()}}}"
-            + (f" with an overall score of {score} out of ten" if score else "")
-            + (" and is marked as unverified" if rv.get("unverified") else "")
-            + "; its issues are listed in Appendix~\\ref{app:review}, and the findings should be "
-            "treated as provisional until they are addressed.")
+        add("review", ctx.ph("discussion.review_unverified", verdict=verdict.lower(),
+                             with_score=" " + ctx.ph("discussion.review_score", score=score) if score else "",
+                             marked=" " + ctx.ph("discussion.review_marked") if rv.get("unverified") else ""))
     elif score:
-        add("review", f"An automated review of the study passed it with an overall score of {score} "
-                     "out of ten.")
+        add("review", ctx.ph("discussion.review_passed", score=score))
     add("meaning", narrative.meaning(ctx))
     add("practice", narrative.practice(ctx))
     add("limits", narrative.limits(ctx))
@@ -148,19 +122,10 @@ def _discussion_fairness(ctx: Ctx) -> str:
                 for a in attrs]
 
     labels = names(flagged)
-    extra = (f" For {join_list(names(unsettled))}, the gaps exceeded the threshold but could not be distinguished "
-             "from sampling variation or rest on small groups, so the evidence on them is inconclusive."
+    extra = (" " + ctx.ph("discussion.fairness_inconclusive", groups=join_list(names(unsettled)))
              if unsettled else "")
     if flagged:
-        text = ("The subgroup audit (Section~\\ref{sec:fairness}) showed that the model does not predict "
-                f"equally well for all students: gaps above the flagging threshold appeared for {join_list(labels)}. "
-                "Such gaps describe where the model's predictions are less accurate or its errors more frequent; "
-                "they do not show that group membership influences the outcome. If the model were used to "
-                "allocate support, its errors would fall unevenly across these groups, so "
-                "group-specific thresholds, recalibration or additional predictors would need to be considered"
-                f"{c.citep('fairness', limit=2)}.")
+        text = ctx.ph("discussion.fairness_gaps", groups=join_list(labels)) + f"{c.citep('fairness', limit=2)}."
     else:
-        text = ("The subgroup audit (Section~\\ref{sec:fairness}) found no gap above the flagging threshold, "
-                "although small groups could not be assessed reliably and the audit should be repeated before "
-                f"any use in practice{c.citep('fairness', limit=2)}.")
+        text = ctx.ph("discussion.fairness_no_gap") + f"{c.citep('fairness', limit=2)}."
     return text + extra
