@@ -19,10 +19,12 @@ def table(**phrases: str) -> Phrases:
 
 
 def test_slots_are_filled_and_latex_groups_are_text():
-    ph = table(**{"s.k": r"The \emph{model} reached {value} (Section~\ref{sec:results}); \textbf{{verdict}}."})
+    ph = table(**{"s.k": r"The \emph{model} reached {value} (Section~\ref{sec:results}); \textbf{{verdict}} \{x\}.",
+                  "s.cited": r"Models differ for students{cite}, \citep{key} aside."})
     assert ph.slots("s.k") == {"value", "verdict"}
     assert ph("s.k", value=r"\BestAUC{}", verdict="PASS") == (
-        r"The \emph{model} reached \BestAUC{} (Section~\ref{sec:results}); \textbf{PASS}.")
+        r"The \emph{model} reached \BestAUC{} (Section~\ref{sec:results}); \textbf{PASS} \{x\}.")
+    assert ph("s.cited", cite=r"~\citep{a}") == r"Models differ for students~\citep{a}, \citep{key} aside."
 
 
 @pytest.mark.parametrize("values, problem", [

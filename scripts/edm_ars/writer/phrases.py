@@ -1,12 +1,13 @@
 """The paper's fixed sentences, as data: config/prompts/phrases.yaml, beside the agents' prompts.
 
 The file maps each section to its phrases: `section: {key: template}`. A template is LaTeX text with
-named slots, `{name}`, that the section fills from the run's artifacts (macros, labels, citations, lists).
-A slot is a lower-case name in braces that does not follow a letter or a backslash, so LaTeX groups such
-as `\\emph{...}`, `\\ref{sec:methods}` or `\\Rsq{}` are text, not slots. Filling is strict: a slot
-left without a value, or a value for a slot the template does not have, is an error that names the
-file and the phrase, so an edited phrase can never leave a hole in the paper or drop a number.
-Surrounding whitespace is not part of a phrase: the sections join phrases with spaces.
+named slots that the section fills from the run's artifacts (macros, labels, citations, lists). A slot is
+a lower-case name in braces, `{name}`, anywhere except as the argument of a LaTeX command: `\\emph{model}`,
+`\\ref{sec:methods}` and `\\Rsq{}` are text, while `students{cite}.` and `\\textbf{{verdict}}` have the
+slots `cite` and `verdict`. Filling is strict: a slot left without a value, or a value for a slot the
+template does not have, is an error that names the file and the phrase, so an edited phrase can never
+leave a hole in the paper or drop a number. Surrounding whitespace is not part of a phrase: the sections
+join phrases with spaces.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from typing import Any
 from ..artifacts import read_yaml
 from ..errors import EdmArsError
 
-SLOT = re.compile(r"(?<![A-Za-z@\\])\{([a-z][a-z0-9_]*)\}")
+_BRACED = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+_COMMAND_BEFORE = re.compile(r"\\(?:[A-Za-z@]+\*?)?$")  # a command (or a lone backslash) right before the brace
+
+
+def _slot_matches(template: str) -> list[re.Match[str]]:
+    """The `{name}` groups of a template that are slots."""
+    return [m for m in _BRACED.finditer(template) if not _COMMAND_BEFORE.search(template, 0, m.start())]
 
 
 class PhraseError(EdmArsError):
@@ -48,7 +55,7 @@ class Phrases:
         return cls(table, str(path))
 
     def slots(self, key: str) -> set[str]:
-        return set(SLOT.findall(self._template(key)))
+        return {m.group(1) for m in _slot_matches(self._template(key))}
 
     def _template(self, key: str) -> str:
         try:
@@ -59,11 +66,16 @@ class Phrases:
     def __call__(self, key: str, **values: Any) -> str:
         """The phrase `key` ("section.name") with its slots filled from `values`."""
         template = self._template(key)
-        wanted = set(SLOT.findall(template))
+        found = _slot_matches(template)
+        wanted = {m.group(1) for m in found}
         missing, extra = sorted(wanted - values.keys()), sorted(values.keys() - wanted)
         if missing or extra:
             problems = ([f"no value for slot(s) {', '.join(missing)}"] if missing else []) + (
                 [f"value(s) given for {', '.join(extra)}, which the phrase does not use"] if extra else [])
             raise PhraseError(f"{self.source}: phrase {key}: {'; '.join(problems)}")
         self.used.add(key)
-        return SLOT.sub(lambda m: str(values[m.group(1)]), template)
+        out, end = [], 0
+        for m in found:
+            out += [template[end:m.start()], str(values[m.group(1)])]
+            end = m.end()
+        return "".join(out) + template[end:]
