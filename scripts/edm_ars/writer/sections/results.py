@@ -38,7 +38,6 @@ from ..text import (
     lc_first,
     model_family,
     number_word,
-    was_were,
 )
 
 
@@ -51,7 +50,7 @@ def results_table(ctx: Ctx) -> str:
     present = {k for v in ctx.results["models"].values() for k in (v.get("metrics") or {})}
     extras = [e for e in extras if e in present and e != metric][:3]
     has_ci = any(ctx.ci(x, metric) for x in ctx.results["models"])
-    head = (["Model", metric_name(ctx)] + (["95\\% CI"] if has_ci else [])
+    head = (["Model", metric_name(ctx)] + ([f"{CI_LEVEL} CI"] if has_ci else [])
             + [metric_name(ctx, e) for e in extras])
     rows = []
     sign = -1 if metric in LOWER_IS_BETTER else 1
@@ -72,18 +71,22 @@ def results_table(ctx: Ctx) -> str:
     lower = [metric_name(ctx, e) for e in [metric] + extras if e in LOWER_IS_BETTER]
     higher = [metric_name(ctx, e) for e in [metric] + extras if e not in LOWER_IS_BETTER]
     if lower and higher:
-        direction = f"Lower is better for {join_list(lower)}; higher is better for {join_list(higher)}."
+        direction = ctx.ph("results.table_direction", lower=join_list(lower), higher=join_list(higher))
+    elif lower:
+        direction = ctx.ph("results.table_lower_better")
     else:
-        direction = "Lower is better for every metric." if lower else "Higher is better for every metric."
-    caption = (f"Test-set performance of all models ({ctx.n['TestN']} students), sorted by "
-               f"{metric_name(ctx)}; the selected model is in bold.")
+        direction = ctx.ph("results.table_higher_better")
+    caption = ctx.ph("results.table_caption", test_n=ctx.n["TestN"], metric=metric_name(ctx))
     if has_ci and "NBootstrap" in ctx.n:
-        caption += f" Intervals come from {ctx.n['NBootstrap']} bootstrap resamples of the test set."
+        caption += " " + ctx.ph("results.table_caption_bootstrap", n_bootstrap=ctx.n["NBootstrap"])
     caption += " " + direction
     cols = "l" + "c" * (len(head) - 1)
     return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:results}\n\\small\n"
             "\\setlength{\\tabcolsep}{4pt}\n\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n" + " & ".join(head)
             + " \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
+
+
+CI_LEVEL = "95\\%"  # the fixed confidence level: a slot value, since a phrase may not type a number
 
 
 FAIR_LABEL = {"auc": "AUC", "r2": r"\Rsq{}", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection rate",
@@ -150,18 +153,22 @@ def comparison(ctx: Ctx) -> tuple[list[str], list[str]]:
     paras: list[str] = []
     order, top = _metric_range(ctx)
     roc = fig_of(ctx, "roc")
-    text = (f"Table~\\ref{{tab:results}} reports the test-set performance of all {n['NModels']} models on "
-            f"{n['TestN']} held-out students" + (f", and {fig_ref(ctx, roc, sec)} shows their ROC curves." if roc
-                                                  else "."))
+    if roc:
+        text = ctx.ph("results.comparison_overview_roc", n_models=n["NModels"], test_n=n["TestN"],
+                      figure=fig_ref(ctx, roc, sec))
+    else:
+        text = ctx.ph("results.comparison_overview", n_models=n["NModels"], test_n=n["TestN"])
     if len(order) > 1:
         lo_m, hi_m = (order[-1], order[0]) if higher_better(metric) else (order[0], order[-1])
-        text += (f" The {metric_name(ctx)} of the models ranged from {ctx.mac(lo_m, metric)} "
-                 f"({model_np(ctx, lo_m)}) to {ctx.mac(hi_m, metric)} ({model_np(ctx, hi_m)}).")
+        text += " " + ctx.ph("results.comparison_range", metric=metric_name(ctx), low=ctx.mac(lo_m, metric),
+                             low_model=model_np(ctx, lo_m), high=ctx.mac(hi_m, metric), high_model=model_np(ctx, hi_m))
     if top == best:
-        text += f" The selected model, {model_np(ctx, best)}, had the highest {metric_name(ctx)} ({primary_stmt(ctx)})."
+        text += " " + ctx.ph("results.comparison_selected_highest", model=model_np(ctx, best), metric=metric_name(ctx),
+                             stmt=primary_stmt(ctx))
     elif top:
-        text += (f" The highest {metric_name(ctx)} was reached by {model_np(ctx, top)} ({primary_stmt(ctx, top)}), "
-                 f"but the selected model is {model_np(ctx, best)} ({primary_stmt(ctx)}).")
+        text += " " + ctx.ph("results.comparison_highest_not_selected", metric=metric_name(ctx),
+                             top=model_np(ctx, top), top_stmt=primary_stmt(ctx, top), model=model_np(ctx, best),
+                             stmt=primary_stmt(ctx))
     paras.append(text)
     sel = selection_text(ctx)
     if sel:
@@ -182,21 +189,21 @@ def selection_text(ctx: Ctx) -> str:
         if others:
             k = m.count("NOverlappingTop", len(others), "len(results.json:selection_evidence.overlapping_top) - 1",
                         derived=True)
-            text = (f"Under the selection rule (Section~\\ref{{sec:models}}), the best single model was "
-                    f"{model_np(ctx, top)}, and the 95\\% intervals of {k} other single "
-                    f"model{'s' if len(others) != 1 else ''} ({join_list([model_np(ctx, x) for x in others])}) "
-                    "overlapped its interval, so these models could not be distinguished on the test set.")
+            if len(others) != 1:
+                text = ctx.ph("results.selection_overlap_many", top=model_np(ctx, top), level=CI_LEVEL, count=k,
+                              others=join_list([model_np(ctx, x) for x in others]))
+            else:
+                text = ctx.ph("results.selection_overlap_one", top=model_np(ctx, top), level=CI_LEVEL, count=k,
+                              others=join_list([model_np(ctx, x) for x in others]))
             if best in tied and best == tied[0]:
-                text += (f" The simplest of them, {model_np(ctx, best)}, was selected; a more flexible model "
-                         "would have added complexity without a demonstrable gain in accuracy.")
+                text += " " + ctx.ph("results.selection_simplest", model=model_np(ctx, best))
             elif best in tied:
-                text += f" Of these, {model_np(ctx, best)} was selected."
+                text += " " + ctx.ph("results.selection_of_these", model=model_np(ctx, best))
             parts.append(text)
         else:
-            parts.append(f"Under the selection rule (Section~\\ref{{sec:models}}), no other single model's 95\\% "
-                         f"interval overlapped that of {model_np(ctx, top)}, the best single model.")
+            parts.append(ctx.ph("results.selection_no_overlap", level=CI_LEVEL, top=model_np(ctx, top)))
     elif res.get("selection_rule"):
-        parts.append("The selected model was chosen by the rule described in Section~\\ref{sec:models}.")
+        parts.append(ctx.ph("results.selection_by_rule"))
     diff = ev.get("stacking_minus_selected") or {}
     stack = next((x for x in models if model_family(x) == STACKING), None)
     ci = diff.get("ci") if isinstance(diff, dict) else None
@@ -207,19 +214,22 @@ def selection_text(ctx: Ctx) -> str:
         base = tied[0] if tied else (top or best)
         better = ci[0] > 0 if higher_better(metric) else ci[1] < 0
         worse = ci[1] < 0 if higher_better(metric) else ci[0] > 0
-        where = ("includes zero" if ci[0] <= 0 <= ci[1]
-                 else "lies entirely above zero" if ci[0] > 0 else "lies entirely below zero")
-        what = f"paired bootstrap difference in {metric_name(ctx)}"
-        if best == stack:
-            parts.append(f"The stacked ensemble was selected because it was clearly better than "
-                         f"{model_np(ctx, base)}: the {what} was {d} ({d_ci}), an interval that {where}.")
-        elif better:
-            parts.append(f"The {what} between the stacked ensemble and {model_np(ctx, base)} was {d} ({d_ci}).")
+        if ci[0] <= 0 <= ci[1]:
+            where = ctx.ph("results.interval_includes_zero")
+        elif ci[0] > 0:
+            where = ctx.ph("results.interval_above_zero")
         else:
-            verdict = "not better" if worse else "not clearly better"
-            parts.append(f"Stacking was {verdict}: the {what} between the stacked ensemble and "
-                         f"{model_np(ctx, base)} was {d} ({d_ci}), an interval that {where}, so combining the "
-                         "models did not improve on the single model.")
+            where = ctx.ph("results.interval_below_zero")
+        if best == stack:
+            parts.append(ctx.ph("results.stacking_selected", base=model_np(ctx, base), metric=metric_name(ctx),
+                                diff=d, ci=d_ci, where=where))
+        elif better:
+            parts.append(ctx.ph("results.stacking_difference", metric=metric_name(ctx), base=model_np(ctx, base),
+                                diff=d, ci=d_ci))
+        else:
+            verdict = ctx.ph("results.stacking_not_better") if worse else ctx.ph("results.stacking_not_clearly_better")
+            parts.append(ctx.ph("results.stacking_no_gain", verdict=verdict, metric=metric_name(ctx),
+                                base=model_np(ctx, base), diff=d, ci=d_ci, where=where))
     return " ".join(parts)
 
 
@@ -227,55 +237,46 @@ def quality_text(ctx: Ctx, sec: str) -> str:
     n, best, metric = ctx.n, ctx.best, ctx.primary
     s = strength(ctx)
     if ctx.binary:
-        text = (f"An AUC of this size indicates {s} discrimination between students who did and did not reach "
-                "the outcome.") if metric in ("auc", "roc_auc") else ""
+        text = ctx.ph("results.quality_auc", strength=s) if metric in ("auc", "roc_auc") else ""
         extra = []
         for e, what in (("balanced_accuracy", "balanced accuracy"), ("f1", "F1"), ("brier", "the Brier score")):
             if ctx.mac(best, e):
-                extra.append(f"{what} was {ctx.mac(best, e)}")
+                extra.append(ctx.ph("results.quality_metric_value", metric=what, value=ctx.mac(best, e)))
         if extra:
-            text += f" At the default threshold, {join_list(extra)} for the selected model."
+            text += " " + ctx.ph("results.quality_default_threshold", metrics=join_list(extra))
         share = float(n.get("positive_share", "0.5"))
         if share < 0.3 or share > 0.7:
-            text += (" Because the classes are imbalanced, accuracy alone would be misleading, which is why we "
-                     "emphasise AUC and balanced accuracy.")
+            text += " " + ctx.ph("results.quality_imbalanced")
         cal = fig_of(ctx, "calibration")
         if cal:
-            text += (f" {fig_ref(ctx, cal, sec)} compares the selected model's predicted probabilities with the "
-                     "observed proportions by decile of predicted probability; points on the diagonal would "
-                     "indicate perfectly calibrated probabilities.")
+            text += " " + ctx.ph("results.calibration_figure", figure=fig_ref(ctx, cal, sec))
         pr = fig_of(ctx, "pr", "precision_recall")
         if pr:
-            text += f" {fig_ref(ctx, pr, sec)} shows the precision--recall curves on the test set."
+            text += " " + ctx.ph("results.precision_recall_figure", figure=fig_ref(ctx, pr, sec))
     else:
-        text = f"An \\Rsq{{}} of this size indicates {s} predictive accuracy."
+        text = ctx.ph("results.quality_r2", strength=s)
         if ctx.mac(best, "rmse"):
-            text += f" The selected model's RMSE was {ctx.mac(best, 'rmse')}"
-            if "RMSEinSD" in n:
-                text += f", or {n['RMSEinSD']} standard deviations of the outcome"
-            if ctx.mac(best, "mae"):
-                text += f", and its MAE was {ctx.mac(best, 'mae')}"
-            text += "."
+            in_sd = (", " + ctx.ph("results.quality_rmse_in_sd", sd=n["RMSEinSD"])) if "RMSEinSD" in n else ""
+            mae = (", " + ctx.ph("results.quality_mae", mae=ctx.mac(best, "mae"))) if ctx.mac(best, "mae") else ""
+            text += " " + ctx.ph("results.quality_rmse", rmse=ctx.mac(best, "rmse"), in_sd=in_sd, mae=mae)
         op = fig_of(ctx, "observed_predicted", "predicted_vs_actual")
         if op:
-            text += (f" {fig_ref(ctx, op, sec)} plots the observed against the predicted values of the selected "
-                     "model; points on the diagonal are predicted exactly.")
+            text += " " + ctx.ph("results.observed_predicted_figure", figure=fig_ref(ctx, op, sec))
         rs = fig_of(ctx, "residuals")
         if rs:
-            text += (f" {fig_ref(ctx, rs, sec)} shows its residuals; residuals that change systematically with "
-                     "the predicted value would indicate over- or under-prediction in parts of the range.")
+            text += " " + ctx.ph("results.residuals_figure", figure=fig_ref(ctx, rs, sec))
     leaks = _flag_models(ctx, "possible_leakage")
     if leaks:
-        names = [f"{model_np(ctx, x)} ({ctx.mac(x, 'auc') or ''})".replace(" ()", "") for _, x in leaks]
+        names = join_list([f"{model_np(ctx, x)} ({ctx.mac(x, 'auc') or ''})".replace(" ()", "") for _, x in leaks])
         thr = _flag_threshold(ctx, leaks[0][0])
-        thr_t = (f" above {ctx.m.add('LeakageThreshold', f'{thr:.2f}', thr, f'results.json:flags.{leaks[0][0]}')}"
-                 if thr is not None else "")
-        text += (f" The analysis stage flagged possible leakage because the AUC of {join_list(names)} was"
-                 f"{thr_t}; performance this high is unusual for {_kind_of_prediction(ctx)} prediction, and the "
-                 "predictors should be checked for information recorded after the outcome (Section~\\ref{sec:limitations}).")
+        if thr is not None:
+            auc = ctx.ph("results.leakage_auc_above", models=names, threshold=ctx.m.add(
+                "LeakageThreshold", f"{thr:.2f}", thr, f"results.json:flags.{leaks[0][0]}"))
+        else:
+            auc = ctx.ph("results.leakage_auc", models=names)
+        text += " " + ctx.ph("results.leakage_flagged", auc=auc, kind=_kind_of_prediction(ctx))
     elif suspiciously_high(ctx):
-        text += (f" Performance at this level is unusual for {_kind_of_prediction(ctx)} prediction and warrants a "
-                 "check for leakage (Section~\\ref{sec:limitations}).")
+        text += " " + ctx.ph("results.leakage_unusual", kind=_kind_of_prediction(ctx))
     return text.strip()
 
 
@@ -289,42 +290,42 @@ def interpretation(ctx: Ctx) -> tuple[list[str], list[str]]:
     if not ctx.top_features:
         text = ctx.ph("results.no_attributions")
         if interp is None and ctx.results.get("interpreted_model", "") is None:
-            text += " No single model was eligible for interpretation."
+            text += " " + ctx.ph("results.no_eligible_model")
         paras.append(text + (" " + floor_text if floor_text else ""))
         return paras, []
-    shap_based = ctx.importance_key == "mean_abs_shap"
     name = interp or best
     info = by.get(name, {})
     text = ""
     if interp and interp != best:
-        why = ("the selected model is the stacked ensemble, whose inputs are the other models' predictions"
-               if model_family(best) == STACKING
-               else f"the selected model, {model_np(ctx, best)}, was not eligible for interpretation")
-        text += (f"Because {why}, we report the attributions of {model_np(ctx, interp)}, the most accurate "
-                 "single model above the quality floor. ")
+        why = (ctx.ph("results.interpreted_because_stacking") if model_family(best) == STACKING
+               else ctx.ph("results.interpreted_because_ineligible", model=model_np(ctx, best)))
+        text += ctx.ph("results.interpreted_instead", why=why, model=model_np(ctx, interp)) + " "
     imp = fig_of(ctx, "shap_importance", "importance", "shap")
     k = min(5, len(ctx.top_features))
     feats = feature_names(ctx, k, with_values=True)
-    what = "mean absolute SHAP value" if shap_based else "importance"
     expl = info.get("explainer")
-    if shap_based:
-        text += f"We explained {model_np(ctx, name)} with SHAP values{c.cite_keys('lundberg2017unified', topics=('shap',), limit=1)}"
-        if expl:
-            text += f", computed with \\textsc{{{escape_latex(expl)}}}"
-            if isnum(info.get("n_explained")):
-                text += (" on " + ctx.m.count(macro_name("NExplained", name), info["n_explained"],
-                                              f"results.json:shap.by_model.{name}.n_explained") + " test students")
-        text += "."
-    text += (f" Ranked by {what}" + (f" ({fig_ref(ctx, imp, sec)})" if imp else "")
-             + f", the {number_word(k)} features most predictive of the outcome were {join_list(feats)}.")
+    # the citation follows a word, so the sentence ends in code: a slot cannot follow a letter
+    text += ctx.ph("results.shap_explained", model=model_np(ctx, name))
+    text += c.cite_keys("lundberg2017unified", topics=("shap",), limit=1)
+    if expl:
+        text += ", " + ctx.ph("results.shap_computed_with", explainer=escape_latex(expl))
+        if isnum(info.get("n_explained")):
+            text += " " + ctx.ph("results.shap_on_students", count=ctx.m.count(
+                macro_name("NExplained", name), info["n_explained"], f"results.json:shap.by_model.{name}.n_explained"))
+    text += "."
+    if imp:
+        text += " " + ctx.ph("results.top_features_figure", figure=fig_ref(ctx, imp, sec), count=number_word(k),
+                             features=join_list(feats))
+    else:
+        text += " " + ctx.ph("results.top_features", count=number_word(k), features=join_list(feats))
     if interp == best and any(model_family(m) == STACKING for m in ctx.results["models"]):
-        text += " The stacked ensemble is not explained, because its inputs are the other models' predictions."
+        text += " " + ctx.ph("results.stacking_not_explained")
     skipped = (ctx.results.get("shap") or {}).get("skipped") or {}
     for mname, reason in skipped.items():
         if model_family(mname) == STACKING or mname not in ctx.results["models"]:
             continue
-        text += (f" SHAP values could not be computed for {model_np(ctx, mname)} ("
-                 f"{ctx.t(str(reason)[:160].rstrip('.'), f'results.json:shap.skipped.{mname}')}).")
+        text += " " + ctx.ph("results.shap_skipped", model=model_np(ctx, mname),
+                             reason=ctx.t(str(reason)[:160].rstrip("."), f"results.json:shap.skipped.{mname}"))
     if floor_text:
         text += " " + floor_text
     paras.append(text.strip())
@@ -342,8 +343,10 @@ def _floor_text(ctx: Ctx) -> str:
     floor = floor_macro(ctx)
     names = [f"{model_np(ctx, x)} ({metric_name(ctx)} = {ctx.mac(x, ctx.primary)})" if ctx.mac(x, ctx.primary)
              else model_np(ctx, x) for _, x in below]
-    return (f"{cap_first(join_list(names))} fell below the quality floor" + (f" of {floor}" if floor else "")
-            + f" and {was_were(len(names))} therefore not interpreted.")
+    floor_t = ctx.ph("results.quality_floor_value", floor=floor) if floor else ctx.ph("results.quality_floor")
+    if len(names) == 1:
+        return ctx.ph("results.below_floor_one", models=cap_first(join_list(names)), floor=floor_t)
+    return ctx.ph("results.below_floor_many", models=cap_first(join_list(names)), floor=floor_t)
 
 
 def _direction_text(ctx: Ctx, sec: str) -> str:
@@ -351,37 +354,36 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
     pos, neg, mixed, cat_mixed = [], [], [], []
     for i in range(k):
         f = ctx.top_features[i]
-        d = str(f.get("direction") or "").lower()
+        d = f["direction"]  # the schema's positive, negative or mixed
         name = f"\\emph{{{ctx.feature_label(i)}}}"
-        if d in ("positive", "+", "increasing", "pos"):
+        if d == "positive":
             pos.append(name)
-        elif d in ("negative", "-", "decreasing", "neg"):
+        elif d == "negative":
             neg.append(name)
-        elif d == "mixed":
+        else:
             (cat_mixed if len(f.get("columns") or []) > 1 else mixed).append(name)
     summ = fig_of(ctx, "shap_summary")
     text = ""
     if summ:
-        text += (f"{fig_ref(ctx, summ, sec)} shows, for each test student, how the value of a feature relates to "
-                 "its SHAP value. ")
+        text += ctx.ph("results.shap_summary_figure", figure=fig_ref(ctx, summ, sec)) + " "
     if ctx.binary:
-        up, down = f"a higher predicted probability of {_outcome_np(ctx)}", "a lower predicted probability"
+        up, down = ctx.ph("results.higher_probability", outcome=_outcome_np(ctx)), ctx.ph("results.lower_probability")
     else:
-        up, down = f"higher predicted values of {_outcome_np(ctx)}", "lower predicted values"
+        up, down = ctx.ph("results.higher_values", outcome=_outcome_np(ctx)), ctx.ph("results.lower_values")
     sents = []
     if pos:
-        sents.append(f"higher values of {join_list(pos)} were associated with {up}")
+        sents.append(ctx.ph("results.direction", features=join_list(pos), prediction=up))
     if neg:
-        sents.append(f"higher values of {join_list(neg)} were associated with {down}")
+        sents.append(ctx.ph("results.direction", features=join_list(neg), prediction=down))
     if sents:
         text += cap_first(" and ".join(sents) if len(sents) == 2 else sents[0]) + "."
-    if cat_mixed:
-        text += (f" For the categorical {'variables' if len(cat_mixed) > 1 else 'variable'} {join_list(cat_mixed)}, "
-                 "the direction of the association differed between categories.")
+    if len(cat_mixed) > 1:
+        text += " " + ctx.ph("results.categorical_mixed_many", features=join_list(cat_mixed))
+    elif cat_mixed:
+        text += " " + ctx.ph("results.categorical_mixed_one", features=join_list(cat_mixed))
     if mixed:
-        text += f" For {join_list(mixed)}, the association was not monotone."
-    text += (" These attributions describe how the fitted model uses each feature: they are predictive "
-             "associations, not estimates of what would happen to a student's outcome if a feature were changed.")
+        text += " " + ctx.ph("results.not_monotone", features=join_list(mixed))
+    text += " " + ctx.ph("results.attributions_are_predictive")
     return text.strip()
 
 
@@ -402,13 +404,19 @@ def _agreement_text(ctx: Ctx, name: str) -> str:
         mac = m.count(macro_name("ShapSharedTopFive", x), shared[x],
                       f"|top5(results.json:shap.by_model.{name}.top_features) & "
                       f"top5(results.json:shap.by_model.{x}.top_features)|", derived=True)
-        parts.append(f"{mac} {'were also among the top five' if i == 0 else ''} of {model_the(ctx, x)}"
-                     .replace("  ", " "))
+        if i == 0:
+            parts.append(ctx.ph("results.shared_top_five_first", count=mac, model=model_the(ctx, x)))
+        else:
+            parts.append(ctx.ph("results.shared_top_five_next", count=mac, model=model_the(ctx, x)))
     mean_share = sum(shared.values()) / (len(others) * len(ref))
-    level = ("largely shared" if mean_share >= 0.8 else "partly shared" if mean_share >= 0.5
-             else "not shared")
-    text = (f"The ranking was {level} across model families: of the {number_word(len(ref))} features ranked "
-            f"highest for {model_np(ctx, name)}, {join_list(parts)}.")
+    if mean_share >= 0.8:
+        level = ctx.ph("results.ranking_largely_shared")
+    elif mean_share >= 0.5:
+        level = ctx.ph("results.ranking_partly_shared")
+    else:
+        level = ctx.ph("results.ranking_not_shared")
+    text = ctx.ph("results.ranking_agreement", level=level, count=number_word(len(ref)), model=model_np(ctx, name),
+                  shared=join_list(parts))
     common = [f for f in ref if all(f in _top5(by[x]) for x in others)]
     nall = m.count("NShapModels", len(others) + 1, "len(results.json:shap.by_model)", derived=True)
     kc = m.count("ShapCommonTopFive", len(common),
@@ -416,12 +424,12 @@ def _agreement_text(ctx: Ctx, name: str) -> str:
     if common:
         labels = [f"\\emph{{{_feature_label(ctx, f, f'results.json:shap.by_model.{name}.top_features')}}}"
                   for f in common]
-        text += (f" In all, {kc} feature{'s' if len(common) != 1 else ''} ({join_list(labels)}) "
-                 f"{'were' if len(common) > 1 else 'was'} among the top five of every one of the {nall} explained "
-                 "models, so the most predictive information does not depend on the choice of model family.")
+        if len(common) > 1:
+            text += " " + ctx.ph("results.common_top_five_many", count=kc, features=join_list(labels), n_models=nall)
+        else:
+            text += " " + ctx.ph("results.common_top_five_one", count=kc, features=join_list(labels), n_models=nall)
     else:
-        text += (f" No feature was among the top five of all {nall} explained models, so the ranking depends on "
-                 "the model family and should be read with caution.")
+        text += " " + ctx.ph("results.no_common_top_five", n_models=nall)
     return text
 
 
@@ -468,28 +476,30 @@ def fairness_table(ctx: Ctx) -> str:
             for col in cols:
                 cells.append(_fair_macro(ctx, attr, gi, col, g[col]) if isnum(g.get(col)) else "--")
             rows.append(" & ".join(cells) + " \\\\")
-    head = ["Group", "$n$", FAIR_LABEL.get(primary, escape_latex(primary)), "95\\% CI"]
+    head = ["Group", "$n$", FAIR_LABEL.get(primary, escape_latex(primary)), f"{CI_LEVEL} CI"]
     head += [cap_first(FAIR_LABEL[c]) if c != "mean_error" else "ME" for c in cols]
-    model = fa.get("model") or ctx.best
-    caption = (f"Test-set performance of the selected model ({model_np(ctx, model)}) by student subgroup: "
-               f"{FAIR_LABEL.get(primary, escape_latex(primary))} with its 95\\% bootstrap interval")
+    model = model_np(ctx, fa.get("model") or ctx.best)
+    metric = FAIR_LABEL.get(primary, escape_latex(primary))
     if ctx.binary:
         thr = fa.get("threshold")
-        caption += ", and the true- and false-positive rates"
         if isnum(thr):
-            caption += (" at a threshold of "
-                        + ctx.m.add("FairThreshold", f"{float(thr):.2f}", thr, "results.json:fairness.threshold"))
-        caption += "."
+            rates = ctx.ph("results.fairness_rates_at", threshold=ctx.m.add(
+                "FairThreshold", f"{float(thr):.2f}", thr, "results.json:fairness.threshold"))
+        else:
+            rates = ctx.ph("results.fairness_rates")
+        caption = ctx.ph("results.fairness_caption_binary", model=model, metric=metric, level=CI_LEVEL, rates=rates)
     else:
-        caption += (", RMSE and mean error (ME, predicted minus observed), both in standard deviations of the "
-                    "outcome.")
+        caption = ctx.ph("results.fairness_caption_regression", model=model, metric=metric, level=CI_LEVEL)
     note = ""
     if any_unreliable:
         mg = fa.get("min_group")
-        note = ("\\par\\smallskip\\noindent{\\footnotesize \\textsuperscript{\\dag}\\,Unreliable group"
-                + (f": fewer than {ctx.m.count('FairMinGroup', mg, 'results.json:fairness.min_group')} test "
-                   "students or an undefined metric" if isnum(mg) else "")
-                + "; shown for completeness and excluded from the gaps.}")
+        if isnum(mg):
+            why = ctx.ph("results.unreliable_why", min_group=ctx.m.count("FairMinGroup", mg,
+                                                                        "results.json:fairness.min_group"))
+            note = ctx.ph("results.fairness_note_why", why=why)
+        else:
+            note = ctx.ph("results.fairness_note")
+        note = "\\par\\smallskip\\noindent{\\footnotesize \\textsuperscript{\\dag}\\," + note + "}"
     spec = "@{}G r" + " c" * (2 + len(cols)) + "@{}"
     return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:fairness}\n\\small\n"
             "\\setlength{\\tabcolsep}{3pt}\n"
@@ -532,64 +542,69 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
     g = gaps.get(primary)
     mname = FAIR_LABEL.get(primary, escape_latex(primary))
     if not _gap_ok(g):
-        return (f"For \\emph{{{lc_first(label)}}}, fewer than two groups were large enough for a reliable "
-                "comparison, so no gap was computed.")
+        return ctx.ph("results.attribute_too_few", attribute=lc_first(label))
     mg = _gap_macros(ctx, attr, primary, g)
-    text = (f"For \\emph{{{lc_first(label)}}}, the model's {mname} was lowest for the group "
-            f"\\emph{{{mg['min_group']}}} ({mg['min']}) and highest for \\emph{{{mg['max_group']}}} ({mg['max']}), "
-            f"a gap of {mg['gap']}" + (f" ({mg['ci']})" if "ci" in mg else ""))
-    text += (", above the flagging threshold." if g.get("flagged") else ", below the flagging threshold.")
+    text = ctx.ph("results.attribute_gap", attribute=lc_first(label), metric=mname, min_group=mg["min_group"],
+                  min=mg["min"], max_group=mg["max_group"], max=mg["max"], gap=mg["gap"], ci=_ci_note(mg),
+                  verdict=_gap_verdict(ctx, g))
     if ctx.binary:
         eo = gaps.get("equalized_odds")
         if _gap_ok(eo):
             src = str(eo.get("source") or "")
             me = _gap_macros(ctx, attr, "equalized_odds", eo)
-            text += (f" The equalized-odds difference was {me['gap']}"
-                     + (f", set by the {FAIR_LABEL.get(src, escape_latex(src))} gap" if src in ("tpr", "fpr") else "")
-                     + f" (\\emph{{{me['min_group']}}}: {me['min']}; \\emph{{{me['max_group']}}}: {me['max']})"
-                     + (", above the threshold." if eo.get("flagged") else "."))
+            set_by = (", " + ctx.ph("results.equalized_odds_set_by", rate=FAIR_LABEL.get(src, escape_latex(src)))
+                      if src in ("tpr", "fpr") else "")
+            flagged = ", " + ctx.ph("results.equalized_odds_flagged") if eo.get("flagged") else ""
+            text += " " + ctx.ph("results.equalized_odds", gap=me["gap"], set_by=set_by, min_group=me["min_group"],
+                                 min=me["min"], max_group=me["max_group"], max=me["max"], flagged=flagged)
         rate_flags = [k for k in ("tpr", "fpr", "selection_rate") if _gap_ok(gaps.get(k)) and gaps[k].get("flagged")]
         base = _base_rate_range(ctx, attr, rec)
         if rate_flags and base:
             if "fair:base_rate_explained" not in ctx.n:
                 ctx.n["fair:base_rate_explained"] = "1"
-                text += (f" These error-rate differences at a fixed threshold partly mirror differences in the base "
-                         f"rate of the outcome, which ranged from {base} across the groups; they describe how the "
-                         "model's errors are distributed, not a causal influence of group membership.")
+                text += " " + ctx.ph("results.base_rate_explained", low=base[0], high=base[1])
             else:
-                text += f" Here, too, the base rate of the outcome differed across the groups (from {base})."
+                text += " " + ctx.ph("results.base_rate_again", low=base[0], high=base[1])
     else:
         me = gaps.get("mean_error")
         if _gap_ok(me):
             mm = _gap_macros(ctx, attr, "mean_error", me)
-            text += (f" The mean error ranged from {mm['min']} (\\emph{{{mm['min_group']}}}) to {mm['max']} "
-                     f"(\\emph{{{mm['max_group']}}}) standard deviations")
-            if me["min_value"] < 0 < me["max_value"]:
-                if "fair:mean_error_explained" not in ctx.n:
-                    ctx.n["fair:mean_error_explained"] = "1"
-                    text += (", that is, the model under-predicted the outcome for the first group and "
-                             "over-predicted it for the second")
-                else:
-                    text += " (under- and over-prediction, respectively)"
-            text += "."
+            lo, lo_g, hi, hi_g = mm["min"], mm["min_group"], mm["max"], mm["max_group"]
+            if not me["min_value"] < 0 < me["max_value"]:
+                text += " " + ctx.ph("results.mean_error_range", min=lo, min_group=lo_g, max=hi, max_group=hi_g)
+            elif "fair:mean_error_explained" not in ctx.n:  # the signs are explained once, at their first use
+                ctx.n["fair:mean_error_explained"] = "1"
+                text += " " + ctx.ph("results.mean_error_range_signs", min=lo, min_group=lo_g, max=hi, max_group=hi_g)
+            else:
+                text += " " + ctx.ph("results.mean_error_range_signs_again", min=lo, min_group=lo_g, max=hi,
+                                     max_group=hi_g)
         rm = gaps.get("rmse")
         if _gap_ok(rm) and rm.get("flagged"):
             mr = _gap_macros(ctx, attr, "rmse", rm)
-            text += (f" The RMSE gap was {mr['gap']} standard deviations (\\emph{{{mr['min_group']}}}: {mr['min']}; "
-                     f"\\emph{{{mr['max_group']}}}: {mr['max']}).")
+            text += " " + ctx.ph("results.rmse_gap", gap=mr["gap"], min_group=mr["min_group"], min=mr["min"],
+                                 max_group=mr["max_group"], max=mr["max"])
     return text
 
 
-def _base_rate_range(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
+def _ci_note(mg: dict[str, str]) -> str:
+    """' (<CI macro>)' after a gap, when the gap has an interval."""
+    return f" ({mg['ci']})" if "ci" in mg else ""
+
+
+def _gap_verdict(ctx: Ctx, g: dict[str, Any]) -> str:
+    return ctx.ph("results.gap_above_threshold") if g.get("flagged") else ctx.ph("results.gap_below_threshold")
+
+
+def _base_rate_range(ctx: Ctx, attr: str, rec: dict[str, Any]) -> tuple[str, str] | None:
+    """The lowest and the highest base rate of the reliable groups (macros), or None for fewer than two."""
     groups = [(i, g) for i, g in enumerate(rec.get("groups") or [])
               if g.get("reliable", True) and isnum(g.get("base_rate"))]
     if len(groups) < 2:
-        return ""
+        return None
     lo = min(groups, key=lambda t: t[1]["base_rate"])
     hi = max(groups, key=lambda t: t[1]["base_rate"])
-    a = _fair_macro(ctx, attr, lo[0], "base_rate", lo[1]["base_rate"])
-    b = _fair_macro(ctx, attr, hi[0], "base_rate", hi[1]["base_rate"])
-    return f"{a} to {b}"
+    return (_fair_macro(ctx, attr, lo[0], "base_rate", lo[1]["base_rate"]),
+            _fair_macro(ctx, attr, hi[0], "base_rate", hi[1]["base_rate"]))
 
 
 def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
@@ -607,24 +622,31 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
     paras = []
     floats = []
     refs = (["Table~\\ref{tab:fairness}"] if singles else []) + ([fig_ref(ctx, fig, sec)] if fig else [])
-    text = (f"We audited the test-set predictions of the selected model, {model_np(ctx, model)}, across "
-            f"{number_word(len(singles))} protected attribute{'s' if len(singles) != 1 else ''}"
-            + (f" ({join_list(refs)})" if refs else "") + ". The differences reported here are differences in "
-            "how accurately the model predicts for each group of students; they are not estimates of a causal "
-            "influence of group membership on the outcome.")
+    model_t = model_np(ctx, model)
+    if len(singles) != 1:
+        attributes = ctx.ph("results.audit_attributes_many", count=number_word(len(singles)))
+    else:
+        attributes = ctx.ph("results.audit_attributes_one", count=number_word(len(singles)))
+    text = ctx.ph("results.audit", model=model_t, attributes=attributes,
+                  refs=f" ({join_list(refs)})" if refs else "")
+    text += " " + ctx.ph("results.audit_not_causal")
     overall = (fa.get("overall") or {}).get(primary)
     if isnum(overall):
-        text += (f" On the whole test set the {FAIR_LABEL.get(primary, escape_latex(primary))} was "
-                 f"{m.metric(macro_name('FairOverall', primary), overall, f'results.json:fairness.overall.{primary}')}.")
+        text += " " + ctx.ph("results.audit_overall", metric=FAIR_LABEL.get(primary, escape_latex(primary)),
+                             value=m.metric(macro_name("FairOverall", primary), overall,
+                                            f"results.json:fairness.overall.{primary}"))
     unreliable = [(a, g) for a, r in singles for g in r.get("groups") or [] if not g.get("reliable", True)]
     if unreliable:
         k = m.count("FairNUnreliable", len(unreliable),
                     "count(results.json:fairness.attributes[kind=attribute].groups[reliable=false])", derived=True)
+        if len(unreliable) != 1:
+            marked = ctx.ph("results.unreliable_marked_many", count=k)
+        else:
+            marked = ctx.ph("results.unreliable_marked_one", count=k)
         mg = fa.get("min_group")
-        text += (f" The audit marked {k} group{'s' if len(unreliable) != 1 else ''} as unreliable"
-                 + (f" (fewer than {m.count('FairMinGroup', mg, 'results.json:fairness.min_group')} test "
-                    "students or an undefined metric)" if isnum(mg) else "")
-                 + "; unreliable groups are shown in the table but excluded from the gaps.")
+        why = (" (" + ctx.ph("results.unreliable_why", min_group=m.count(
+            "FairMinGroup", mg, "results.json:fairness.min_group")) + ")") if isnum(mg) else ""
+        text += " " + ctx.ph("results.unreliable_groups", marked=marked, why=why)
     paras.append(text)
     if singles:
         floats.append(fairness_table(ctx))
@@ -642,23 +664,27 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         ne = m.count("FairNGaps", len(examined),
                      "count(results.json:fairness.attributes[kind=attribute].gaps[not null])", derived=True)
         gt = fa.get("gap_threshold")
-        thr = (m.add("FairGapThreshold", f"{float(gt):.2f}", gt, "results.json:fairness.gap_threshold")
-               if isnum(gt) else "")
+        if isnum(gt):
+            threshold = ctx.ph("results.gap_threshold_value", threshold=m.add(
+                "FairGapThreshold", f"{float(gt):.2f}", gt, "results.json:fairness.gap_threshold"))
+        else:
+            threshold = ctx.ph("results.gap_threshold")
         metrics = [FAIR_LABEL.get(k, escape_latex(k)) for k in dict.fromkeys(k for _, k, _ in examined)]
         which = sorted({a for a, _, g in flagged})
-        text = (f"In total, {nf} of the {ne} gaps examined ({join_list(metrics)} for each attribute) exceeded the "
-                f"threshold{f' of {thr}' if thr else ''}")
-        if which:
-            text += (", all of them for " if len(which) == 1 else ", for ") + join_list(
-                [f"\\emph{{{lc_first(attr_label(ctx, a))}}}" for a in which]) + "."
+        names = join_list([f"\\emph{{{lc_first(attr_label(ctx, a))}}}" for a in which])
+        if len(which) == 1:
+            where = ", " + ctx.ph("results.gaps_flagged_all_for", attributes=names)
+        elif which:
+            where = ", " + ctx.ph("results.gaps_flagged_for", attributes=names)
         else:
-            text += "."
-        paras.append(text)
+            where = ""
+        paras.append(ctx.ph("results.gaps_flagged", flagged=nf, examined=ne, metrics=join_list(metrics),
+                            threshold=threshold, where=where))
     for attr, rec in inters:
         g = (rec.get("gaps") or {}).get(primary)
         label = attr_label(ctx, attr)
         if not _gap_ok(g):
-            paras.append(f"For the intersection \\emph{{{label}}}, too few groups were reliable for a comparison.")
+            paras.append(ctx.ph("results.intersection_too_few", attribute=label))
             continue
         mg = _gap_macros(ctx, attr, primary, g)
         nrel = sum(1 for x in rec.get("groups") or [] if x.get("reliable", True))
@@ -666,16 +692,15 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                      f"count(results.json:fairness.attributes.{attr}.groups[reliable])", derived=True)
         kg = m.count(macro_name("Fair", attr, "NGroups"), len(rec.get("groups") or []),
                      f"len(results.json:fairness.attributes.{attr}.groups)", derived=True)
-        paras.append(f"Across the intersection \\emph{{{label}}} ({kr} of {kg} groups reliable), the "
-                     f"{FAIR_LABEL.get(primary, escape_latex(primary))} ranged from {mg['min']} "
-                     f"(\\emph{{{mg['min_group']}}}) to {mg['max']} (\\emph{{{mg['max_group']}}}), a gap of "
-                     f"{mg['gap']}" + (f" ({mg['ci']})" if "ci" in mg else "")
-                     + (", above the flagging threshold." if g.get("flagged") else ", below the flagging threshold."))
+        paras.append(ctx.ph("results.intersection_gap", attribute=label, reliable=kr, groups=kg,
+                            metric=FAIR_LABEL.get(primary, escape_latex(primary)), min=mg["min"],
+                            min_group=mg["min_group"], max=mg["max"], max_group=mg["max_group"], gap=mg["gap"],
+                            ci=_ci_note(mg), verdict=_gap_verdict(ctx, g)))
     skipped = fa.get("skipped") or {}
     if skipped:
         items = [f"\\texttt{{{escape_latex(a)}}} ({ctx.t(str(r), f'results.json:fairness.skipped.{a}')})"
                  for a, r in skipped.items()]
-        paras.append(f"The audit could not be run for {join_list(items)}.")
+        paras.append(ctx.ph("results.audit_skipped", attributes=join_list(items)))
     return paras, floats
 
 
@@ -703,64 +728,62 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
     runs = st.get("runs") or []
     if not runs:
         note = st.get("note")
-        text = "The stability of the conclusions was not assessed in this run"
         if note:
-            text += f" ({ctx.t(str(note), 'results.json:stability.note')})"
-        return [text + "."], []
+            return [ctx.ph("results.stability_not_assessed_note",
+                           note=ctx.t(str(note), "results.json:stability.note"))], []
+        return [ctx.ph("results.stability_not_assessed")], []
     metric = st.get("metric") or ctx.primary
     model = st.get("model") or ctx.interpreted or ctx.best
     ms = _spread(ctx, "metric_spread", metric)
     t5 = _spread(ctx, "top5_overlap", "TopFive", pct=True)
     t10 = _spread(ctx, "top10_overlap", "TopTen", pct=True)
     rho = _spread(ctx, "rank_correlation", "RankCorr")
-    kinds = perturbation_kinds(ctx)
-    text = (f"We refitted {model_np(ctx, model)} under {n_perturbations(ctx)} perturbations"
-            + (f" ({kinds})" if kinds else "") + ".")
+    kinds = perturbation_kinds(ctx)  # before the count: the order of the macros
+    text = ctx.ph("results.stability_refits", model=model_np(ctx, model), count=n_perturbations(ctx), kinds=kinds)
     if ms.get("mean"):
         ref = st.get("reference_metric")
-        text += (f" Across the refits, the test-set {metric_name(ctx, metric)} had a mean of {ms['mean']}"
-                 + (f" (SD {ms['sd']}" if "sd" in ms else "")
-                 + (f"; range {ms['min']} to {ms['max']}" if "min" in ms and "max" in ms else "")
-                 + (")" if "sd" in ms else ""))
-        if isnum(ref):
-            text += (f", compared with {ctx.m.metric(macro_name('Stab', 'Reference', metric), ref, 'results.json:stability.reference_metric')}"
-                     " for the original fit")
-        text += "."
-    if t5.get("mean"):
-        text += (f" On average, the refits recovered {t5['mean']} of the original top-five features"
-                 + (f" (minimum {t5['min']})" if "min" in t5 else ""))
-        if t10.get("mean"):
-            text += f" and {t10['mean']} of the top ten"
-        text += ","
-        if rho.get("mean"):
-            text += (f" and the rank correlation with the original ranking averaged {rho['mean']}"
-                     + (f" (range {rho['min']} to {rho['max']})" if "min" in rho and "max" in rho else "") + ".")
+        rng = (ctx.ph("results.stability_range", min=ms["min"], max=ms["max"]) if "min" in ms and "max" in ms
+               else "")
+        if "sd" in ms:
+            sd = ctx.ph("results.stability_sd", sd=ms["sd"])
+            spread = f" ({sd}; {rng})" if rng else f" ({sd})"
         else:
-            text = text.rstrip(",") + "."
+            spread = f"; {rng}" if rng else ""
+        compared = (", " + ctx.ph("results.stability_reference", value=ctx.m.metric(
+            macro_name("Stab", "Reference", metric), ref, "results.json:stability.reference_metric"))
+                    if isnum(ref) else "")
+        text += " " + ctx.ph("results.stability_metric", metric=metric_name(ctx, metric), mean=ms["mean"],
+                             spread=spread, compared=compared)
+    if t5.get("mean"):
+        top_five = ctx.ph("results.stability_top_five", mean=t5["mean"])
+        if "min" in t5:
+            top_five += " (" + ctx.ph("results.stability_minimum", min=t5["min"]) + ")"
+        top_ten = (" " + ctx.ph("results.stability_top_ten", mean=t10["mean"])) if t10.get("mean") else ""
+        rank = ""
+        if rho.get("mean"):
+            rng = (" (" + ctx.ph("results.stability_range", min=rho["min"], max=rho["max"]) + ")"
+                   if "min" in rho and "max" in rho else "")
+            rank = ", " + ctx.ph("results.stability_rank_correlation", mean=rho["mean"], range=rng)
+        text += " " + ctx.ph("results.stability_overlap", top_five=top_five, top_ten=top_ten, rank=rank)
     worst = [r for r in runs if isnum(r.get("top5_overlap"))]
     if worst and t5.get("min"):
         w = min(worst, key=lambda r: r["top5_overlap"])
         one = PERTURBATION_KIND.get(str(w.get("kind")), (None,))[0]
         if one and w["top5_overlap"] < 1:
-            text += f" The lowest top-five overlap came from the {one}."
+            text += " " + ctx.ph("results.stability_lowest_overlap", kind=one)
     paras = [text]
     thr = stability_threshold(ctx)
     unstable = st.get("unstable")
+    rule = (ctx.ph("results.stability_rule_threshold", threshold=thr) if thr
+            else ctx.ph("results.stability_rule"))
     if unstable is True:
-        verdict = ("By the stability rule"
-                   + (f" (a mean top-five overlap of at least {thr})" if thr else "")
-                   + ", the ranking of the most predictive features is \\textbf{unstable}: it depends on "
-                   "incidental choices in the analysis, so the features named in Section~\\ref{sec:interpretation} "
-                   "should not be read as a robust finding.")
+        verdict = ctx.ph("results.stability_unstable", rule=rule)
         if not thr:
             verdict += " " + stability_rule(ctx)
     elif unstable is False:
-        verdict = ("By the stability rule"
-                   + (f" (a mean top-five overlap of at least {thr})" if thr else "")
-                   + ", the conclusions are stable: the predictive performance and the most predictive features "
-                   "changed little when the imputation, the training sample or the random seed changed.")
+        verdict = ctx.ph("results.stability_stable", rule=rule)
     else:
-        verdict = "No stability verdict was recorded."
+        verdict = ctx.ph("results.stability_no_verdict")
     paras.append(verdict)
     return paras, []
 
@@ -769,15 +792,15 @@ def write(ctx: Ctx) -> str:
     """The Results: its subsections with their floats, then the summary of the evidence (the debate's claims)."""
     comp, comp_floats = comparison(ctx)
     comp_floats = [results_table(ctx)] + comp_floats
-    sections = [("Model Comparison", "sec:comparison", "comparison", comp, comp_floats)]
+    sections = [(ctx.ph("results.title_comparison"), "sec:comparison", "comparison", comp, comp_floats)]
     interp, f_int = interpretation(ctx)
-    sections.append(("Interpretation", "sec:interpretation", "interpretation", interp, f_int))
+    sections.append((ctx.ph("results.title_interpretation"), "sec:interpretation", "interpretation", interp, f_int))
     fair, f_fair = fairness_section(ctx)
     if fair:
-        sections.append(("Subgroup Fairness", "sec:fairness", "fairness", fair, f_fair))
+        sections.append((ctx.ph("results.title_fairness"), "sec:fairness", "fairness", fair, f_fair))
     stab, f_stab = stability_section(ctx)
     if stab:
-        sections.append(("Stability", "sec:stability", "stability", stab, f_stab))
+        sections.append((ctx.ph("results.title_stability"), "sec:stability", "stability", stab, f_stab))
     # figures not discussed yet: a sentence in the subsection their kind belongs to, else the comparison
     present = {s[2] for s in sections}
     for fig in ctx.figures:
@@ -786,7 +809,8 @@ def write(ctx: Ctx) -> str:
         where = FIG_SECTION.get(fig.kind, "comparison")
         where = where if where in present else "comparison"
         target = next(s for s in sections if s[2] == where)
-        target[3].append(f"{fig_ref(ctx, fig, where)} shows {lc_first(fig.caption.rstrip('.'))}.")
+        target[3].append(ctx.ph("results.figure_shows", figure=fig_ref(ctx, fig, where),
+                                caption=lc_first(fig.caption.rstrip("."))))
     out = []
     for title, label, key, paras, floats in sections:
         floats = list(floats)
