@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
-from ..conventions import LEAKAGE_AUC, QUALITY_FLOOR, STACKING
+from ..conventions import STACKING
 from ..texescape import escape_latex
 from .context import Ctx, Figure
 from .macros import METRIC_LABEL, macro_name
@@ -32,7 +30,7 @@ def primary_stmt(ctx: Ctx, model: str | None = None) -> str:
 # suspicious (for AUC, the leakage ceiling)
 VERY_HIGH = "very high"
 STRENGTH = {
-    "auc": ((LEAKAGE_AUC, VERY_HIGH), (0.8, "strong"), (0.7, "acceptable"), (0.6, "modest")),
+    "auc": ((0.8, "strong"), (0.7, "acceptable"), (0.6, "modest")),  # 'very high': the recorded leakage ceiling
     "r2": ((0.9, VERY_HIGH), (0.5, "substantial"), (0.3, "moderate"), (0.1, "modest")),
 }
 STRENGTH["roc_auc"] = STRENGTH["auc"]
@@ -44,6 +42,9 @@ def strength(ctx: Ctx) -> str:
         return "uncertain"
     if ctx.primary not in STRENGTH:
         return "measurable"
+    ceiling = ctx.results["thresholds"].get("leakage_auc") if ctx.primary in ("auc", "roc_auc") else None
+    if isnum(ceiling) and v >= ceiling:
+        return VERY_HIGH
     return next((word for cutoff, word in STRENGTH[ctx.primary] if v >= cutoff), "weak")
 
 
@@ -91,18 +92,13 @@ PERTURBATION_KIND = {
 }
 
 
-def quality_floor(metric: str) -> float | None:
-    v = QUALITY_FLOOR.get(metric)
-    return float(v) if isnum(v) else None
-
-
 def floor_macro(ctx: Ctx) -> str | None:
+    """The quality floor of the primary metric that the analysis applied (results.json:thresholds)."""
     if "QualityFloor" not in ctx.n:
-        v = quality_floor(ctx.primary)
-        if v is None:
+        v = ctx.results["thresholds"].get("quality_floor")
+        if not isnum(v):
             return None
-        ctx.n["QualityFloor"] = ctx.m.add("QualityFloor", f"{v:.2f}", v,
-                                          f"edm_ars.analysis.QUALITY_FLOOR.{ctx.primary}")
+        ctx.n["QualityFloor"] = ctx.m.add("QualityFloor", f"{v:.2f}", v, "results.json:thresholds.quality_floor")
     return ctx.n["QualityFloor"]
 
 
@@ -167,14 +163,12 @@ def n_perturbations(ctx: Ctx) -> str:
 
 
 def stability_threshold(ctx: Ctx) -> str | None:
-    rule = str(ctx.stability.get("rule") or "")
-    m = re.search(r"(?:under|below|<)\s*([0-9]*\.?[0-9]+)", rule)
-    if not m:
+    """The mean top-five overlap under which the stability analysis called the ranking unstable, as recorded
+    with it (results.json:stability.thresholds.unstable_top5), as a percentage."""
+    v = (ctx.stability.get("thresholds") or {}).get("unstable_top5")
+    if not isnum(v):
         return None
-    v = float(m.group(1))
-    if v <= 1:  # overlaps are reported as percentages
-        return ctx.m.pct("StabThreshold", 100 * v, "100 * results.json:stability.rule (threshold)", derived=True)
-    return ctx.m.add("StabThreshold", f"{v:g}", v, "results.json:stability.rule (threshold)")
+    return ctx.m.pct("StabThreshold", 100 * v, "100 * results.json:stability.thresholds.unstable_top5", derived=True)
 
 
 def stability_rule(ctx: Ctx) -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative
 from ..common import (
+    CI_LEVEL,
     PERTURBATION_KIND,
     attr_label,
     feature_names,
@@ -86,7 +86,6 @@ def results_table(ctx: Ctx) -> str:
             + " \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
 
 
-CI_LEVEL = "95\\%"  # the fixed confidence level: a slot value, since a phrase may not type a number
 
 
 FAIR_LABEL = {"auc": "AUC", "r2": r"\Rsq{}", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection rate",
@@ -113,11 +112,6 @@ def _flag_models(ctx: Ctx, prefix: str) -> list[tuple[int, str]]:
             if parts and parts[0] in ctx.results["models"]:
                 out.append((i, parts[0]))
     return out
-
-
-def _flag_threshold(ctx: Ctx, index: int) -> float | None:
-    m = re.search(r"(?:>|<)\s*([0-9]*\.?[0-9]+)", str(ctx.results["flags"][index]))
-    return float(m.group(1)) if m else None
 
 
 def _outcome_np(ctx: Ctx) -> str:
@@ -268,10 +262,10 @@ def quality_text(ctx: Ctx, sec: str) -> str:
     leaks = _flag_models(ctx, "possible_leakage")
     if leaks:
         names = join_list([f"{model_np(ctx, x)} ({ctx.mac(x, 'auc') or ''})".replace(" ()", "") for _, x in leaks])
-        thr = _flag_threshold(ctx, leaks[0][0])
-        if thr is not None:
+        thr = ctx.results["thresholds"].get("leakage_auc")
+        if isnum(thr):
             auc = ctx.ph("results.leakage_auc_above", models=names, threshold=ctx.m.add(
-                "LeakageThreshold", f"{thr:.2f}", thr, f"results.json:flags.{leaks[0][0]}"))
+                "LeakageThreshold", f"{thr:.2f}", thr, "results.json:thresholds.leakage_auc"))
         else:
             auc = ctx.ph("results.leakage_auc", models=names)
         text += " " + ctx.ph("results.leakage_flagged", auc=auc, kind=_kind_of_prediction(ctx))
