@@ -120,6 +120,3 @@ def isnum(v: Any) -> bool:
 def higher_better(metric: str) -> bool:
     return metric not in LOWER_IS_BETTER
 
-
-def was_were(n: int) -> str:
-    return "was" if n == 1 else "were"
