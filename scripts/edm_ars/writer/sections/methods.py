@@ -24,6 +24,10 @@ from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
 
+# The level of every confidence interval in the paper (macros.fmt_ci writes the same); a slot, since a phrase
+# holds no digit.
+CI_LEVEL = "95\\%"
+
 
 def predictor_table(ctx: Ctx) -> str:
     rows = []
@@ -171,10 +175,6 @@ def preprocessing_text(ctx: Ctx) -> str:
         sents.append(ctx.ph("methods.checks_failed_many", checks=checks) if len(failed) > 1
                      else ctx.ph("methods.checks_failed_one", checks=checks))
     return f"\\subsection{{{ctx.ph('methods.preprocessing_title')}}}\n" + " ".join(sents)
-
-
-# The level of every confidence interval in the paper (macros.fmt_ci writes the same).
-CI_LEVEL = "95\\%"
 
 
 def evaluation_text(ctx: Ctx) -> str:
