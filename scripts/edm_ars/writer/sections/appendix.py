@@ -36,12 +36,12 @@ def hyperparameter_table(ctx: Ctx) -> str:
     for name in ctx.results["models"]:
         if f"{name}|cv" in ctx.n:
             cv.append(f"{ctx.model_phrase(name)} {ctx.n[f'{name}|cv']}")
-    text = ("\\section{Tuned Hyperparameters}\\label{app:hyperparameters}\n"
-            "Table~\\ref{tab:hyperparameters} lists the hyperparameters selected by cross-validation "
-            "on the training set.")
+    text = (f"\\section{{{ctx.ph('appendix.hyperparameters_title')}}}\\label{{app:hyperparameters}}\n"
+            + ctx.ph("appendix.hyperparameters_table"))
     if cv:
-        text += f" The mean cross-validated {metric_name(ctx)} was {join_list(cv)}."
-    return (text + "\n\n\\begin{table}[tbp]\n\\caption{Hyperparameters selected on the training set.}\n"
+        text += " " + ctx.ph("appendix.hyperparameters_cv", metric=metric_name(ctx), scores=join_list(cv))
+    return (text + "\n\n\\begin{table}[tbp]\n"
+            f"\\caption{{{ctx.ph('appendix.hyperparameters_caption')}}}\n"
             "\\label{tab:hyperparameters}\n\\small\n"
             "\\begin{tabularx}{\\columnwidth}{@{}ll"
             ">{\\raggedleft\\arraybackslash}X@{}}\n\\toprule\n"
@@ -52,13 +52,11 @@ def hyperparameter_table(ctx: Ctx) -> str:
 def review_appendix(ctx: Ctx) -> str:
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
-    text = ("\\section{Automated Review Issues}\\label{app:review}\n"
-            f"The automated review (round "
-            f"{ctx.m.count('ReviewRound', rv.get('round', 0), 'review_report.json:round')}, "
-            f"{escape_latex(rv.get('backend', ''))} backend) returned the verdict \\textbf{{{verdict}}}")
-    if "ReviewScore" in ctx.n:
-        text += f" with an overall score of {ctx.n['ReviewScore']} out of ten"
-    text += "."
+    rnd = ctx.m.count("ReviewRound", rv.get("round", 0), "review_report.json:round")
+    score = (" " + ctx.ph("appendix.review_score", score=ctx.n["ReviewScore"])) if "ReviewScore" in ctx.n else ""
+    text = (f"\\section{{{ctx.ph('appendix.review_title')}}}\\label{{app:review}}\n"
+            + ctx.ph("appendix.review_verdict", round=rnd, backend=escape_latex(rv.get("backend", "")),
+                     verdict=verdict, score=score))
     dims = rv.get("dimension_scores") or {}
     if dims:
         parts = []
@@ -67,20 +65,19 @@ def review_appendix(ctx: Ctx) -> str:
                 mac = ctx.m.add(macro_name("ReviewDim", k), f"{float(v):.1f}", float(v),
                                 f"review_report.json:dimension_scores.{k}")
                 parts.append(f"{escape_latex(k.replace('_', ' '))} {mac}")
-        text += " Dimension scores: " + "; ".join(parts) + "."
+        text += " " + ctx.ph("appendix.review_dimensions", scores="; ".join(parts))
     issues = rv.get("issues") or []
     if not issues:
-        return text + " The review listed no issues."
+        return text + " " + ctx.ph("appendix.review_no_issues")
     lines = []
     for i, iss in enumerate(issues):
         src = f"review_report.json:issues.{i}"
-        line = (f"\\textbf{{{escape_latex(iss.get('id', ''))}}} "
-                f"({escape_latex(iss.get('severity', ''))}; stage: "
-                f"{escape_latex(iss.get('target_stage', ''))}): "
-                + sentence(ctx.t(iss.get("description", ""), src + ".description")))
+        line = ctx.ph("appendix.review_issue", id=escape_latex(iss.get("id", "")),
+                      severity=escape_latex(iss.get("severity", "")), stage=escape_latex(iss.get("target_stage", "")),
+                      description=sentence(ctx.t(iss.get("description", ""), src + ".description")))
         if iss.get("recommendation"):
-            line += (" \\emph{Recommendation:} "
-                     + sentence(ctx.t(iss["recommendation"], src + ".recommendation")))
+            line += " " + ctx.ph("appendix.review_recommendation",
+                                 recommendation=sentence(ctx.t(iss["recommendation"], src + ".recommendation")))
         lines.append("  \\item " + line)
     return text + "\n\\begin{itemize}\n" + "\n".join(lines) + "\n\\end{itemize}"
 
