@@ -8,6 +8,7 @@ from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative
 from ..common import (
+    CI_LEVEL,
     attr_label,
     automation_note,
     floor_macro,
@@ -26,7 +27,6 @@ from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_fam
 
 # The level of every confidence interval in the paper (macros.fmt_ci writes the same); a slot, since a phrase
 # holds no digit.
-CI_LEVEL = "95\\%"
 
 
 def predictor_table(ctx: Ctx) -> str:
