@@ -25,9 +25,6 @@ from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
 
-# The level of every confidence interval in the paper (macros.fmt_ci writes the same); a slot, since a phrase
-# holds no digit.
-
 
 def predictor_table(ctx: Ctx) -> str:
     rows = []
