@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conventions import MODEL_ORDER
+from .conventions import MODEL_ORDER, STACKING
 from .registry import Registry, is_excluded, is_temporally_valid, wave_of
 
 ACTIONS = {"drop_predictor": "formulate", "add_predictor": "formulate", "tighten_question": "formulate",
@@ -82,7 +82,7 @@ def added_models(reviews: list[dict[str, Any]], configured: list[str]) -> list[s
     listed = list(configured)
     for a in of_stage(reviews, "analyze"):
         if a["action"] == "add_model" and a["value"] not in listed:
-            at = listed.index("stacking") if "stacking" in listed else len(listed)
+            at = listed.index(STACKING) if STACKING in listed else len(listed)
             listed.insert(at, a["value"])
     return listed
 

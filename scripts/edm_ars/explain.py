@@ -29,7 +29,7 @@ log = logging.getLogger("edm_ars")
 
 TREE_FAMILIES = {"random_forest", "xgboost"}
 AGNOSTIC_FAMILIES = {"mlp"}
-NEVER_EXPLAINED = {"stacking": "SHAP is not computed for stacking"}
+NEVER_EXPLAINED = {STACKING: "SHAP is not computed for stacking"}
 
 TREE_CHUNK = 500       # rows per TreeSHAP call (the timeout is checked between chunks)
 AGNOSTIC_CHUNK = 10    # rows per KernelExplainer call
@@ -258,7 +258,7 @@ def shap_values(model: Any, family: str, task: str, X_background: pd.DataFrame, 
     estimator, else model-agnostically.
     """
     if family in NEVER_EXPLAINED or type(model).__name__.startswith("Stacking"):
-        raise ExplainSkipped(NEVER_EXPLAINED["stacking"])
+        raise ExplainSkipped(NEVER_EXPLAINED[STACKING])
     if task not in (BINARY, "regression"):
         raise ExplainSkipped(f"SHAP is not computed for task '{task}'")
     if list(X_background.columns) != list(X_explain.columns):

@@ -6,6 +6,7 @@ import math
 import re
 from typing import Any
 
+from ..conventions import STACKING
 from .macros import LOWER_IS_BETTER
 
 MODEL_NAMES = {
@@ -22,7 +23,7 @@ MODEL_NAMES = {
     "lightgbm": "LightGBM",
     "decision_tree": "decision tree",
     "mlp": "multilayer perceptron",
-    "stacking": "stacked ensemble",
+    STACKING: "stacked ensemble",
     "dummy": "majority-class baseline",
 }
 
@@ -39,7 +40,7 @@ NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "
 def model_family(name: str) -> str:
     low = name.lower()
     if "stack" in low or "ensemble" in low:
-        return "stacking"
+        return STACKING
     if any(t in low for t in _TREE):
         return "tree"
     if any(t in low for t in _LINEAR):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative
 from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
@@ -60,7 +61,7 @@ def write(ctx: Ctx) -> str:
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"]))
     ev = (ctx.results.get("selection_evidence") or {}).get("stacking_minus_selected") or {}
     ci = ev.get("ci") if isinstance(ev, dict) else None
-    if (model_family(best) != "stacking" and isinstance(ci, list) and len(ci) == 2
+    if (model_family(best) != STACKING and isinstance(ci, list) and len(ci) == 2
             and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= 0 <= ci[1]):
         add("models", ctx.ph("discussion.stacking_no_gain"))
     if ctx.top_features:
