@@ -26,78 +26,60 @@ def write(ctx: Ctx) -> str:
     n = ctx.n
     best = ctx.model_phrase(ctx.best)
     parts: list[tuple[int, str]] = []  # (priority: lower is kept first, sentence)
-    if ctx.binary:
-        parts.append((1, "Predicting which students will reach key educational milestones is a central "
-                         "task of educational data mining, yet many published models are difficult "
-                         "to reproduce, report no uncertainty, and are vulnerable to data leakage."))
-    else:
-        parts.append((1, ("Anticipating students' later achievement from earlier records" if ctx.has_waves
-                          else "Predicting students' achievement from their background and context")
-                         + " is a central task of educational data mining, yet many published models are difficult "
-                         "to reproduce, report no uncertainty, and are vulnerable to data leakage."))
-    parts.append((3, "We ask: " + ctx.t(ctx.spec["research_question"].rstrip(),
-                                         "research_spec.json:research_question")
+    task = (ctx.ph("abstract.task_milestones") if ctx.binary else
+            ctx.ph("abstract.task_later_achievement") if ctx.has_waves else ctx.ph("abstract.task_background"))
+    parts.append((1, ctx.ph("abstract.opening", task=task)))
+    question = ctx.t(ctx.spec["research_question"].rstrip(), "research_spec.json:research_question")
+    parts.append((3, ctx.ph("abstract.question", question=question)
                   + ("" if ctx.spec["research_question"].rstrip().endswith("?") else ".")))
-    parts.append((0, f"Using the {ctx.full_name}, we analysed {n['AnalyticN']} {ctx.units} "
-                     f"and {n['NPredictors']} predictors from {ctx.waves_text}, "
-                     + ("recoded missing-data reserve codes, " if has_reserve_codes(ctx) else "")
-                     + "split the data into training and test sets "
-                     + ctx.split_by
-                     + f"before any encoding or imputation, and compared {n['NModels']} models "
-                     f"({model_list(ctx) if len(ctx.results['models']) <= 4 else _families_phrase(ctx)})."))
-    res = (f"On a held-out test set of {n['TestN']} students, the selected model, {best}, reached "
-           f"{primary_stmt(ctx)}")
+    parts.append((0, ctx.ph(
+        "abstract.data", dataset=ctx.full_name, analytic_n=n["AnalyticN"], units=ctx.units,
+        n_predictors=n["NPredictors"], waves=ctx.waves_text,
+        recode=ctx.ph("abstract.recode_reserve_codes") + " " if has_reserve_codes(ctx) else "",
+        split_by=ctx.split_by, n_models=n["NModels"],
+        models=model_list(ctx) if len(ctx.results["models"]) <= 4 else _families_phrase(ctx))))
     others = [x for x in ctx.results["models"] if x != ctx.best and ctx.mac(x, ctx.primary)]
+    rest = ""
     if others:
         vals = sorted(others, key=lambda x: ctx.metric_value(x, ctx.primary))
         lo, hi = ctx.mac(vals[0], ctx.primary), ctx.mac(vals[-1], ctx.primary)
-        res += (f"; the other models reached {metric_name(ctx)} = {lo}" if lo == hi else
-                f"; the other models reached {metric_name(ctx)} between {lo} and {hi}")
-    parts.append((0, res + "."))
+        rest = "; " + (ctx.ph("abstract.others_equal", metric=metric_name(ctx), value=lo) if lo == hi else
+                       ctx.ph("abstract.others_range", metric=metric_name(ctx), low=lo, high=hi))
+    parts.append((0, ctx.ph("abstract.result", test_n=n["TestN"], model=best, performance=primary_stmt(ctx),
+                            others=rest)))
     if ctx.top_features:
-        feats = feature_names(ctx, 3)
-        lead = ("The features with the largest mean absolute SHAP values were "
-                if ctx.importance_key == "mean_abs_shap" else "The most important features were ")
-        parts.append((1, lead + join_list(feats) + "."))
+        feats = join_list(feature_names(ctx, 3))
+        parts.append((1, ctx.ph("abstract.features_shap", features=feats) if ctx.importance_key == "mean_abs_shap"
+                      else ctx.ph("abstract.features_importance", features=feats)))
     fair = _abstract_fairness(ctx)
     if fair:
         parts.append((2, fair))
     st = ctx.stability
     if st.get("runs") and st.get("unstable") is not None:
-
         k = n_perturbations(ctx)
         robust = ctx.claim("ranking_robust")
-        lead = f"Across {k} perturbations of the training data, the ranking of the top features "
         if st.get("unstable"):
-            parts.append((3, lead + "changed substantially, so it should not be read as a robust finding."))
+            parts.append((3, ctx.ph("abstract.ranking_unstable", k=k)))
         elif robust == "supported":
-            parts.append((3, lead + "was stable."))
+            parts.append((3, ctx.ph("abstract.ranking_stable", k=k)))
         elif robust == "inconclusive":
-            parts.append((3, f"Whether the ranking of the top features is robust across {k} perturbations of the "
-                             "training data is not settled by these "))
+            # The sentence is cut short in the paper as it stands ("... by these "); kept byte-identical.
+            parts.append((3, ctx.ph("abstract.ranking_inconclusive", k=k) + " "))
     s = strength(ctx)
     if suspiciously_high(ctx):
-        parts.append((0, ctx.ph("abstract.too_high", kind="survey-based" if ctx.survey else "educational")))
+        kind = ctx.ph("abstract.kind_survey") if ctx.survey else ctx.ph("abstract.kind_educational")
+        parts.append((0, ctx.ph("abstract.too_high", kind=kind)))
     elif ctx.claim("predicts_above_chance") == "supported":
-        what = "discrimination" if ctx.binary else "explanatory accuracy"
-        parts.append((2, f"{cap_first(information(ctx))} is thus predictive of "
-                         f"{lc_first(ctx.outcome_label) if ctx.binary or not ctx.has_waves else 'later achievement'} "
-                         "with "
-                         f"{s} {what}, although predictive associations do not identify causes."))
+        info, outcome = cap_first(information(ctx)), _predicted(ctx)
+        parts.append((2, ctx.ph("abstract.predictive_binary", information=info, outcome=outcome, strength=s)
+                      if ctx.binary else
+                      ctx.ph("abstract.predictive_regression", information=info, outcome=outcome, strength=s)))
     elif ctx.claim("predicts_above_chance") == "inconclusive":
-        parts.append((2, f"Whether {information(ctx)} predicts "
-                         f"{lc_first(ctx.outcome_label) if ctx.binary or not ctx.has_waves else 'later achievement'} "
-                         "better than "
-                         "chance is not settled by these data: the interval of the selected model's "
-                         f"{metric_name(ctx)} includes the chance level."))
-    disclosure = ("This study was generated automatically by the EDM-ARS pipeline with its "
-                  f"{'offline (template-based)' if ctx.offline else escape_latex(ctx.spec['backend'])} "
-                  "backend")
-    if ctx.unverified:
-        disclosure += "; it did not pass automated review and should be read as an unverified draft."
-    else:
-        disclosure += "."
-    parts.append((0, disclosure))
+        parts.append((2, ctx.ph("abstract.inconclusive", information=information(ctx), outcome=_predicted(ctx),
+                                metric=metric_name(ctx))))
+    backend = ctx.ph("abstract.backend_offline") if ctx.offline else escape_latex(ctx.spec["backend"])
+    parts.append((0, ctx.ph("abstract.disclosure_unverified", backend=backend) if ctx.unverified
+                  else ctx.ph("abstract.disclosure", backend=backend)))
 
     def words(ps: list[tuple[int, str]]) -> int:
         return word_count(" ".join(p for _, p in ps))
@@ -111,13 +93,17 @@ def write(ctx: Ctx) -> str:
     return " ".join(p for _, p in kept)
 
 
+def _predicted(ctx: Ctx) -> str:
+    """What the predictors predict: the outcome, or later achievement when it is a later wave's score."""
+    return lc_first(ctx.outcome_label) if ctx.binary or not ctx.has_waves else ctx.ph("abstract.later_achievement")
+
+
 def _families_phrase(ctx: Ctx) -> str:
     """'from penalised regression to tree ensembles, a neural network and a stacked ensemble'."""
     fams = {model_family(x) for x in ctx.results["models"]}
-    extra = (["a neural network"] if "mlp" in ctx.results["models"] else []) + (
-        ["a stacked ensemble"] if "stacking" in fams else [])
-    head = ("from penalised regression to tree ensembles" if {"linear", "tree"} <= fams
-            else "of several families")
+    extra = ([ctx.ph("abstract.family_neural")] if "mlp" in ctx.results["models"] else []) + (
+        [ctx.ph("abstract.family_stacked")] if "stacking" in fams else [])
+    head = ctx.ph("abstract.families_range") if {"linear", "tree"} <= fams else ctx.ph("abstract.families_several")
     return head + (", " + join_list(extra) if extra else "")
 
 
@@ -141,11 +127,7 @@ def _abstract_fairness(ctx: Ctx) -> str:
     label = ctx.t(lc_first(clean_label(label)), f"results.json:fairness.attributes.{attr}.label")
     status = ctx.claim(f"subgroup_gap_{attr}")
     if status == "unsupported":
-        return (f"A subgroup audit found no gap in the selected model's {metric_name(ctx, primary)} between "
-                "groups of students above the flagging threshold.")
-    text = (f"A subgroup audit found that the selected model's {metric_name(ctx, primary)} differed by up to "
-            f"{mac} between groups of {label}")
-    if status == "inconclusive":
-        return text + ("; the audit could not distinguish this gap from sampling variation or small groups, so "
-                       "it is inconclusive, and it describes predictive performance, not the groups.")
-    return text + "; this is a difference in predictive performance, not a causal finding about the groups."
+        return ctx.ph("abstract.fairness_no_gap", metric=metric_name(ctx, primary))
+    reading = (ctx.ph("abstract.gap_reading_inconclusive") if status == "inconclusive"
+               else ctx.ph("abstract.gap_reading_predictive"))
+    return ctx.ph("abstract.fairness_gap", metric=metric_name(ctx, primary), gap=mac, groups=label, reading=reading)

@@ -1,4 +1,4 @@
-"""Front matter: title, authors, keywords and the abstract."""
+"""Front matter: title, authors and keywords (the abstract is sections/abstract.py)."""
 
 from __future__ import annotations
 
