@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...conventions import STACKING
 from ...texescape import escape_latex
 from ..common import (
     feature_names,
@@ -64,7 +65,7 @@ def write(ctx: Ctx) -> str:
             parts.append((3, ctx.ph("abstract.ranking_stable", k=k)))
         elif robust == "inconclusive":
             # The sentence is cut short in the paper as it stands ("... by these "); kept byte-identical.
-            parts.append((3, ctx.ph("abstract.ranking_inconclusive", k=k) + " "))
+            parts.append((3, ctx.ph("abstract.ranking_inconclusive", k=k)))
     s = strength(ctx)
     if suspiciously_high(ctx):
         kind = ctx.ph("abstract.kind_survey") if ctx.survey else ctx.ph("abstract.kind_educational")
@@ -102,7 +103,7 @@ def _families_phrase(ctx: Ctx) -> str:
     """'from penalised regression to tree ensembles, a neural network and a stacked ensemble'."""
     fams = {model_family(x) for x in ctx.results["models"]}
     extra = ([ctx.ph("abstract.family_neural")] if "mlp" in ctx.results["models"] else []) + (
-        [ctx.ph("abstract.family_stacked")] if "stacking" in fams else [])
+        [ctx.ph("abstract.family_stacked")] if STACKING in fams else [])
     head = ctx.ph("abstract.families_range") if {"linear", "tree"} <= fams else ctx.ph("abstract.families_several")
     return head + (", " + join_list(extra) if extra else "")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...conventions import STACKING
 from .. import narrative
 from ..common import automation_note, has_reserve_codes, outcome_sentence_np
 from ..context import Ctx
@@ -34,7 +35,7 @@ def write(ctx: Ctx) -> str:
         linear=ctx.ph("introduction.family_linear") + c.citep("elastic_net", limit=2),
         ensembles=ctx.ph("introduction.family_trees") + c.citep("random_forest", "xgboost", limit=3),
         others=(", " + ctx.ph("introduction.family_neural") if "mlp" in models else "")
-        + (" and " + ctx.ph("introduction.family_stacked") if any(model_family(x) == "stacking" for x in models)
+        + (" and " + ctx.ph("introduction.family_stacked") if any(model_family(x) == STACKING for x in models)
            else ""))
     paras.append(text)
     recode = ctx.ph("introduction.recode_reserve_codes") + " " if has_reserve_codes(ctx) else ""

@@ -201,7 +201,7 @@ FAMILY_CITES = {"logistic": ("hastie2009elements", "linear"),
                 "elastic_net": ("zou2005regularization", "elastic_net"),
                 "random_forest": ("breiman2001random", "random_forest"),
                 "xgboost": ("chen2016xgboost", "xgboost"),
-                "stacking": ("wolpert1992stacked", "stacking")}
+                STACKING: ("wolpert1992stacked", "stacking")}
 
 
 _SEARCH = re.compile(r"random search of (\d+) candidates raced over folds: all on (\d+) folds?, "
