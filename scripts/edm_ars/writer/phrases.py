@@ -13,7 +13,7 @@ join phrases with spaces.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,6 @@ class PhraseError(EdmArsError):
 class Phrases:
     table: dict[str, str]  # "section.key" -> template
     source: str = "phrases"
-    used: set[str] = field(default_factory=set)
 
     @classmethod
     def load(cls, path: str | Path) -> Phrases:
@@ -73,7 +72,6 @@ class Phrases:
             problems = ([f"no value for slot(s) {', '.join(missing)}"] if missing else []) + (
                 [f"value(s) given for {', '.join(extra)}, which the phrase does not use"] if extra else [])
             raise PhraseError(f"{self.source}: phrase {key}: {'; '.join(problems)}")
-        self.used.add(key)
         out, end = [], 0
         for m in found:
             out += [template[end:m.start()], str(values[m.group(1)])]
