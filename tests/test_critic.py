@@ -122,6 +122,23 @@ def test_two_major_at_score_7_pass():
     assert compute_verdict(majors, 7.0, round_=0, max_revisions=2)["verdict"] == "PASS"
 
 
+def test_an_issue_that_caps_the_verdict_never_passes_whatever_its_severity_and_the_score():
+    capped = [issue("dp_data_checks", "minor", caps_verdict=True)]
+    mid = compute_verdict(capped, 9.9, round_=0, max_revisions=2, model_verdict="PASS")
+    assert mid["verdict"] == "REVISE"
+    assert any("cap the verdict dp_data_checks" in n for n in mid["notes"])
+    last = compute_verdict(capped, 9.9, round_=2, max_revisions=2)
+    assert (last["verdict"], last["unverified"]) == ("PASS", True)
+
+
+def test_a_failed_data_check_caps_the_offline_review(good, reg):
+    report = dict(good["report"], checks=[*good["report"]["checks"], {"name": "no_constant_columns", "passed": False}])
+    r = review(good["spec"], report, good["results"], reg, round_=0, max_revisions=2)
+    failed = next(i for i in r["issues"] if i["id"] == "dp_data_checks")
+    assert failed["caps_verdict"] is True
+    assert r["verdict"] == "REVISE" and r["overall_score"] >= 7
+
+
 def test_model_pass_with_a_critical_is_overruled_then_unverified_in_the_last_round():
     critical = [issue("an_test_rows_only", "critical")]
     mid = compute_verdict(critical, 8.0, round_=1, max_revisions=2, model_verdict="PASS")

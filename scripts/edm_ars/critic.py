@@ -367,10 +367,14 @@ def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
 
 
 def _issue(id_: str, severity: str, dimension: str, stage: str, description: str, recommendation: str,
-           unfixable: bool = False, source: str = "code", actions: tuple | list = ()) -> dict[str, Any]:
-    return {"id": id_, "severity": severity, "category": dimension, "target_stage": stage,
-            "description": description, "recommendation": recommendation, "unfixable": unfixable,
-            "source": source, "actions": [dict(a, issue=a.get("issue") or id_) for a in actions]}
+           unfixable: bool = False, source: str = "code", actions: tuple | list = (),
+           caps: bool = False) -> dict[str, Any]:
+    issue = {"id": id_, "severity": severity, "category": dimension, "target_stage": stage,
+             "description": description, "recommendation": recommendation, "unfixable": unfixable,
+             "source": source, "actions": [dict(a, issue=a.get("issue") or id_) for a in actions]}
+    if caps:
+        issue["caps_verdict"] = True
+    return issue
 
 
 def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str, Any] | None = None
@@ -394,7 +398,7 @@ def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str
             issues.append(_issue(item["id"], severity, item["dimension"], item["target_stage"],
                                  f.message or item["description"], item["recommendation"],
                                  unfixable=bool(item.get("unfixable")) and severity == "critical",
-                                 actions=f.actions))
+                                 actions=f.actions, caps=bool(item.get("caps_verdict"))))
     return checks, issues
 
 
@@ -423,8 +427,11 @@ def dimension_scores(issues: list[dict[str, Any]], weights: dict[str, float] | N
     return scores, overall
 
 
-def _not_pass_reasons(critical: list[dict], major: list[dict], overall: float, forced: bool) -> list[str]:
+def _not_pass_reasons(critical: list[dict], major: list[dict], overall: float, forced: bool,
+                      capping: list[dict] | None = None) -> list[str]:
     reasons = []
+    if capping:
+        reasons.append(f"issue(s) that cap the verdict {', '.join(i['id'] for i in capping)}")
     if critical:
         reasons.append(f"critical issue(s) {', '.join(i['id'] for i in critical)}")
     if len(major) > MAX_MAJOR:
@@ -438,13 +445,15 @@ def _not_pass_reasons(critical: list[dict], major: list[dict], overall: float, f
 
 def compute_verdict(issues: list[dict[str, Any]], overall: float, *, round_: int, max_revisions: int,
                     model_verdict: str | None = None, forced: bool = False) -> dict[str, Any]:
-    """PASS iff no critical issue, at most two major and overall >= 7; ABORT only for an unfixable critical
-    issue; REVISE otherwise. REVISE with no rounds left (round >= max_revisions) becomes PASS flagged
+    """PASS iff no critical issue, no issue that caps the verdict (`caps_verdict`: a failed data check, a
+    leakage flag, an undisclosed generated data set, an inconsistent claim, whatever its severity), at most two
+    major and overall >= 7; ABORT only for an unfixable critical issue; REVISE otherwise. REVISE with no rounds left (round >= max_revisions) becomes PASS flagged
     UNVERIFIED. A model's verdict is advisory: a disagreement is recorded in the notes, never followed."""
     critical = [i for i in issues if i["severity"] == "critical"]
     major = [i for i in issues if i["severity"] == "major"]
     unfixable = [i for i in critical if i.get("unfixable")]
-    reasons = _not_pass_reasons(critical, major, overall, forced)
+    capping = [i for i in issues if i.get("caps_verdict")]
+    reasons = _not_pass_reasons(critical, major, overall, forced, capping)
     if unfixable:
         verdict = "ABORT"
     elif not reasons:
@@ -776,7 +785,7 @@ def merge_issues(code_issues: list[dict[str, Any]], model_issues: list[dict[str,
         unfixable = bool(item and item["check"] == "model" and item.get("unfixable")) and raw["severity"] == "critical"
         merged.append(_issue(id_, raw["severity"], category, stage, raw["description"],
                              raw.get("recommendation") or (item or {}).get("recommendation", ""), unfixable,
-                             source="model"))
+                             source="model", caps=bool(item and item.get("caps_verdict"))))
         seen.add(id_)
     return merged, notes
 
