@@ -25,7 +25,15 @@ from edm_ars.writer import (
 )
 from edm_ars.writer.integrity import document_placeholders
 from edm_ars.writer.latex import latex_errors, undefined_refs
-from edm_ars.writer.macros import MacroTable, fmt_ci, fmt_count, fmt_metric, fmt_pct, text_with_macros
+from edm_ars.writer.macros import (
+    MacroTable,
+    fmt_ci,
+    fmt_count,
+    fmt_metric,
+    fmt_pct,
+    template_macros,
+    text_with_macros,
+)
 from edm_ars.writer.verify import verify_paper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -561,10 +569,10 @@ def test_numbers_come_through_macros(any_paper):
     results_text = slot_content(tex, "RESULTS")
     assert not re.search(r"\d\.\d", _strip_cmds(results_text))
     assert not re.search(r"\d\.\d", _strip_cmds(slot_content(tex, "ABSTRACT")))
-    # every capitalised macro used is defined in numbers.tex (or is the template's \Rsq)
+    # every capitalised macro used is defined in numbers.tex (or is one of the template's label macros, \Rsq)
     defined = set(re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", (out / "numbers.tex").read_text()))
     used = set(re.findall(r"\\([A-Z][A-Za-z]*)\{\}", tex))
-    assert used - defined <= {"Rsq"}, used - defined
+    assert used - defined <= template_macros(TEMPLATE.read_text()), used - defined
     records = json.loads((out / "numbers.json").read_text())["macros"]
     assert all(re.fullmatch(r"\\[A-Za-z]+", r["macro"]) and r["source"] for r in records)
 
@@ -1184,3 +1192,37 @@ def test_other_data_sets_are_described_from_their_registry(tmp_path, registry, n
         assert "the same cross-section as the outcome" in tex and "precedence could not be checked" in tex
     else:
         assert "kindergarten year" in tex and "cross-section" not in tex
+
+
+# ---- label macros are not number macros ---------------------------------------------------------------
+def test_the_template_label_macros_are_read_from_the_template():
+    assert template_macros(TEMPLATE.read_text()) == {"Rsq"}  # \unverifiedbox, \fitcolumn take an argument
+    planted = ("\\providecommand{\\Rsq}{\\ensuremath{R^{2}}}\n\\newcommand\\Auc{AUC}\n"
+               "\\DeclareRobustCommand*{\\Brier}{Brier}\n\\newcommand{\\Box}[1]{#1}\n"
+               "% \\newcommand{\\Commented}{x}\n\\renewcommand\\footnotetextcopyrightpermission[1]{}\n")
+    assert template_macros(planted) == {"Rsq", "Auc", "Brier"}
+
+
+def test_a_model_discussion_may_use_the_template_label_macros_but_no_unknown_macro(tmp_path):
+    """A model-written Discussion of a continuous study uses \\Rsq{} (the template's notation, no number): it is
+    accepted; an undefined \\Name{} is still rejected as an unknown number macro."""
+    from edm_ars.writer.model_prose import check
+
+    seen = {}
+
+    def rewriter(ctx, drafts):
+        draft = drafts["DISCUSSION"]
+        seen["rsq"] = check(ctx, "DISCUSSION", draft + "\n\nThe \\Rsq{} of the selected model is \\BestRSquared{}.")
+        seen["unknown"] = check(ctx, "DISCUSSION", draft + "\n\nIts score was \\ReviewScoreX{} on \\Rsq{}.")
+        seen["notation"] = ctx.notation
+        return {}, []
+
+    arts = {"spec": spec(False), "literature": literature(), "data_report": data_report(False),
+            "results": results(False), "review": review(True)}
+    build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
+                figures_dir=_make_figures(tmp_path / "round"), template=TEMPLATE, out_dir=tmp_path / "paper",
+                phrases=PHRASES, registry_labels=REGISTRY_LABELS, dataset=HSLS_PROSE, rewriter=rewriter)
+    assert seen["notation"] == {"Rsq"}
+    text, note = seen["rsq"]
+    assert text is not None and "\\Rsq{}" in text, note
+    assert seen["unknown"] == (None, "unknown number macro(s): ReviewScoreX")

@@ -107,6 +107,7 @@ class Ctx:
     outline: dict[str, Any] = field(default_factory=dict)  # writer.outline.choose
     registry_groups: dict[str, str] = field(default_factory=dict)  # variable -> registry group
     dataset: dict[str, Any] = field(default_factory=dict)  # the registry's prose (names, design, unit, waves)
+    notation: frozenset[str] = frozenset()  # the template's label macros (\Rsq): text, not numbers
 
     def claim(self, id_: str) -> str:
         """The results debate's status of a claim ('unsupported' when the debate did not make it): the
