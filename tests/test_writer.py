@@ -1226,3 +1226,66 @@ def test_a_model_discussion_may_use_the_template_label_macros_but_no_unknown_mac
     text, note = seen["rsq"]
     assert text is not None and "\\Rsq{}" in text, note
     assert seen["unknown"] == (None, "unknown number macro(s): ReviewScoreX")
+
+
+# ---- the review's score is never quoted; the automation is disclosed once ------------------------------
+_SCORE_WORDS = re.compile(r"out of (?:ten|10)\b|overall score\b|(?:review|critic)(?:'s)? score\b|score of \d|"
+                          r"dimension scores?", re.I)
+
+
+def review_score_quotes(out: Path, review_: dict) -> list[str]:
+    """Where the paper in `out` quotes the automated review's scores: a macro printing one of them (its source in
+    numbers.json), a sentence that speaks of a score out of ten, or a sentence printing the overall score or a
+    dimension score next to the word "score"."""
+    tex = (out / "paper.tex").read_text()
+    found = [f"macro {m['macro']} ({m['source']})" for m in json.loads((out / "numbers.json").read_text())["macros"]
+             if re.match(r"review_report\.json:(?:overall_score|dimension_scores)", m["source"])]
+    macros = {m["macro"].lstrip("\\"): m["value"] for m in json.loads((out / "numbers.json").read_text())["macros"]}
+    body = re.sub(r"\\([A-Za-z]+)\{\}", lambda m: macros.get(m.group(1), m.group(0)), tex.split("\\begin{document}")[1])
+    scores = [review_.get("overall_score")] + list((review_.get("dimension_scores") or {}).values())
+    printed = {f"{float(s):.1f}" for s in scores if isinstance(s, (int, float))}
+    for sentence in re.split(r"(?<=[.!?])\s+", body):
+        if _SCORE_WORDS.search(sentence) or ("score" in sentence.lower() and any(
+                re.search(rf"(?<![\d.]){re.escape(p)}(?!\d)", sentence) for p in printed)):
+            found.append(" ".join(sentence.split())[:160])
+    return found
+
+
+@pytest.mark.parametrize("kind", ["binary_unverified", "regression_passed", "real", "real_regression"])
+def test_no_paper_quotes_the_review_score_and_the_automation_is_disclosed_once(tmp_path, kind):
+    if kind.startswith("real"):
+        _, out, arts = _build_real(tmp_path, kind == "real_regression")
+        rv = arts["review"]
+    else:
+        binary = kind.startswith("binary")
+        _, out = _build(tmp_path, binary=binary, passed=not binary)
+        rv = review(not binary)
+    assert review_score_quotes(out, rv) == []
+    tex = (out / "paper.tex").read_text()
+    body = tex.split("\\begin{document}")[1]
+    assert len(re.findall(r"generated automatically", body)) == 1
+    assert "generated automatically by EDM-ARS" in slot_content(tex, "METHODS")
+    assert "offline backend" in slot_content(tex, "METHODS")
+    if kind == "binary_unverified":  # the warning box stays, and the appendix lists the review's issues
+        assert "\\unverifiedbox{\\textbf{Unverified draft.}" in slot_content(tex, "UNVERIFIED")
+        assert "R1" in slot_content(tex, "APPENDIX") and "sentinel values" in slot_content(tex, "APPENDIX")
+    else:
+        assert "passed the automated review" in slot_content(tex, "DISCUSSION")
+
+
+def test_a_quoted_review_score_is_found(binary_paper):
+    """The helper above catches the score however it is printed: planted in the discussion as a sentence, or as a
+    number macro of the review's score."""
+    _, out = binary_paper
+    tex = (out / "paper.tex").read_text()
+    rv = review(False)
+    for planted in ("An automated review passed it with an overall score of 9.9 out of ten.",
+                    "The Critic gave the study 5.5 on its score card."):
+        (out / "paper.tex").write_text(fill_slot(tex, "DISCUSSION", slot_content(tex, "DISCUSSION") + "\n" + planted))
+        assert review_score_quotes(out, rv), planted
+    numbers = json.loads((out / "numbers.json").read_text())
+    numbers["macros"].append({"macro": "\\ReviewScore", "value": "5.5", "raw": 5.5,
+                              "source": "review_report.json:overall_score"})
+    (out / "numbers.json").write_text(json.dumps(numbers))
+    (out / "paper.tex").write_text(tex)
+    assert review_score_quotes(out, rv) == ["macro \\ReviewScore (review_report.json:overall_score)"]
