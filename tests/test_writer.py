@@ -1289,3 +1289,37 @@ def test_a_quoted_review_score_is_found(binary_paper):
     (out / "numbers.json").write_text(json.dumps(numbers))
     (out / "paper.tex").write_text(tex)
     assert review_score_quotes(out, rv) == ["macro \\ReviewScore (review_report.json:overall_score)"]
+
+
+def appendix_page_problems(pdf: Path) -> list[str]:
+    """Why the appendix of `pdf` does not start on a fresh page: its first heading ("A" then the title in
+    capitals, in pdftotext's reading order) must open a page (only the running header before it), on a page
+    after the references, and no numbered body section may follow it."""
+    pages = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout.split("\f")
+    heading = re.compile(r"^A\s*\n\s*\n?[A-Z][A-Z ]{3,}$", re.M)
+    at = next((i for i, p in enumerate(pages) if heading.search(p)), None)
+    if at is None:
+        return ["no appendix heading"]
+    problems = []
+    lines = [line.strip() for line in pages[at][: heading.search(pages[at]).start()].splitlines() if line.strip()]
+    if len(lines) > 1:  # the running header (the title or the authors) is the one line allowed above it
+        problems.append(f"page {at + 1} holds text before the appendix: {lines[:3]}")
+    ref = next((i for i, p in enumerate(pages) if re.search(r"^REFERENCES$", p, re.M)), None)
+    if ref is None or ref >= at:
+        problems.append(f"the references (page {ref and ref + 1}) do not come before the appendix (page {at + 1})")
+    after = [pages[at][heading.search(pages[at]).end():], *pages[at + 1:]]
+    if any(re.search(r"^\d\s*\n\s*\n?[A-Z]{4,}", p, re.M) for p in after):
+        problems.append("a numbered body section follows the appendix")
+    return problems
+
+
+@pytest.mark.workflow
+@needs_latex
+def test_the_appendix_starts_on_a_fresh_page(tmp_path):
+    """The unverified binary fixture has both appendices (hyperparameters, review issues) and body floats."""
+    _, out = _build(tmp_path, binary=True, passed=False)
+    assert appendix_page_problems(compile_pdf(out / "paper.tex", out / "latexmk.log")) == []
+    # the check finds an appendix that runs on after the references (the template without its \clearpage)
+    tex = (out / "paper.tex").read_text()
+    (out / "paper.tex").write_text(tex.replace("\\clearpage\n\\appendix", "\\appendix"))
+    assert appendix_page_problems(compile_pdf(out / "paper.tex", out / "latexmk.log"))

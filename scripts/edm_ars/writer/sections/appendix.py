@@ -40,7 +40,8 @@ def hyperparameter_table(ctx: Ctx) -> str:
             + ctx.ph("appendix.hyperparameters_table"))
     if cv:
         text += " " + ctx.ph("appendix.hyperparameters_cv", metric=metric_name(ctx), scores=join_list(cv))
-    return (text + "\n\n\\begin{table}[tbp]\n"
+    # [htbp]: the table stays below the appendix heading on the appendix's own page (Section A comes first)
+    return (text + "\n\n\\begin{table}[htbp]\n"
             f"\\caption{{{ctx.ph('appendix.hyperparameters_caption')}}}\n"
             "\\label{tab:hyperparameters}\n\\small\n"
             "\\begin{tabularx}{\\columnwidth}{@{}ll"
