@@ -7,8 +7,10 @@ are expanded (scientific notation too: 1.2e-3, 1.2 \\times 10^{-3}, 1.2\\cdot10^
 - **exempt**: years (1900-2100) and small integers (|n| <= 100) printed without decimals, and confidence levels
   ("95\\% CI"); any other integer percentage ("84 per cent") is a share of something and is reconciled;
 - **matched**: a number printed through a macro agrees, at its printed precision, with the value at the
-  macro's recorded source (a JSON path in an artifact, a simple derivation such as ``len(...)`` or
-  ``|a - b|``, or the artifact text a number was quoted from); a literal number agrees with some value of
+  macro's recorded source (a JSON path in an artifact or a derivation of such paths, ``len(...)``,
+  ``count(...[filter])``, ``|a - b|``, a ratio ``a / b``, ``100 * a``: every form the Writer emits is evaluated
+  by writer/sources.py, and a computed macro whose source cannot be evaluated is unmatched; or the artifact
+  text a number was quoted from); a literal number agrees with some value of
   the artifacts: a leaf, a list length, or a sum or difference of sibling values (values of one object,
   or the same key across the objects of one list or mapping). A percentage (84.4\\%, 84.4~\\%, 84.4 percent,
   84 per cent, \\SI{84.4}{\\percent}) also matches a value 100 times smaller at the same printed precision
