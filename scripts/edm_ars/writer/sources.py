@@ -83,7 +83,7 @@ def _literal(text: str) -> Any:
 
 def _same(value: Any, wanted: Any) -> bool:
     if isinstance(wanted, bool) or wanted is None:
-        return value is wanted or (wanted is None and value is None)
+        return value is wanted
     if _is_number(value):
         try:
             return float(value) == float(wanted)
