@@ -107,6 +107,7 @@ class Ctx:
     outline: dict[str, Any] = field(default_factory=dict)  # writer.outline.choose
     registry_groups: dict[str, str] = field(default_factory=dict)  # variable -> registry group
     dataset: dict[str, Any] = field(default_factory=dict)  # the registry's prose (names, design, unit, waves)
+    notation: frozenset[str] = frozenset()  # the template's label macros (\Rsq): text, not numbers
 
     def claim(self, id_: str) -> str:
         """The results debate's status of a claim ('unsupported' when the debate did not make it): the
@@ -486,10 +487,7 @@ def register_numbers(ctx: Ctx) -> None:
             n[f"feat|{i}"] = m.metric(macro_name("Feature", spell_digits(str(i + 1)), "Importance"),
                                       f[key], f"results.json:top_features.{i}.{key}")
     # review
-    rv = ctx.review
-    if isinstance(rv.get("overall_score"), (int, float)):
-        n["ReviewScore"] = m.add("ReviewScore", f"{float(rv['overall_score']):.1f}",
-                                 float(rv["overall_score"]), "review_report.json:overall_score")
+    rv = ctx.review  # the review's scores are not printed (the paper says whether it passed and lists its issues)
     n["NIssues"] = m.count("NReviewIssues", len(rv.get("issues") or []),
                            "len(review_report.json:issues)", derived=True)
     excluded = [p for p in ctx.lit.get("papers", []) or [] if p.get("status") != "VERIFIED"]

@@ -97,13 +97,11 @@ def write(ctx: Ctx) -> str:
             add("stability", ctx.ph("discussion.stability_stable"))
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
-    score = n.get("ReviewScore")
-    if ctx.unverified:
+    if ctx.unverified:  # the review's score is never quoted: its verdict and (in the appendix) its issues
         add("review", ctx.ph("discussion.review_unverified", verdict=verdict.lower(),
-                             with_score=" " + ctx.ph("discussion.review_score", score=score) if score else "",
                              marked=" " + ctx.ph("discussion.review_marked") if rv.get("unverified") else ""))
-    elif score:
-        add("review", ctx.ph("discussion.review_passed", score=score))
+    else:
+        add("review", ctx.ph("discussion.review_passed"))
     add("meaning", narrative.meaning(ctx))
     add("practice", narrative.practice(ctx))
     add("limits", narrative.limits(ctx))

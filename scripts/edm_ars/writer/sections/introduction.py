@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from .. import narrative
-from ..common import automation_note, has_reserve_codes, outcome_sentence_np
+from ..common import has_reserve_codes, outcome_sentence_np
 from ..context import Ctx
 from ..text import cap_first, join_list, model_family
 
@@ -67,7 +67,7 @@ def write(ctx: Ctx) -> str:
         tail = (ctx.ph("introduction.expected_contribution",
                        contribution=ctx.t(ec, "research_spec.json:expected_contribution"))
                 + ("" if ec.endswith(".") else ".") + " ")
-    tail += f"{automation_note(ctx)} {ctx.ph('introduction.roadmap')}"
+    tail += ctx.ph("introduction.roadmap")  # the automation is disclosed once, in the Methods
     paras.append(tail)
     return "\n\n".join(paras)
 
