@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.container import Container  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
-from matplotlib.ticker import FixedFormatter  # noqa: E402
+from matplotlib.ticker import FixedFormatter, FixedLocator, ScalarFormatter  # noqa: E402
 from sklearn.metrics import roc_curve  # noqa: E402
 
 plt.rcParams.update({"font.size": 8, "pdf.fonttype": 42, "svg.hashsalt": "edm-ars"})
@@ -148,17 +148,29 @@ def _label(artist: Any) -> str | None:
     return None if not label or label.startswith("_") else label
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("\u2212", "-").rstrip("%").strip())
+    except ValueError:
+        return False
+    return True
+
+
 def _axis_facts(ax: Axes, axis: Any, siblings: list[int]) -> dict[str, Any]:
-    """An axis: its label, whether it is categorical (fixed tick labels: the categories) or numeric, the
-    categories in the order of their positions (left to right, bottom to top), the axes it is shared with."""
-    out: dict[str, Any] = {"label": axis.get_label_text(), "shared_with": siblings}
-    if isinstance(axis.get_major_formatter(), FixedFormatter) or axis.get_converter() is not None:
-        lo, hi = sorted(axis.get_view_interval())
-        ticks = sorted((tick.get_loc(), tick.label1.get_text()) for tick in axis.get_major_ticks()
-                       if lo - 1e-9 <= tick.get_loc() <= hi + 1e-9 and tick.label1.get_text().strip())
-        out.update(kind="categorical", categories=[t for _, t in ticks])
-    else:
-        out["kind"] = "numeric"
+    """An axis: its label, whether it is categorical or numeric, the categories in the order of their positions
+    (left to right, bottom to top), the axes it is shared with. An axis is categorical when its tick labels are
+    fixed texts (set with the ticks, or a FixedFormatter) that are not numbers, or when it plots strings."""
+    lo, hi = sorted(axis.get_view_interval())
+    ticks = sorted((tick.get_loc(), tick.label1.get_text()) for tick in axis.get_major_ticks()
+                   if lo - 1e-9 <= tick.get_loc() <= hi + 1e-9 and tick.label1.get_text().strip())
+    fixed = isinstance(axis.get_major_formatter(), FixedFormatter) or isinstance(axis.get_major_locator(),
+                                                                                 FixedLocator)
+    categorical = (axis.get_converter() is not None and not isinstance(axis.get_major_formatter(), ScalarFormatter)
+                   ) or (fixed and any(not _is_number(t) for _, t in ticks))
+    out: dict[str, Any] = {"label": axis.get_label_text(), "kind": "categorical" if categorical else "numeric"}
+    if categorical:
+        out["categories"] = [t for _, t in ticks]
+    out["shared_with"] = siblings
     return out
 
 
