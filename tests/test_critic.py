@@ -767,6 +767,66 @@ def test_real_client_sends_image_blocks_to_the_anthropic_api(good, reg, prompts,
     validate(rv, "review_report")
 
 
+def test_the_model_critic_sees_the_png_renderings_of_the_key_figures(good, reg, prompts, tmp_path, monkeypatch):
+    """Key figures drawn by the Analyst's code (PDF + PNG in the round's figure folders) reach the fake Anthropic
+    server as image blocks holding the PNG files' bytes, in KEY_FIGURES order; a PDF-only figure is named in the
+    notes, the others are not."""
+    import base64
+
+    import numpy as np
+    from fakes.llm_servers import FakeAnthropic
+
+    from edm_ars import figures
+    from edm_ars.explain import summary_figure
+    from edm_ars.fairness import fairness_figure
+    from edm_ars.llm import AgentSettings, LLMClient
+
+    for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-critic-0000")
+    rng = np.random.default_rng(0)
+    y, p = rng.integers(0, 2, 400).astype(float), rng.uniform(size=400)
+    X = __import__("pandas").DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])
+    round_dir = tmp_path / "output" / "round_0"
+    a = copy.deepcopy(good)
+    drawn = {"roc": figures.roc_figure(y, {"m": p}, {"m": "Model"}, {"m": 0.5}, round_dir / "figures/evaluate/roc.pdf"),
+             "shap_summary": summary_figure(X.to_numpy(), X, {c: c for c in X.columns}, None,
+                                            round_dir / "figures/explain/shap_summary.pdf"),
+             "fairness": fairness_figure({"primary_metric": "auc", "overall": {"auc": 0.7}, "attributes": {
+                 "X1SEX": {"label": "Sex", "kind": "attribute", "groups": [
+                     {"group": g, "reliable": True, "metric": m, "ci": [m - 0.05, m + 0.05]}
+                     for g, m in (("Female", 0.72), ("Male", 0.68))]}}}, round_dir / "figures/fairness/fairness.pdf")}
+    folders = {"roc": "evaluate", "shap_summary": "explain", "fairness": "fairness"}
+    for f in a["results"]["figures"]:
+        if f["kind"] in drawn:
+            f.update(path=f"figures/{folders[f['kind']]}/{f['kind']}.pdf", drawn=drawn[f["kind"]],
+                     png=f"figures/{folders[f['kind']]}/{f['kind']}.png")
+    a["results"]["figures"].append({"path": "figures/evaluate/observed_predicted.pdf", "kind": "observed_predicted",
+                                    "caption": "Observed against predicted."})  # a PDF without its PNG
+    (round_dir / "figures/evaluate/observed_predicted.pdf").write_bytes(b"%PDF-1.4")
+    paths = key_figure_paths(a["results"], round_dir)
+    code = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2)
+    reply = "<thinking>methodologist, skeptic, synthesizer</thinking>\n" + json.dumps(model_answer())
+    with FakeAnthropic([reply]) as server:
+        settings = AgentSettings(agent="critique", backend="anthropic", model="claude-test", temperature=0.0,
+                                 max_tokens=2000, timeout_s=5.0, max_retries=0, base_url=server.url)
+        client = LLMClient(settings, run_round=0, cache_dir=tmp_path / "cache", ledger_path=tmp_path / "l.jsonl",
+                           transcript_dir=None)
+        rv = review_with_model(client, prompts, a["spec"], a["report"], a["results"], paths, code, images=True)
+    sent = server.requests[0]["messages"][0]["content"]
+    images = [b for b in sent if b["type"] == "image"]
+    assert rv["figures_attached"] == ["roc", "shap_summary", "fairness"] and len(images) == 3
+    for kind, block in zip(rv["figures_attached"], images, strict=True):
+        png = round_dir / f"figures/{folders[kind]}/{kind}.png"
+        assert block["source"] == {"type": "base64", "media_type": "image/png",
+                                   "data": base64.b64encode(png.read_bytes()).decode("ascii")}
+    assert [n for n in rv["notes"] if n.startswith("figure not attached")] == [
+        "figure not attached: observed_predicted: no PNG rendering of observed_predicted.pdf"]
+    assert "(attached as an image)" in sent[0]["text"]
+
+
 def test_images_are_not_sent_to_other_backends(good, reg, prompts, tmp_path):
     (tmp_path / "roc.png").write_bytes(PNG)
     code = review(good["spec"], good["report"], good["results"], reg, round_=0, max_revisions=2)
