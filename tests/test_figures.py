@@ -208,3 +208,31 @@ def test_the_record_is_read_from_the_drawn_figure_so_a_drawn_defect_is_caught(tm
     assert drawn["axes"][0]["x"]["kind"] == "categorical" and drawn["axes"][0]["series"][0]["kind"] == "bar"
     [problem] = figure_problems({"kind": "bars", "path": "bars.pdf", "drawn": drawn}, {})
     assert "are not in the places the labels state" in problem
+
+
+def test_figures_kept_from_the_previous_round_bring_their_png(tmp_path):
+    """The explain phase keeps an unchanged interpreted model's explanation and copies its figures from the
+    previous round's folder: the PNG renderings come along, and the record of what each figure shows."""
+    import pandas as pd
+
+    from edm_ars.explain import explain_models
+
+    earlier_dir, fig_dir = tmp_path / "round_0", tmp_path / "round_1"
+    earlier_dir.mkdir()
+    for name in ("shap_summary", "shap_importance"):
+        (earlier_dir / f"{name}.pdf").write_bytes(b"%PDF-1.4 " + name.encode())
+        (earlier_dir / f"{name}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + name.encode())
+    cfg = {"background": 10, "max_samples": 50, "other_samples": 20, "kernel_samples": 10, "timeout_s": 5}
+    inputs = {"model": "models/logistic.joblib", "max_samples": 50}
+    figs = [{"path": f"figures/explain/{n}.pdf", "kind": n, "caption": "c", "png": f"figures/explain/{n}.png",
+             "drawn": {"axes": [], "colorbars": [], "legends": []}} for n in ("shap_summary", "shap_importance")]
+    earlier = {"interpreted_model": "logistic", "figures": figs,
+               "by_model": {"logistic": {"inputs": inputs, "top_features": [{"feature": "a"}]}}}
+    evaluation = {"interpreted_model": "logistic", "task": "binary_classification", "above_floor": ["logistic"],
+                  "models": {"logistic": {"label": "Logistic regression"}}}
+    X = pd.DataFrame({"a": range(20)})
+    doc = explain_models(evaluation, {"logistic": "models/logistic.joblib"}, lambda f: None, X, X, {"a": "a"},
+                         {}, cfg, 0, fig_dir, earlier=earlier, earlier_figures=earlier_dir)
+    assert doc["figures"] == figs
+    for name in ("shap_summary.pdf", "shap_summary.png", "shap_importance.pdf", "shap_importance.png"):
+        assert (fig_dir / name).read_bytes() == (earlier_dir / name).read_bytes()
