@@ -17,9 +17,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.category import StrCategoryConverter  # noqa: E402
 from matplotlib.container import Container  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
-from matplotlib.ticker import FixedFormatter, FixedLocator, ScalarFormatter  # noqa: E402
+from matplotlib.ticker import FixedFormatter, FixedLocator  # noqa: E402
 from sklearn.metrics import roc_curve  # noqa: E402
 
 plt.rcParams.update({"font.size": 8, "pdf.fonttype": 42, "svg.hashsalt": "edm-ars"})
@@ -165,8 +166,8 @@ def _axis_facts(ax: Axes, axis: Any, siblings: list[int]) -> dict[str, Any]:
                    if lo - 1e-9 <= tick.get_loc() <= hi + 1e-9 and tick.label1.get_text().strip())
     fixed = isinstance(axis.get_major_formatter(), FixedFormatter) or isinstance(axis.get_major_locator(),
                                                                                  FixedLocator)
-    categorical = (axis.get_converter() is not None and not isinstance(axis.get_major_formatter(), ScalarFormatter)
-                   ) or (fixed and any(not _is_number(t) for _, t in ticks))
+    categorical = isinstance(axis.get_converter(), StrCategoryConverter) or (
+        fixed and any(not _is_number(t) for _, t in ticks))
     out: dict[str, Any] = {"label": axis.get_label_text(), "kind": "categorical" if categorical else "numeric"}
     if categorical:
         out["categories"] = [t for _, t in ticks]
