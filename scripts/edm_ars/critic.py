@@ -347,6 +347,18 @@ def check_evaluation_figures(a: Artifacts, p: dict[str, Any]) -> Finding:
     return Finding(not missing, missing, f"Evaluation figures are missing: {', '.join(missing)}.")
 
 
+@code_check("figure_sanity")
+def check_figure_sanity(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """Each figure as drawn (its `drawn` record in results.json): numeric axes labelled, a legend wherever more
+    than one series is plotted, an ordered categorical axis in its order (edm_ars.figure_sanity)."""
+    from .figure_sanity import figures_problems
+
+    problems = figures_problems(a.results, a.reg)
+    shown = "; ".join(problems[:6]) + ("; ..." if len(problems) > 6 else "")
+    return Finding(not problems, {"figures": len(a.results.get("figures") or []), "problems": problems},
+                   f"{len(problems)} figure defect(s) in results.json figures: {shown}.")
+
+
 @code_check("leakage_auc")
 def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
     limit = applied_threshold(a.results, "leakage_auc", file=RESULTS)  # None: not applied (no AUC)

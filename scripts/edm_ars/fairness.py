@@ -20,7 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from edm_ars.figures import fit_texts, n_lines, save_figure, wrap_label  # noqa: E402
+from edm_ars.figure_sanity import ordered_groups  # noqa: E402
+from edm_ars.figures import REFERENCE, fit_texts, n_lines, save_figure, wrap_label  # noqa: E402
 from edm_ars.metrics import PRIMARY, binary_metrics, bootstrap_counts, regression_metrics  # noqa: E402
 
 METRIC_NAMES = {"auc": "AUC", "r2": "R2", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection-rate",
@@ -363,15 +364,19 @@ _LINE_IN = 0.115  # inches per line of 7-point text
 
 
 def _panels(audit_result: dict[str, Any], attributes: list[str] | None) -> list[tuple[str, list[dict[str, Any]]]]:
-    """(attribute, its reliable groups with a metric, by metric) for each attribute shown (intersections left out)."""
+    """(attribute, its reliable groups with a metric) for each attribute shown (intersections left out): the
+    groups of an ordered attribute (quintiles, grades: figure_sanity.ordered_groups) in their order from the
+    bottom up, a nominal attribute's by metric."""
     attrs = audit_result.get("attributes", {})
     names = ([a for a in attributes if a in attrs] if attributes is not None
              else [a for a, r in attrs.items() if r["kind"] == "attribute"])
     panels = []
     for a in names:
         gs = [g for g in attrs[a]["groups"] if g["reliable"] and g["metric"] is not None]
+        order = ordered_groups(attrs[a])
         if gs:
-            panels.append((a, sorted(gs, key=lambda g: (g["metric"], g["group"]))))
+            panels.append((a, sorted(gs, key=lambda g: order.index(str(g["group"]))) if order is not None
+                           else sorted(gs, key=lambda g: (g["metric"], g["group"]))))
     return panels
 
 
@@ -397,7 +402,8 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
         fig, axes = plt.subplots(len(panels), 1, figsize=(3.3, height), squeeze=False, sharex=True,
                                  layout="constrained", gridspec_kw={"height_ratios": rows})
         axes = axes[:, 0]
-        for ax, (_, gs), ls in zip(axes, panels, labels, strict=True):
+        for ax, (attribute, gs), ls in zip(axes, panels, labels, strict=True):
+            ax.set_gid(attribute)  # the panel's attribute, recorded with the figure's facts
             vals = np.array([g["metric"] for g in gs])
             lo = np.array([g["ci"][0] if g["ci"] else g["metric"] for g in gs])
             hi = np.array([g["ci"][1] if g["ci"] else g["metric"] for g in gs])
@@ -405,7 +411,7 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
             ax.errorbar(vals, pos, xerr=[np.maximum(vals - lo, 0), np.maximum(hi - vals, 0)], fmt="o", ms=3,
                         lw=1.0, capsize=2)
             if overall is not None:
-                ax.axvline(overall, ls=":", color="grey", lw=0.8)
+                ax.axvline(overall, ls=":", color="grey", lw=0.8, gid=REFERENCE)
             ax.set_yticks(pos, ls)
             ax.set_ylim(-0.7, len(gs) - 0.3)
         axes[-1].set_xlabel(f"{metric} (95% bootstrap CI)")
@@ -415,6 +421,8 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
     return fig
 
 
-def fairness_figure(audit_result: dict[str, Any], path: Path, attributes: list[str] | None = None) -> None:
-    """Primary metric per reliable group with its 95% CI, one panel per attribute (intersections left out)."""
-    save_figure(fairness_plot(audit_result, attributes), path)
+def fairness_figure(audit_result: dict[str, Any], path: Path, attributes: list[str] | None = None
+                    ) -> dict[str, Any]:
+    """Primary metric per reliable group with its 95% CI, one panel per attribute (intersections left out); saved
+    as PDF and PNG; returns what the drawn figure shows (figures.figure_facts)."""
+    return save_figure(fairness_plot(audit_result, attributes), path)

@@ -138,22 +138,26 @@ def evaluate(smk: Any) -> None:
     fig_dir = Path(smk.output.figures)
     labels = {n: models[n]["label"] for n in models}
     figs = []
+
+    def figure(kind: str, drawn: dict[str, Any], caption: str) -> None:
+        """A figure entry: the PDF (for the paper), its PNG rendering and what the drawn figure shows."""
+        figs.append({"path": f"figures/evaluate/{kind}.pdf", "kind": kind, "caption": caption,
+                     "png": f"figures/evaluate/{kind}.png", "drawn": drawn})
+
     if task == "binary_classification":
-        figures.roc_figure(y, preds, labels, {n: models[n]["metrics"]["auc"] for n in models}, fig_dir / "roc.pdf")
-        figs.append({"path": "figures/evaluate/roc.pdf", "kind": "roc",
-                     "caption": "ROC curves of all models on the held-out test students."})
-        figures.calibration_figure(y, preds[best], labels[best], fig_dir / "calibration.pdf")
-        figs.append({"path": "figures/evaluate/calibration.pdf", "kind": "calibration",
-                     "caption": f"Calibration of the selected model ({labels[best]}) by decile of predicted "
-                                "probability on the held-out test students."})
+        figure("roc", figures.roc_figure(y, preds, labels, {n: models[n]["metrics"]["auc"] for n in models},
+                                         fig_dir / "roc.pdf"),
+               "ROC curves of all models on the held-out test students.")
+        figure("calibration", figures.calibration_figure(y, preds[best], labels[best], fig_dir / "calibration.pdf"),
+               f"Calibration of the selected model ({labels[best]}) by decile of predicted probability on the "
+               "held-out test students.")
     else:
-        figures.observed_predicted_figure(y, preds[best], labels[best], fig_dir / "observed_predicted.pdf")
-        figs.append({"path": "figures/evaluate/observed_predicted.pdf", "kind": "observed_predicted",
-                     "caption": f"Observed against predicted values of the selected model ({labels[best]}) on the "
-                                "held-out test students."})
-        figures.residual_figure(y, preds[best], labels[best], fig_dir / "residuals.pdf")
-        figs.append({"path": "figures/evaluate/residuals.pdf", "kind": "residuals",
-                     "caption": f"Residuals of the selected model ({labels[best]}) on the held-out test students."})
+        figure("observed_predicted",
+               figures.observed_predicted_figure(y, preds[best], labels[best], fig_dir / "observed_predicted.pdf"),
+               f"Observed against predicted values of the selected model ({labels[best]}) on the held-out test "
+               "students.")
+        figure("residuals", figures.residual_figure(y, preds[best], labels[best], fig_dir / "residuals.pdf"),
+               f"Residuals of the selected model ({labels[best]}) on the held-out test students.")
     rows = [{"model": n, "label": models[n]["label"], **models[n]["metrics"],
              **{f"{k}_low": v[0] for k, v in models[n]["ci"].items()},
              **{f"{k}_high": v[1] for k, v in models[n]["ci"].items()}} for n in models]
@@ -242,11 +246,13 @@ def fairness(smk: Any) -> None:
     if result is not None:
         result["model"] = best
         result["error_scale"] = "outcome standard deviations" if task == "regression" else None
-        fairness_figure(result, fig_dir / "fairness.pdf", attributes=[a for a in attributes if a in result["attributes"]])
+        drawn = fairness_figure(result, fig_dir / "fairness.pdf",
+                                attributes=[a for a in attributes if a in result["attributes"]])
         metric = result["primary_metric"].upper()
         figs.append({"path": "figures/fairness/fairness.pdf", "kind": "fairness",
                      "caption": f"Held-out {metric} of the selected model by student subgroup with 95% bootstrap "
-                                "intervals; the dotted line marks the whole test set."})
+                                "intervals; the dotted line marks the whole test set.",
+                     "png": "figures/fairness/fairness.png", "drawn": drawn})
         for attr, info in result["attributes"].items():
             for g in info["groups"]:
                 rows.append({"attribute": attr, **{k: v for k, v in g.items() if not isinstance(v, (dict, list))}})
