@@ -331,8 +331,8 @@ def validate_registry(reg: Registry) -> list[str]:
     if not reg.questions:
         errors.append("questions: the registry has no research question (the offline formulator needs one)")
     for key in draft_marker_keys(reg):
-        errors.append(f"{key} still holds the draft marker {DRAFT_MARKER} that init-registry put there: "
-                      "replace it with what is true of your data (the paper prints it)")
+        errors.append(f"{key}: still the {DRAFT_MARKER} text init-registry drafted; replace it with what is true "
+                      "of your data")
     return errors
 
 
