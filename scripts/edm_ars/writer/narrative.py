@@ -8,8 +8,8 @@ themselves are phrases (config/prompts/phrases.yaml, section ``narrative``)."""
 
 from __future__ import annotations
 
-from ..texescape import escape_latex
 from ..registry import EARLY, PRIOR
+from ..texescape import escape_latex
 from .common import feature_timing, metric_name, timing, timing_adjective
 from .context import Ctx
 from .text import clean_label, join_list, lc_first
