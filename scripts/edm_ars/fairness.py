@@ -23,6 +23,7 @@ import pandas as pd  # noqa: E402
 from edm_ars.figure_sanity import ordered_groups  # noqa: E402
 from edm_ars.figures import REFERENCE, fit_texts, n_lines, save_figure, wrap_label  # noqa: E402
 from edm_ars.metrics import PRIMARY, binary_metrics, bootstrap_counts, regression_metrics  # noqa: E402
+from edm_ars.registry import code_key  # noqa: E402
 
 METRIC_NAMES = {"auc": "AUC", "r2": "R2", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection-rate",
                 "equalized_odds": "equalized-odds difference", "rmse": "RMSE", "mae": "MAE",
@@ -47,10 +48,11 @@ def _num(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _value_label(v: Any) -> str:
-    if isinstance(v, float | np.floating) and float(v).is_integer():
-        return str(int(v))
-    return str(v)
+def _value_label(v: Any, values: dict[str, str] | None = None) -> str:
+    """A group's name: the registry's label of the code (`values:`), else the code itself, float-coded integers
+    normalised ('1.0' -> '1')."""
+    key = code_key(float(v) if isinstance(v, np.floating) else v)
+    return (values or {}).get(key, key)
 
 
 def _sort_key(label: str) -> tuple[int, str]:
@@ -92,8 +94,16 @@ def _quintile_labels(k: int) -> list[str]:
     return labels
 
 
-def _grouping(s: pd.Series) -> tuple[list[str | None], list[str], dict[str, Any] | None]:
-    """Row labels (None = missing), the ordered group labels, and binning details for a continuous attribute."""
+def _grouping(s: pd.Series, values: dict[str, str] | None = None
+              ) -> tuple[list[str | None], list[str], dict[str, Any] | None]:
+    """Row labels (None = missing), the ordered group labels, and binning details for a continuous attribute.
+    `values` maps codes to the registry's labels (code_key form); labelled groups come in the registry's order."""
+    if values:
+        s = s.map(lambda v: v if pd.isna(v) else code_key(v))
+        if s.dropna().isin(list(values)).all():  # every code labelled: groups, not a continuous scale
+            rows = [None if pd.isna(v) else values[v] for v in s]
+            present = {r for r in rows if r is not None}
+            return rows, [lab for lab in dict.fromkeys(values.values()) if lab in present], None
     if _is_continuous(s):
         x = pd.to_numeric(s, errors="coerce").astype(float)
         _, edges = pd.qcut(x, 5, retbins=True, duplicates="drop")
@@ -103,10 +113,10 @@ def _grouping(s: pd.Series) -> tuple[list[str | None], list[str], dict[str, Any]
         rows = [None if pd.isna(v) else str(v) for v in binned]
         order = [lab for lab in labels if lab in set(rows)]
         return rows, order, {"bins": k, "edges": [float(e) for e in edges]}
-    rows = [None if pd.isna(v) else _value_label(v) for v in s]
+    rows = [None if pd.isna(v) else _value_label(v, values) for v in s]
     present = {r for r in rows if r is not None}
     if isinstance(s.dtype, pd.CategoricalDtype):
-        order = [c for c in (_value_label(c) for c in s.cat.categories) if c in present]
+        order = [c for c in (_value_label(c, values) for c in s.cat.categories) if c in present]
     else:
         order = sorted(present, key=_sort_key)
     return rows, order, None
@@ -270,12 +280,13 @@ def _audit_one(task: str, name: str, label: str, kind: str, rows: list[str | Non
 def audit(task: str, y: np.ndarray, pred: np.ndarray, protected: pd.DataFrame, attributes: list[str], *,
           intersections: list[tuple[str, str]] | None = None, threshold: float = 0.5, n_resamples: int = 1000,
           seed: int = 42, min_group: int = 50, gap_threshold: float = 0.05,
-          labels: dict[str, str] | None = None) -> dict[str, Any]:
+          labels: dict[str, str] | None = None, values: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
     """Audit predictive performance across the groups of each protected attribute and intersection.
 
     ``protected`` holds the test rows' original attribute labels in the same order as ``y``/``pred``. Attributes
     missing from it are listed under "skipped". Intersections (pairs of attributes, e.g. the registry's
-    protected_intersections) are audited when both are columns of ``protected``.
+    protected_intersections) are audited when both are columns of ``protected``. ``values`` gives, per attribute,
+    the registry's labels of its codes ({code: label}); groups are named by them (afam -> African-American).
     """
     if task not in PRIMARY:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(PRIMARY)}")
@@ -295,7 +306,8 @@ def audit(task: str, y: np.ndarray, pred: np.ndarray, protected: pd.DataFrame, a
 
     def grouping(col: str):
         if col not in groupings:
-            groupings[col] = _grouping(protected[col])
+            groupings[col] = _grouping(protected[col], {code_key(k): str(v) for k, v in
+                                                        ((values or {}).get(col) or {}).items()})
         return groupings[col]
 
     for name in dict.fromkeys(attributes):

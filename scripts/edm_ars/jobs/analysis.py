@@ -208,6 +208,7 @@ def fairness(smk: Any) -> None:
 
     from ..fairness import audit, fairness_figure
     from ..phases import recorded
+    from ..registry import value_labels
     from ..reuse import earlier_record, same_inputs
     from ..rule_io import registry_of
 
@@ -226,11 +227,12 @@ def fairness(smk: Any) -> None:
     if task == "regression":
         scale = float(np.std(y)) or 1.0
     labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
+    values = {name: value_labels(reg, name) for name in reg.tier1 if value_labels(reg, name)}
     errors: list[dict[str, Any]] = []
     result = None
     # the audit depends on the audited predictions, the groups and the specification's attributes
     inputs = {"model": best, "predictions": hashlib.sha256(pred.tobytes()).hexdigest(),
-              "protected": smk.input.test_protected, "spec": smk.input.spec}
+              "protected": smk.input.test_protected, "spec": smk.input.spec, "values": values}
     kept = earlier_record(smk)
     if same_inputs(kept, inputs) and kept["audit"] is not None:
         log.info("audit of %s kept from the previous round (same predictions, same groups)", best)
@@ -239,7 +241,8 @@ def fairness(smk: Any) -> None:
         result = result or audit(task, y / scale if task == "regression" else y,
                                  pred / scale if task == "regression" else pred, protected, attributes,
                                  intersections=pairs, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed,
-                                 min_group=cfg["min_group"], gap_threshold=cfg["gap_threshold"], labels=labels)
+                                 min_group=cfg["min_group"], gap_threshold=cfg["gap_threshold"], labels=labels,
+                                 values=values)
     fig_dir = Path(smk.output.figures)
     fig_dir.mkdir(parents=True, exist_ok=True)
     figs, rows = [], []

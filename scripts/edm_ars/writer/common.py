@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..conventions import STACKING
+from ..registry import EARLY, PRIOR, common_timing, timing_class
 from ..texescape import escape_latex
 from .context import Ctx, Figure
 from .macros import METRIC_LABEL, macro_name
@@ -77,6 +78,32 @@ def automation_note(ctx: Ctx) -> str:
 def information(ctx: Ctx) -> str:
     """What the predictors are, in the abstract's words."""
     return ctx.ph("common.information_before_outcome") if ctx.has_waves else ctx.ph("common.information_background")
+
+
+def timing(ctx: Ctx, variables: list[str] | None = None) -> str | None:
+    """The timing word that is true of every named predictor (default: all of the study's), by the registry's one
+    rule (registry.timing_class on the waves the specification records): 'early' (first wave, or at least two
+    waves before the outcome), 'prior' (some earlier wave), or None (one cross-section, a predictor of unknown
+    wave, or one that is not a predictor of the study): the paper then uses no timing word for them."""
+    waves = {p.get("name"): p.get("wave") for p in ctx.spec.get("predictors", [])}
+    names = list(waves) if variables is None else list(variables)
+    order = list(ctx.ds.get("wave_order") or [])
+    outcome_wave = (ctx.spec.get("outcome") or {}).get("wave")
+    return common_timing([timing_class(order, waves.get(n), outcome_wave) for n in names])
+
+
+def feature_timing(ctx: Ctx, k: int = 5) -> str | None:
+    """The timing word true of the source variables of the top k features."""
+    sources = ctx.data.get("feature_sources") or {}
+    names = [sources.get(f["feature"], f["feature"]) for f in ctx.top_features[:k]]
+    return timing(ctx, list(dict.fromkeys(names))) if names else None
+
+
+def timing_adjective(ctx: Ctx, variables: list[str] | None = None) -> str:
+    """'early ', 'earlier ' or '' (with its space) before a noun that stands for the predictors."""
+    word = timing(ctx, variables)
+    return ctx.ph("common.timing_early") + " " if word == EARLY else (
+        ctx.ph("common.timing_prior") + " " if word == PRIOR else "")
 
 
 def has_reserve_codes(ctx: Ctx) -> bool:

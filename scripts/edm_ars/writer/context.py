@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,9 +184,10 @@ class Ctx:
 
     @property
     def full_name(self) -> str:
-        """The long name with the short one in parentheses, or the short name alone."""
-        long, short = self.ds["long"], self.ds["short"]
-        return long if not long or long.startswith(short) else f"{long} ({short})"
+        """The long name with the short one in parentheses unless the long one holds it, without a leading article
+        (every sentence that names the data set adds its own: "Using the ...")."""
+        long, short = re.sub(r"^(the|a|an)\s+", "", self.ds["long"], flags=re.I), self.ds["short"]
+        return long if not long or short.lower() in long.lower() else f"{long} ({short})"
 
     @property
     def dataset_topic(self) -> str:

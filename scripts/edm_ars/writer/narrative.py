@@ -8,8 +8,9 @@ themselves are phrases (config/prompts/phrases.yaml, section ``narrative``)."""
 
 from __future__ import annotations
 
+from ..registry import EARLY, PRIOR
 from ..texescape import escape_latex
-from .common import metric_name
+from .common import feature_timing, metric_name, timing, timing_adjective
 from .context import Ctx
 from .text import clean_label, join_list, lc_first
 
@@ -57,13 +58,18 @@ def motivation(ctx: Ctx) -> str:
         return (ctx.ph("narrative.motivation_fairness_audit") + f"{c.citep('fairness', limit=3)}. "
                 + ctx.ph("narrative.motivation_fairness_audit_evidence"))
     if a == "surprising_predictor":
-        return ctx.ph("narrative.motivation_surprising_predictor") + f"{c.citep('shap', limit=2)}."
+        when = timing(ctx)
+        in_time = (" " + ctx.ph("narrative.observe_early") if when == EARLY else
+                   " " + ctx.ph("narrative.observe_prior") if when == PRIOR else "")
+        return (ctx.ph("narrative.motivation_surprising_predictor", early=timing_adjective(ctx), in_time=in_time)
+                + f"{c.citep('shap', limit=2)}.")
     if a == "complexity_pays":
         return (ctx.ph("narrative.motivation_complexity_pays")
                 + f"{c.citep('xgboost', 'random_forest', 'linear', limit=3)}. "
                 + ctx.ph("narrative.motivation_complexity_pays_answer", data=_data(ctx)))
     if a == "limits_of_prediction":
-        return ctx.ph("narrative.motivation_limits_of_prediction") + f"{c.citep('leakage', 'bootstrap', limit=2)}."
+        return (ctx.ph("narrative.motivation_limits_of_prediction", early=timing_adjective(ctx))
+                + f"{c.citep('leakage', 'bootstrap', limit=2)}.")
     return (ctx.ph("narrative.motivation_policy_brief") + f"{c.citep('early_warning', 'dropout', limit=3)}. "
             + ctx.ph("narrative.motivation_policy_brief_indicators"))
 
@@ -181,17 +187,17 @@ def meaning(ctx: Ctx) -> str:
     lead = ctx.ph("narrative.meaning_lead", meanings="; ".join(parts))
     if len(seen) > 1:
         lead += " " + ctx.ph("narrative.meaning_several_kinds")
-    if ctx.has_waves:
-        lead += " " + ctx.ph("narrative.meaning_timing")
-    else:
-        lead += " " + ctx.ph("narrative.meaning_cross_section")
-    return lead
+    if not ctx.has_waves:
+        return lead + " " + ctx.ph("narrative.meaning_cross_section")
+    when = feature_timing(ctx)  # the timing word true of every indicator described (registry.timing_class)
+    key = {EARLY: "meaning_timing", PRIOR: "meaning_timing_prior"}.get(when or "", "meaning_timing_unknown")
+    return lead + " " + ctx.ph(f"narrative.{key}")
 
 
 def practice(ctx: Ctx) -> str:
     a = archetype(ctx)
     if a == "limits_of_prediction":
-        return ctx.ph("narrative.practice_limits_of_prediction")
+        return ctx.ph("narrative.practice_limits_of_prediction", early=timing_adjective(ctx))
     if a == "fairness_audit":
         return ctx.ph("narrative.practice_fairness_audit")
     text = ctx.ph("narrative.practice_flags")
@@ -203,6 +209,8 @@ def practice(ctx: Ctx) -> str:
 def limits(ctx: Ctx) -> str:
     if archetype(ctx) != "limits_of_prediction":
         return ""
+    if not ctx.has_waves:  # no waves: no "earlier waves" or "last predictor wave" to speak of
+        return ctx.ph("narrative.limits_explanations_cross_section")
     return ctx.ph("narrative.limits_explanations")
 
 

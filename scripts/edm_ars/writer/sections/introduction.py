@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from .. import narrative
-from ..common import has_reserve_codes, outcome_sentence_np
+from ..common import has_reserve_codes, outcome_sentence_np, timing_adjective
 from ..context import Ctx
 from ..text import cap_first, join_list, model_family
 
@@ -17,7 +17,8 @@ def write(ctx: Ctx) -> str:
     if ctx.binary:
         paras.append(" ".join([opening, ctx.ph("introduction.early_warning"), ctx.ph("introduction.useful_binary")]))
     else:
-        models = ctx.ph("introduction.later_achievement") if ctx.has_waves else ctx.ph("introduction.background")
+        models = (ctx.ph("introduction.later_achievement", early=timing_adjective(ctx)) if ctx.has_waves
+                  else ctx.ph("introduction.background"))
         paras.append(" ".join([opening, models, ctx.ph("introduction.useful_regression")]))
     paras.append(data_pitfalls(ctx))
     paras += [narrative.motivation(ctx), narrative.gap(ctx)]

@@ -26,13 +26,22 @@ from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
 
 
+def wave_label(ctx: Ctx, key: object) -> str:
+    """A wave as Table 1 prints it: the registry's label (`waves[].label`, else its prose), never its key."""
+    if not key:
+        return "--"
+    labels = (ctx.dataset or {}).get("wave_labels") or {}
+    text = labels.get(str(key)) or (ctx.dataset or {}).get("waves", {}).get(str(key))
+    return escape_latex(" ".join(str(text).split())) if text else ctx.wave(key)
+
+
 def predictor_table(ctx: Ctx) -> str:
     rows = []
     for i, p in enumerate(ctx.spec.get("predictors", [])):
         name = p["name"]
         label = ctx.t(clean_label(p.get("label") or ctx.var_label(name)),
                       f"research_spec.json:predictors.{i}.label")
-        wave = escape_latex(str(p.get("wave") or "").replace("_", " ")) or "--"
+        wave = wave_label(ctx, p.get("wave"))
         miss = ctx.n.get(f"miss:{name}", "--")
         rows.append(f"\\texttt{{{escape_latex(name)}}} & {label} & {wave} & {miss} \\\\")
     return (f"\\begin{{table}}[tbp]\n\\caption{{{ctx.ph('methods.predictor_table_caption')}}}\n"
@@ -90,7 +99,9 @@ def split_sentences(ctx: Ctx, method: str) -> str:
 def data_text(ctx: Ctx) -> str:
     n, spec = ctx.n, ctx.spec
     agency = (", " + ctx.ph("methods.collected_by", agency=ctx.ds["agency"])) if ctx.ds.get("agency") else ""
-    source = ctx.ds.get("source") or f"the {ctx.full_name}"
+    source = ctx.ds.get("source") or ctx.full_name
+    if not re.match(r"(the|a|an|these|this|our)\s", source, re.I):  # "We used {source}": the sentence's article
+        source = "the " + source
     sents = [ctx.ph("methods.data_source", source=source, agency=agency)]
     pop = (spec.get("population") or "").strip().rstrip(".")
     if pop:
