@@ -121,7 +121,10 @@ def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
             return None
         return ctx.ph("narrative.claim_outperforms", best=best, other=ctx.model_phrase(other))
     if cid == "stacking_improves":
-        return ctx.ph("narrative.claim_stacking_improves")
+        from .consistency import stacking_base
+
+        base = stacking_base(ctx.results)
+        return ctx.ph("narrative.claim_stacking_improves", base=ctx.model_phrase(base)) if base else None
     if cid == "strongest_predictor" and ctx.top_features:
         return ctx.ph("narrative.claim_strongest_predictor", feature=ctx.feature_label(0))
     if cid == "ranking_robust":

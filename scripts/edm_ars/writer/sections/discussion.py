@@ -6,6 +6,15 @@ from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative
 from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
+from ..consistency import (
+    BETTER,
+    INDISTINCT,
+    WORSE,
+    comparison_evidence,
+    evidence_for,
+    record_comparison,
+    stacking_base,
+)
 from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, model_family
 
@@ -43,27 +52,34 @@ def write(ctx: Ctx) -> str:
                statement=primary_stmt(ctx), units=units, unseen=unseen)
         + " " + ctx.ph("discussion.performance_fair_guide", units=units, scope=scope))
     fam = model_family(best)
-    if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
+    # the selected model against the best model of the other family: the sentence follows the comparison evidence
+    # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it
+    evidence = comparison_evidence(ctx.results)
+    contrast = evidence_for(evidence, best, n["contrast"]) if "contrast" in n else None
+    if contrast is not None and fam == "tree" and contrast.verdict == INDISTINCT:
         other = n["contrast"]
         add("models", ctx.ph("discussion.models_overlap", best=cap_first(ctx.model_phrase(best)),
                              other=ctx.model_phrase(other), margin=n["MarginContrast"], level=CI_LEVEL))
-    elif "contrast" in n:
+        record_comparison(ctx.outline, best, other, "indistinct", "discussion.models_overlap", contrast.kind)
+    elif contrast is not None:
         raw = float(n["MarginContrast:raw"])
         other = n["contrast"]
-        if fam == "tree" and raw < 0.02:
-            add("models", ctx.ph("discussion.models_tree_small_gain", other=ctx.model_phrase(other),
+        gain = contrast.verdict == BETTER and ctx.claim(f"outperforms_{other}") == "supported"
+        if fam == "tree" and gain:
+            key = "discussion.models_tree_small_gain" if raw < 0.02 else "discussion.models_tree_gain"
+            add("models", ctx.ph(key, best=ctx.model_phrase(best), other=ctx.model_phrase(other),
                                  margin=n["MarginContrast"]))
-        elif fam == "tree":
-            add("models", ctx.ph("discussion.models_tree_gain", other=ctx.model_phrase(other),
-                                 margin=n["MarginContrast"]))
-        elif fam == "linear":
+            record_comparison(ctx.outline, best, other, "better", key, contrast.kind)
+        elif fam == "linear" and contrast.verdict != WORSE:
             add("models", ctx.ph("discussion.models_linear_matches", best=ctx.model_phrase(best),
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"]))
-    ev = (ctx.results.get("selection_evidence") or {}).get("stacking_minus_selected") or {}
-    ci = ev.get("ci") if isinstance(ev, dict) else None
-    if (model_family(best) != STACKING and isinstance(ci, list) and len(ci) == 2
-            and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= 0 <= ci[1]):
-        add("models", ctx.ph("discussion.stacking_no_gain"))
+            record_comparison(ctx.outline, best, other, "at_least", "discussion.models_linear_matches",
+                              contrast.kind)
+    base = stacking_base(ctx.results)
+    stacked = evidence_for(evidence, STACKING, base, "paired") if base else None
+    if model_family(best) != STACKING and stacked is not None and stacked.verdict != BETTER:
+        add("models", ctx.ph("discussion.stacking_no_gain", base=ctx.model_phrase(base)))
+        record_comparison(ctx.outline, STACKING, base, "not_better", "discussion.stacking_no_gain", "paired")
     if ctx.top_features:
         feats = feature_names(ctx, 3)
         add("features",
