@@ -993,6 +993,12 @@ def regression_variant(arts: dict) -> dict:
             m["label"] = "Ridge regression"
             m["best_params"] = {"alpha": 10.0}
     res["shap"]["by_model"].pop("mlp", None)
+    # the selection evidence follows the recast intervals (the models whose intervals overlap the top single one's)
+    ev = res["selection_evidence"]
+    top = ev["top_single"]
+    lo, hi = res["models"][top]["ci"]["r2"]
+    ev["overlapping_top"] = [m for m in ev["overlapping_top"]
+                             if res["models"][m]["ci"]["r2"][0] <= hi and lo <= res["models"][m]["ci"]["r2"][1]]
     res["flags"] = ["below_quality_floor: mlp R2 0.031 < 0.05 (not interpreted)"]
     res["thresholds"] = {"quality_floor": 0.05, "leakage_auc": None}
     fa = res["fairness"]

@@ -713,3 +713,57 @@ def check_paper(tex_path: Any, artifacts: dict[str, Any]) -> ConsistencyReport:
     outline_path = tex_path.parent / "outline.json"
     outline = json.loads(outline_path.read_text(encoding="utf-8")) if outline_path.exists() else None
     return check_consistency(tex_path.read_text(encoding="utf-8"), results, outline, paper=str(tex_path))
+
+
+# ---- the results debate's claims (the Critic's check) -----------------------------------------------------
+def _claim_comparisons(claim: dict[str, Any], aliases: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(a, b, assertion) of a claim: its structured `compares` record(s), else read from its statement."""
+    recs = claim.get("compares")
+    recs = [recs] if isinstance(recs, dict) else list(recs or [])
+    out = [(r["a"], r["b"], r.get("assertion", "better")) for r in recs
+           if isinstance(r, dict) and r.get("a") and r.get("b")]
+    if out:
+        return out
+    for assertion, models, _, _ in read_claim(str(claim.get("statement") or ""), aliases):
+        out += [(models[0], m, assertion) for m in models[1:]]
+    return out
+
+
+def claim_problems(claims_doc: dict[str, Any], results: dict[str, Any]) -> list[str]:
+    """What is inconsistent in the results debate's claims (claims.json): a supported comparison the evidence of
+    results.json does not support, one that names a single model, and two claims that judge the same comparison
+    differently (one supported, the other not; or A better than B and B better than A both supported)."""
+    aliases = model_aliases(results)
+    evidence = comparison_evidence(results)
+    problems: list[str] = []
+    judged: dict[tuple[str, str], list[tuple[str, str, set[str]]]] = {}  # (a, b) -> [(claim id, status, orders)]
+    for claim in claims_doc.get("claims") or []:
+        cid, status = str(claim.get("id")), str(claim.get("status"))
+        statement = str(claim.get("statement") or "")
+        comps = _claim_comparisons(claim, aliases)
+        if not comps and status == "supported":
+            for _assertion, models, _, _generic in read_claim(statement, aliases):
+                if len(models) < 2:
+                    problems.append(f"claim {cid} ({status}) compares without naming both models: {statement!r}")
+        for a, b, assertion in comps:
+            if assertion not in ASSERTIONS:
+                continue
+            if status == "supported":
+                ev = evidence_for(evidence, a, b)
+                if ev is None:
+                    problems.append(f"claim {cid} (supported) compares {a} and {b}, which results.json never compares")
+                elif ev.verdict not in ASSERTIONS[assertion]:
+                    problems.append(f"claim {cid} (supported) says {a} is {_say(assertion)} {b}, but {ev.source} "
+                                    f"shows {a} {_say_ev(ev.verdict)} {b} ({ev.detail})")
+            key = (a, b) if a <= b else (b, a)
+            orders = ORDERS[assertion] if key == (a, b) else {_REVERSE[o] for o in ORDERS[assertion]}
+            for other_id, other_status, other_orders in judged.get(key, []):
+                if status == "supported" and other_status == "supported" and not (orders & other_orders):
+                    problems.append(f"claims {other_id} and {cid} are both supported but contradict each other on "
+                                    f"{key[0]} and {key[1]}")
+                elif orders == other_orders and {status, other_status} != {status} and "supported" in (
+                        status, other_status):
+                    problems.append(f"claims {other_id} ({other_status}) and {cid} ({status}) judge the same "
+                                    f"comparison of {key[0]} and {key[1]} differently")
+            judged.setdefault(key, []).append((cid, status, orders))
+    return problems

@@ -65,11 +65,14 @@ def write(ctx: Ctx) -> str:
         raw = float(n["MarginContrast:raw"])
         other = n["contrast"]
         gain = contrast.verdict == BETTER and ctx.claim(f"outperforms_{other}") == "supported"
-        if fam == "tree" and gain:
-            key = "discussion.models_tree_small_gain" if raw < 0.02 else "discussion.models_tree_gain"
-            add("models", ctx.ph(key, best=ctx.model_phrase(best), other=ctx.model_phrase(other),
-                                 margin=n["MarginContrast"]))
-            record_comparison(ctx.outline, best, other, "better", key, contrast.kind)
+        if fam == "tree" and gain and raw < 0.02:
+            add("models", ctx.ph("discussion.models_tree_small_gain", best=ctx.model_phrase(best),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"]))
+            record_comparison(ctx.outline, best, other, "better", "discussion.models_tree_small_gain", contrast.kind)
+        elif fam == "tree" and gain:
+            add("models", ctx.ph("discussion.models_tree_gain", best=ctx.model_phrase(best),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"]))
+            record_comparison(ctx.outline, best, other, "better", "discussion.models_tree_gain", contrast.kind)
         elif fam == "linear" and contrast.verdict != WORSE:
             add("models", ctx.ph("discussion.models_linear_matches", best=ctx.model_phrase(best),
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"]))
