@@ -85,7 +85,19 @@ def test_a_contradiction_is_caught():
     found = reasons(paper(text))
     assert any("contradicts line" in r and "logistic and stacking" in r for r in found), found
     # the second sentence is also held to the evidence: the paired difference excludes zero
-    assert any("not distinguishable from logistic" in r and "stacking_minus_selected" in r for r in found), found
+    assert any("not settled against logistic" in r and "stacking_minus_selected" in r for r in found), found
+
+
+def test_an_open_question_the_evidence_decides_is_allowed_only_when_the_debate_left_it_open_for_another_reason():
+    text = "The evidence does not settle whether stacking predicts better than logistic regression."
+    found = reasons(paper(text))
+    assert len(found) == 1 and "shows stacking clearly better than logistic" in found[0], found
+    claim = {"id": "outperforms_logistic", "status": "inconclusive", "compares": {"a": "stacking", "b": "logistic"},
+             "lenses": {"skeptic": {"status": "supported"}, "methodologist": {"status": "inconclusive"}}}
+    report = check_consistency(paper(text), results(), claims={"claims": [claim]})
+    assert report.ok, [str(f) for f in report.findings]
+    claim["lenses"]["skeptic"]["status"] = "inconclusive"  # the evidence lens: then the paper contradicts it
+    assert not check_consistency(paper(text), results(), claims={"claims": [claim]}).ok
 
 
 def test_a_contradiction_is_caught_without_evidence_on_either_side():
@@ -153,6 +165,21 @@ def test_a_float_caption_and_general_statements_are_not_claims():
             "between groups that cannot be distinguished from sampling variation are reported as such.")
     assert reasons(paper(text, floats="\\begin{figure}\\caption{Stacking improves on the best single model.}"
                                       "\\label{fig:x}\\end{figure}")) == []
+
+
+def test_verify_paper_fails_with_the_sentence_and_the_reason(tmp_path):
+    """The check runs inside verify-paper (and so in the Writer's job, which fails on a failed verification)."""
+    from edm_ars.cli import main
+    from edm_ars.writer.verify import verify_paper
+
+    tex = tmp_path / "paper.tex"
+    tex.write_text(paper("XGBoost was clearly better than logistic regression."))
+    (tmp_path / "results.json").write_text(json.dumps(results()))
+    report = verify_paper(tex, given={"results.json": str(tmp_path / "results.json")})
+    failing = [f for f in report.failures if ": consistency: " in f]
+    assert len(failing) == 1 and "XGBoost was clearly better than logistic regression." in failing[0], failing
+    assert "shows xgboost not distinguishable from logistic" in failing[0]
+    assert main(["verify-paper", str(tex), "--artifact", f"results.json={tmp_path / 'results.json'}"]) == 1
 
 
 # ---- the results debate's claims and the Critic -----------------------------------------------------------------

@@ -172,9 +172,12 @@ ASSERTIONS = {
     "not_better": {INDISTINCT, WORSE},  # not clearly better, did not improve on
     "at_least": {BETTER, INDISTINCT},  # matched or exceeded
     "difference": {BETTER, WORSE, INDISTINCT},  # a difference stated without a verdict
+    # an open question ("does not settle whether A predicts better than B"): the evidence does not decide it, or the
+    # results debate left it open for a reason other than the evidence (claims.json: see _left_open)
+    "open": {INDISTINCT},
 }
 
-_OPEN = (r"does not settle whether|do not settle whether|not settled whether|leaves? open whether|"
+_OPEN = (r"does not settle whether|do not settle whether|not settled whether|(?:leaves?|left) open whether|"
          r"open questions?|is not settled|are not settled|remains? open")
 #: cues, most specific first: (assertion, pattern)
 CUES: list[tuple[str, str]] = [
@@ -300,8 +303,8 @@ def read_claim(sentence_tex: str, aliases: dict[str, str]) -> list[tuple[str, li
         generic = GENERIC.findall(clause[where:where + 80])
         if not models and not generic:
             continue  # a statement about groups, methods or models in general, not a comparison of two models
-        if open_ and assertion in ("better", "worse", "at_least"):
-            assertion = "indistinct"
+        if open_ and assertion in ("better", "worse", "at_least", "indistinct", "not_better"):
+            assertion = "open"
         out.append((assertion, models, "paired" in clause.lower(), generic))
     # a verdict may stand in one clause and its models in the next ("X was not clearly better: the difference
     # between X and Y ..."): a clause naming fewer than two models whose models another clause names in full is
@@ -490,7 +493,20 @@ def _name(m: str, results: dict[str, Any]) -> str:
     return f"{m} ({rec['label']})" if rec.get("label") and rec["label"].lower() != m else m
 
 
-def check_claims(doc: Doc, results: dict[str, Any], report: ConsistencyReport) -> None:
+def _left_open(claims_doc: dict[str, Any] | None, x: str, y: str) -> str | None:
+    """The id of an inconclusive claim of claims.json comparing x and y whose evidence lens (the skeptic) supports it:
+    the debate left the comparison open for a reason other than the evidence (a design objection), so the paper
+    may call it open although the evidence decides it."""
+    for c in (claims_doc or {}).get("claims") or []:
+        rec = c.get("compares")
+        if (c.get("status") == "inconclusive" and isinstance(rec, dict) and {rec.get("a"), rec.get("b")} == {x, y}
+                and ((c.get("lenses") or {}).get("skeptic") or {}).get("status") == "supported"):
+            return str(c.get("id"))
+    return None
+
+
+def check_claims(doc: Doc, results: dict[str, Any], report: ConsistencyReport,
+                 claims_doc: dict[str, Any] | None = None) -> None:
     aliases = model_aliases(results)
     evidence = comparison_evidence(results)
     for pos, sent in sentences(doc):
@@ -510,7 +526,8 @@ def check_claims(doc: Doc, results: dict[str, Any], report: ConsistencyReport) -
                     what = "paired comparison" if paired else "comparison"
                     report.findings.append(Finding(*where, f"no {what} of {x} and {y} in results.json supports this "
                                                    f"claim ({assertion})"))
-                elif ev.verdict not in ASSERTIONS[assertion]:
+                elif ev.verdict not in ASSERTIONS[assertion] and not (
+                        assertion == "open" and _left_open(claims_doc, x, y)):
                     report.findings.append(Finding(*where, f"the claim says {x} is {_say(assertion)} {y}, but the "
                                                    f"evidence ({ev.source}) shows {x} {_say_ev(ev.verdict)} {y}: "
                                                    f"{ev.detail}"))
@@ -520,7 +537,7 @@ def check_claims(doc: Doc, results: dict[str, Any], report: ConsistencyReport) -
 def _say(assertion: str) -> str:
     return {"better": "better than", "worse": "worse than", "indistinct": "not distinguishable from",
             "not_better": "not better than", "at_least": "at least as good as",
-            "difference": "compared with"}[assertion]
+            "difference": "compared with", "open": "not settled against"}[assertion]
 
 
 def _say_ev(verdict: str) -> str:
@@ -529,9 +546,19 @@ def _say_ev(verdict: str) -> str:
 
 
 #: what each assertion says of the pair (x, y): a set of possible orders ('>', '=', '<')
+#: ('?': not settled, which contradicts a settled order only)
 ORDERS = {"better": {">"}, "worse": {"<"}, "indistinct": {"="}, "not_better": {"=", "<"}, "at_least": {">", "="},
-          "difference": {">", "=", "<"}}
-_REVERSE = {">": "<", "<": ">", "=": "="}
+          "difference": {">", "=", "<"}, "open": {"?"}}
+_REVERSE = {">": "<", "<": ">", "=": "=", "?": "?"}
+
+
+def _conflict(a: set[str], b: set[str]) -> bool:
+    """Two claims on the same ordered pair disagree: no order both allow, or one leaves open what the other settles
+    as better or worse."""
+    if "?" in a or "?" in b:
+        other = b if "?" in a else a
+        return "?" not in other and other <= {">", "<"}
+    return not (a & b)
 
 
 def _contradictions(report: ConsistencyReport) -> None:
@@ -543,7 +570,7 @@ def _contradictions(report: ConsistencyReport) -> None:
             if key != (x, y):
                 orders = {_REVERSE[o] for o in orders}
             for earlier_orders, earlier in said.get(key, []):
-                if not (orders & earlier_orders):
+                if _conflict(orders, earlier_orders):
                     before = re.sub(r"\s+", " ", earlier.sentence)[:160]
                     report.findings.append(Finding(
                         c.line, c.section, c.sentence,
@@ -634,7 +661,7 @@ def check_promises(doc: Doc, report: ConsistencyReport, recorded: list[dict[str,
 
 
 def check_recorded_comparisons(doc: Doc, results: dict[str, Any], recorded: list[dict[str, Any]],
-                               report: ConsistencyReport) -> None:
+                               report: ConsistencyReport, claims_doc: dict[str, Any] | None = None) -> None:
     """Each comparison the Writer recorded matches the evidence and is in the text (a claim on the same models)."""
     evidence = comparison_evidence(results)
     models = results.get("models") or {}
@@ -651,7 +678,7 @@ def check_recorded_comparisons(doc: Doc, results: dict[str, Any], recorded: list
         if ev is None:
             report.findings.append(Finding(0, where, text, f"no {rec.get('kind') or ''} comparison of {a} and {b} "
                                            "in results.json".replace("  ", " ")))
-        elif ev.verdict not in ASSERTIONS[assertion]:
+        elif ev.verdict not in ASSERTIONS[assertion] and not (assertion == "open" and _left_open(claims_doc, a, b)):
             report.findings.append(Finding(0, where, text, f"records that {a} is {_say(assertion)} {b}, but the "
                                            f"evidence ({ev.source}) shows {a} {_say_ev(ev.verdict)} {b}"))
         in_text = any({a, b} <= set(c.models) for c in report.claims)
@@ -661,15 +688,15 @@ def check_recorded_comparisons(doc: Doc, results: dict[str, Any], recorded: list
 
 
 def check_consistency(tex: str, results: dict[str, Any], outline: dict[str, Any] | None = None,
-                      paper: str = "paper.tex") -> ConsistencyReport:
+                      paper: str = "paper.tex", claims: dict[str, Any] | None = None) -> ConsistencyReport:
     """Every check of this module on a paper's LaTeX source, against results.json (and outline.json)."""
     doc = parse(tex)
     report = ConsistencyReport(paper=paper)
     check_references(doc, report)
-    check_claims(doc, results, report)
+    check_claims(doc, results, report, claims)
     check_promises(doc, report, (outline or {}).get("promises"))
     if (outline or {}).get("comparisons"):
-        check_recorded_comparisons(doc, results, outline["comparisons"], report)
+        check_recorded_comparisons(doc, results, outline["comparisons"], report, claims)
     return report
 
 
@@ -712,7 +739,9 @@ def check_paper(tex_path: Any, artifacts: dict[str, Any]) -> ConsistencyReport:
         return report
     outline_path = tex_path.parent / "outline.json"
     outline = json.loads(outline_path.read_text(encoding="utf-8")) if outline_path.exists() else None
-    return check_consistency(tex_path.read_text(encoding="utf-8"), results, outline, paper=str(tex_path))
+    claims = artifacts.get("claims.json") if isinstance(artifacts.get("claims.json"), dict) else None
+    return check_consistency(tex_path.read_text(encoding="utf-8"), results, outline, paper=str(tex_path),
+                             claims=claims)
 
 
 # ---- the results debate's claims (the Critic's check) -----------------------------------------------------

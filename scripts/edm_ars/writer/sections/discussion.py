@@ -73,6 +73,12 @@ def write(ctx: Ctx) -> str:
             add("models", ctx.ph("discussion.models_tree_gain", best=ctx.model_phrase(best),
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"]))
             record_comparison(ctx.outline, best, other, "better", "discussion.models_tree_gain", contrast.kind)
+        elif fam == "tree" and contrast.verdict == BETTER and ctx.claim(f"outperforms_{other}") == "inconclusive":
+            # the intervals decide it, but the results debate left it open (a design objection): say so
+            add("models", ctx.ph("discussion.models_unsettled", best=cap_first(ctx.model_phrase(best)),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"],
+                                 best_again=ctx.model_phrase(best)))
+            record_comparison(ctx.outline, best, other, "open", "discussion.models_unsettled", contrast.kind)
         elif fam == "linear" and contrast.verdict != WORSE:
             add("models", ctx.ph("discussion.models_linear_matches", best=ctx.model_phrase(best),
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"]))
