@@ -272,6 +272,8 @@ def test_the_writers_fixture_papers_pass(tmp_path, regression):
 
 
 def test_the_writer_keeps_the_promise_on_a_failed_data_check(tmp_path):
+    """Methods say that the Limitations discuss the failed check (the STAR paper's dangling promise), and the
+    Results send a leakage flag there: the Limitations hold both."""
     import test_writer
 
     from edm_ars.writer.consistency import check_paper
@@ -279,15 +281,27 @@ def test_the_writer_keeps_the_promise_on_a_failed_data_check(tmp_path):
 
     arts = test_writer.real_artifacts()
     arts["data_report"]["checks"].append({"name": "no_duplicated_columns", "passed": False, "detail": ["a__b"]})
+    best = arts["results"]["best_model"]
+    arts["results"]["flags"].append(f"possible_leakage: {best} AUC above the leakage threshold")
     figs = test_writer._real_figures(tmp_path / "round_0", arts["results"])
     out = tmp_path / "paper"
     test_writer.build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
                             figures_dir=figs, template=test_writer.TEMPLATE, out_dir=out, phrases=test_writer.PHRASES,
                             registry_labels=test_writer.REAL_LABELS, dataset=test_writer.HSLS_PROSE)
     tex = (out / "paper.tex").read_text()
-    assert "no\\_duplicated\\_columns" in slot_content(tex, "LIMITATIONS")
+    limitations = slot_content(tex, "LIMITATIONS")
+    assert "no\\_duplicated\\_columns" in limitations and "leakage" in limitations
+    assert "(Section~\\ref{sec:limitations})" in slot_content(tex, "RESULTS")
     report = check_paper(out / "paper.tex", test_writer._artifacts_by_name(arts))
     assert report.ok, "\n".join(report.failures())
     outline = json.loads((out / "outline.json").read_text())
     assert {"from": "sec:methods", "target": "sec:limitations", "topics": ["no_duplicated_columns"],
             "phrase": "methods.checks_failed_one"} in outline["promises"]
+    assert any(p["topics"] == ["leakage"] for p in outline["promises"])
+    # without the Limitations' sentences the promises dangle, and the check says so
+    broken = tex.replace("The data check \\texttt{no\\_duplicated\\_columns} failed", "A data check failed")
+    (out / "paper.tex").write_text(broken)
+    found = check_paper(out / "paper.tex", test_writer._artifacts_by_name(arts)).failures()
+    assert any("discusses no_duplicated_columns, which that section never mentions" in f for f in found), found
+    assert any("outline.json records a promise that Section 6 (Limitations) discusses no_duplicated_columns" in f
+               for f in found), found
