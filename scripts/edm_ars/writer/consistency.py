@@ -191,10 +191,11 @@ CUES: list[tuple[str, str]] = [
     ("better", r"better than|outperform\w*|improve[sd]? on|improvement over|gain over|beat|exceed(?:s|ed)?"),
     ("difference", r"differed by|difference (?:in [^,;]{1,40}? )?between|differences? between|ranged from"),
 ]
-#: what follows a cue when the comparison is not one of models (chance, a floor, a threshold, zero)
+#: what follows a cue when the comparison is not one of models (chance, a floor, a threshold, zero, a number: plain()
+#: prints a number macro as N)
 NOT_MODELS = re.compile(r"^\s*(?:that of |those of )?(?:the |a |an |its )?(?:chance|random guess\w*|coin|"
                         r"(?:quality |leakage |flagging |stability )?(?:floor|threshold|ceiling)|zero|baseline|"
-                        r"sampling variation)\b", re.I)
+                        r"sampling variation|N\b|\d)", re.I)
 
 
 @dataclass
