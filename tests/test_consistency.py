@@ -116,6 +116,8 @@ def test_a_claim_the_evidence_does_not_support_is_caught():
     assert len(found) == 1 and "shows xgboost not distinguishable from logistic" in found[0], found
     found = reasons(paper("XGBoost and random forest could not be distinguished."))
     assert len(found) == 1 and "clearly better than random_forest" in found[0], found
+    found = reasons(paper("That logistic regression matched or exceeded XGBoost indicates additive relations."))
+    assert len(found) == 1 and "matched or exceeded xgboost, but its auc is lower" in found[0], found
 
 
 @pytest.mark.parametrize("sentence, named", [

@@ -506,6 +506,15 @@ def _left_open(claims_doc: dict[str, Any] | None, x: str, y: str) -> str | None:
     return None
 
 
+def _point(results: dict[str, Any], model: str) -> float:
+    """A model's primary metric oriented so that higher is better (-inf when it has none)."""
+    primary = results.get("primary_metric", "")
+    v = (((results.get("models") or {}).get(model) or {}).get("metrics") or {}).get(primary)
+    if not is_number(v):
+        return float("-inf")
+    return float(v) if HIGHER_IS_BETTER.get(primary, True) else -float(v)
+
+
 def check_claims(doc: Doc, results: dict[str, Any], report: ConsistencyReport,
                  claims_doc: dict[str, Any] | None = None) -> None:
     aliases = model_aliases(results)
@@ -527,6 +536,10 @@ def check_claims(doc: Doc, results: dict[str, Any], report: ConsistencyReport,
                     what = "paired comparison" if paired else "comparison"
                     report.findings.append(Finding(*where, f"no {what} of {x} and {y} in results.json supports this "
                                                    f"claim ({assertion})"))
+                elif assertion == "at_least" and _point(results, x) < _point(results, y):
+                    report.findings.append(Finding(*where, f"the claim says {x} matched or exceeded {y}, but its "
+                                                   f"{results.get('primary_metric')} is lower "
+                                                   f"({_point(results, x):.4f} against {_point(results, y):.4f})"))
                 elif ev.verdict not in ASSERTIONS[assertion] and not (
                         assertion == "open" and _left_open(claims_doc, x, y)):
                     report.findings.append(Finding(*where, f"the claim says {x} is {_say(assertion)} {y}, but the "

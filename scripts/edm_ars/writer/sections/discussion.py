@@ -16,7 +16,7 @@ from ..consistency import (
     stacking_base,
 )
 from ..context import Ctx
-from ..text import cap_first, clean_label, join_list, lc_first, model_family
+from ..text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
 
 
 def write(ctx: Ctx) -> str:
@@ -56,7 +56,12 @@ def write(ctx: Ctx) -> str:
     # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it
     evidence = comparison_evidence(ctx.results)
     contrast = evidence_for(evidence, best, n["contrast"]) if "contrast" in n else None
-    if contrast is not None and fam == "tree" and contrast.verdict == INDISTINCT:
+    # a linear model "matched or exceeded" a tree model only when its point estimate is not lower
+    matched = (fam == "linear" and contrast is not None and contrast.verdict != WORSE
+               and ctx.metric_value(best, ctx.primary) is not None
+               and (ctx.metric_value(best, ctx.primary) >= ctx.metric_value(n["contrast"], ctx.primary))
+               == higher_better(ctx.primary))
+    if contrast is not None and fam in ("tree", "linear") and contrast.verdict == INDISTINCT and not matched:
         other = n["contrast"]
         add("models", ctx.ph("discussion.models_overlap", best=cap_first(ctx.model_phrase(best)),
                              other=ctx.model_phrase(other), margin=n["MarginContrast"], level=CI_LEVEL))
@@ -79,7 +84,7 @@ def write(ctx: Ctx) -> str:
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"],
                                  best_again=ctx.model_phrase(best)))
             record_comparison(ctx.outline, best, other, "open", "discussion.models_unsettled", contrast.kind)
-        elif fam == "linear" and contrast.verdict != WORSE:
+        elif matched:
             add("models", ctx.ph("discussion.models_linear_matches", best=ctx.model_phrase(best),
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"]))
             record_comparison(ctx.outline, best, other, "at_least", "discussion.models_linear_matches",
