@@ -307,3 +307,29 @@ def test_the_writer_keeps_the_promise_on_a_failed_data_check(tmp_path):
     assert any("discusses no_duplicated_columns, which that section never mentions" in f for f in found), found
     assert any("outline.json records a promise that Section 6 (Limitations) discusses no_duplicated_columns" in f
                for f in found), found
+
+
+def test_a_model_written_section_with_an_inconsistent_comparison_is_rejected(tmp_path):
+    """With a model backend, a rewritten section whose comparison the evidence does not support keeps the draft."""
+    import test_writer
+
+    from edm_ars.writer.model_prose import check
+
+    arts = test_writer.real_artifacts()
+    figs = test_writer._real_figures(tmp_path / "round_0", arts["results"])
+    seen: dict[str, tuple] = {}
+
+    def rewriter(ctx, drafts):
+        seen["draft"] = check(ctx, "DISCUSSION", drafts["DISCUSSION"])
+        seen["planted"] = check(ctx, "DISCUSSION", drafts["DISCUSSION"] + "\n\nXGBoost was clearly better than "
+                                "logistic regression, and stacking improves on the best single model.")
+        return {}, []
+
+    test_writer.build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
+                            figures_dir=figs, template=test_writer.TEMPLATE, out_dir=tmp_path / "paper",
+                            phrases=test_writer.PHRASES, registry_labels=test_writer.REAL_LABELS,
+                            dataset=test_writer.HSLS_PROSE, rewriter=rewriter)
+    assert seen["draft"][0] is not None, seen["draft"]
+    text, why = seen["planted"]
+    assert text is None and "inconsistent comparative claim" in why, why
+    assert "shows xgboost not distinguishable from logistic" in why and "names only stacking" in why, why

@@ -292,8 +292,8 @@ def read_claim(sentence_tex: str, aliases: dict[str, str]) -> list[tuple[str, li
     ("does not settle whether ...") a comparison is read as not settled."""
     text = plain(sentence_tex)
     open_ = re.search(_OPEN, text, re.I) is not None
-    out = []
-    clauses = re.split(r";|:\s|\bwhether\b|\(\w\)\s", text)
+    out, anaphoric = [], []
+    clauses = [c for part in re.split(r";|:\s|\bwhether\b|\(\w\)\s", text) for c in _coordinated(part)]
     for clause in clauses:
         cue = _cue(clause)
         if cue is None:
@@ -303,7 +303,8 @@ def read_claim(sentence_tex: str, aliases: dict[str, str]) -> list[tuple[str, li
         # a reference that names no model counts where the comparison's other side stands (after the cue)
         generic = GENERIC.findall(clause[where:where + 80])
         if not models and not generic:
-            continue  # a statement about groups, methods or models in general, not a comparison of two models
+            anaphoric.append(assertion)  # "so these data do not establish that either predicts better than the other"
+            continue  # else a statement about groups, methods or models in general, not a comparison of two models
         if open_ and assertion in ("better", "worse", "at_least", "indistinct", "not_better"):
             assertion = "open"
         out.append((assertion, models, "paired" in clause.lower(), generic))
@@ -318,7 +319,24 @@ def read_claim(sentence_tex: str, aliases: dict[str, str]) -> list[tuple[str, li
             v = next((d for d in verdicts if set(d[1]) <= set(c[1])), None)
             if v is not None:
                 kept[k] = (v[0], c[1], c[2] or v[2], c[3])
+            elif len(c[1]) == 2 and [a for a in anaphoric if a != "difference"]:
+                # a verdict that refers back to the two models named ("either ... the other")
+                kept[k] = ([a for a in anaphoric if a != "difference"][0], c[1], c[2], c[3])
     return kept
+
+
+def _coordinated(part: str) -> list[str]:
+    """A clause split at ", and" / ", but" / ", while" / ", so" where each side makes its own comparison (a list of
+    models joined by ", and" stays one clause)."""
+    groups: list[str] = []
+    for piece in re.split(r",\s+(?=(?:and|but|while|whereas|so)\s)", part):
+        if groups and _cue(groups[-1]) and _cue(piece):
+            groups.append(piece)
+        elif groups:
+            groups[-1] += ", " + piece
+        else:
+            groups.append(piece)
+    return groups
 
 
 def _cue(text: str) -> tuple[str, int] | None:
