@@ -286,9 +286,9 @@ def _ordered(found: list[tuple[int, str]]) -> list[str]:
     return list(dict.fromkeys(m for _, m in found))
 
 
-def read_claim(sentence_tex: str, aliases: dict[str, str]) -> list[tuple[str, list[str], bool, list[str]]]:
-    """The comparative assertions of one sentence: (assertion, models named, paired, generic references) per
-    clause. A clause is a part of the sentence between semicolons, colons and "whether"; in an open question
+def read_claim(sentence_tex: str, aliases: dict[str, str]) -> list[tuple[str, list[str], bool, list[str], str]]:
+    """The comparative assertions of one sentence: (assertion, models named, paired, generic references, the clause's
+    plain text) per clause. A clause is a part of the sentence between semicolons, colons and "whether"; in an open question
     ("does not settle whether ...") a comparison is read as not settled."""
     text = plain(sentence_tex)
     open_ = re.search(_OPEN, text, re.I) is not None
@@ -307,7 +307,7 @@ def read_claim(sentence_tex: str, aliases: dict[str, str]) -> list[tuple[str, li
             continue  # else a statement about groups, methods or models in general, not a comparison of two models
         if open_ and assertion in ("better", "worse", "at_least", "indistinct", "not_better"):
             assertion = "open"
-        out.append((assertion, models, "paired" in clause.lower(), generic))
+        out.append((assertion, models, "paired" in clause.lower(), generic, clause.strip()))
     # a verdict may stand in one clause and its models in the next ("X was not clearly better: the difference
     # between X and Y ..."): a clause naming fewer than two models whose models another clause names in full is
     # that comparison, and a clause that only states a difference takes the verdict given on its models
@@ -318,10 +318,10 @@ def read_claim(sentence_tex: str, aliases: dict[str, str]) -> list[tuple[str, li
         if c[0] == "difference" and len(c[1]) >= 2:
             v = next((d for d in verdicts if set(d[1]) <= set(c[1])), None)
             if v is not None:
-                kept[k] = (v[0], c[1], c[2] or v[2], c[3])
+                kept[k] = (v[0], c[1], c[2] or v[2], c[3], c[4])
             elif len(c[1]) == 2 and [a for a in anaphoric if a != "difference"]:
                 # a verdict that refers back to the two models named ("either ... the other")
-                kept[k] = ([a for a in anaphoric if a != "difference"][0], c[1], c[2], c[3])
+                kept[k] = ([a for a in anaphoric if a != "difference"][0], c[1], c[2], c[3], c[4])
     return kept
 
 
@@ -538,9 +538,10 @@ def check_claims(doc: Doc, results: dict[str, Any], report: ConsistencyReport,
     aliases = model_aliases(results)
     evidence = comparison_evidence(results)
     for pos, sent in sentences(doc):
-        for assertion, models, paired, generic in read_claim(sent, aliases):
+        for assertion, models, paired, generic, clause in read_claim(sent, aliases):
             claim = Claim(doc.line(pos), doc.where(pos), sent, assertion, models, paired, generic)
-            where = (claim.line, claim.section, sent)
+            # a long sentence (a list of statements) is quoted by the clause that makes the claim
+            where = (claim.line, claim.section, sent if len(plain(sent)) <= 240 else f"... {clause} ...")
             if len(models) < 2:
                 named = f"names only {_name(models[0], results)}" if models else "names no model"
                 also = f" (\"{generic[0]}\" does not say which)" if generic else ""
@@ -603,7 +604,8 @@ def _contradictions(report: ConsistencyReport) -> None:
                 orders = {_REVERSE[o] for o in orders}
             for earlier_orders, earlier in said.get(key, []):
                 if _conflict(orders, earlier_orders):
-                    before = re.sub(r"\s+", " ", earlier.sentence)[:160]
+                    before = re.sub(r"\s+", " ", earlier.sentence)
+                    before = before if len(before) <= 160 else before[:157] + "..."
                     report.findings.append(Finding(
                         c.line, c.section, c.sentence,
                         f"contradicts line {earlier.line} [{earlier.section}] on {key[0]} and {key[1]} "
@@ -785,7 +787,7 @@ def _claim_comparisons(claim: dict[str, Any], aliases: dict[str, str]) -> list[t
            if isinstance(r, dict) and r.get("a") and r.get("b")]
     if out:
         return out
-    for assertion, models, _, _ in read_claim(str(claim.get("statement") or ""), aliases):
+    for assertion, models, _, _, _ in read_claim(str(claim.get("statement") or ""), aliases):
         out += [(models[0], m, assertion) for m in models[1:]]
     return out
 
@@ -803,7 +805,7 @@ def claim_problems(claims_doc: dict[str, Any], results: dict[str, Any]) -> list[
         statement = str(claim.get("statement") or "")
         comps = _claim_comparisons(claim, aliases)
         if not comps and status == "supported":
-            for _assertion, models, _, _generic in read_claim(statement, aliases):
+            for _assertion, models, *_ in read_claim(statement, aliases):
                 if len(models) < 2:
                     problems.append(f"claim {cid} ({status}) compares without naming both models: {statement!r}")
         for a, b, assertion in comps:
