@@ -215,9 +215,9 @@ class Claim:
         return [(head, m) for m in self.models[1:]]
 
 
-#: references to a model that do not name it
+#: references to one model that do not name it (plurals are statements about models in general)
 GENERIC = re.compile(r"\b(?:the|a|that|this) (?:best|top|selected|chosen|simpler|simplest|other|more flexible|"
-                     r"tree|tree-based|linear) ?(?:single |individual )?(?:model|ensemble|learner)s?\b|"
+                     r"tree|tree-based|linear) ?(?:single |individual )?(?:model|ensemble|learner)\b|"
                      r"\bthe single model\b|\bthe best single\b", re.I)
 
 FAMILY_ALIASES = {
