@@ -111,14 +111,17 @@ def good(reg):
                              "thresholds": {"unstable_top5": 0.6}},
                "figures": figures, "flags": [], "errors": [],
                "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95}}
-    return {"spec": spec, "report": report, "results": results}
+    claims = {"claims": [{"id": "outperforms_xgboost", "statement": "The selected model (logistic) predicts better "
+                          "than xgboost.", "status": "inconclusive", "reason": "", "evidence": [], "source": "code",
+                          "compares": {"a": "logistic", "b": "xgboost", "assertion": "better"}}]}
+    return {"spec": spec, "report": report, "results": results, "claims": claims}
 
 
 def artifacts(good, reg, mutate=None):
     a = copy.deepcopy(good)
     if mutate:
         mutate(a)
-    return Artifacts(a["spec"], a["report"], a["results"], reg)
+    return Artifacts(a["spec"], a["report"], a["results"], reg, claims=a["claims"])
 
 
 def issue(id_, severity, stage="analyze", **kw):
@@ -254,7 +257,8 @@ def test_broken_rubrics_are_refused(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the code checks
 def test_every_code_check_passes_on_good_artifacts(good, reg, rubric):
-    checks, issues = rubric_checks(good["spec"], good["report"], good["results"], reg, rubric=rubric)
+    checks, issues = rubric_checks(good["spec"], good["report"], good["results"], reg, rubric=rubric,
+                                   claims=good["claims"])
     assert issues == [] and all(c["passed"] is True for c in checks)
     assert len(checks) == len([i for i in rubric["items"] if i["check"] == "code"])
 
@@ -286,6 +290,9 @@ FAILURES = {
                                                                  if f["kind"] != "roc"]),
     "figure_sanity": lambda a: a["results"]["figures"][0]["drawn"]["axes"][0]["x"].update(label=""),
     "leakage_auc": lambda a: a["results"]["models"]["xgboost"]["metrics"].update(auc=0.97),
+    # the same comparison judged two ways (and a supported one the overlapping intervals do not support)
+    "claims_consistent": lambda a: a["claims"]["claims"].append(dict(a["claims"]["claims"][0], id="model_claim",
+                                                                     status="supported", source="model")),
 }
 
 
@@ -458,7 +465,7 @@ def test_skipped_checks_raise_no_issue(good, reg, rubric):
     a["results"]["stability"] = {}
     checks, issues = rubric_checks(a["spec"], a["report"], a["results"], None, rubric=rubric)
     skipped = {c["id"] for c in checks if c["passed"] is None}
-    assert skipped == {"pf_spec_gate", "sv_stability"} and issues == []
+    assert skipped == {"pf_spec_gate", "sv_stability", "sv_claims_consistent"} and issues == []
 
 
 # ------------------------------------------------------------------------------------------ applied thresholds

@@ -122,6 +122,7 @@ class Artifacts:
     report: dict[str, Any]
     results: dict[str, Any]
     reg: Registry | None = None
+    claims: dict[str, Any] | None = None  # the results debate's claims.json of the round
 
 
 @dataclass(frozen=True)
@@ -378,6 +379,19 @@ def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
                    actions=fix)
 
 
+@code_check("claims_consistent")
+def check_claims_consistent(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """The results debate's claims agree with each other and with the comparison evidence of results.json
+    (writer.consistency.claim_problems)."""
+    if a.claims is None:
+        return Finding(None, None, "skipped: no claims.json was given")
+    from .writer.consistency import claim_problems
+
+    problems = claim_problems(a.claims, a.results)
+    return Finding(not problems, problems, "The results debate's claims are inconsistent: " + "; ".join(problems)
+                   + ".")
+
+
 def _issue(id_: str, severity: str, dimension: str, stage: str, description: str, recommendation: str,
            unfixable: bool = False, source: str = "code", actions: tuple | list = (),
            caps: bool = False) -> dict[str, Any]:
@@ -416,9 +430,10 @@ def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str
 
 def rubric_checks(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None,
                   *, min_models: int | None = None, min_analytic_n: int | None = None,
-                  rubric: dict[str, Any] | str | Path | None = None) -> tuple[list[dict], list[dict]]:
+                  rubric: dict[str, Any] | str | Path | None = None,
+                  claims: dict[str, Any] | None = None) -> tuple[list[dict], list[dict]]:
     """Run the code-checked rubric items; return (checks, issues)."""
-    return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg),
+    return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg, claims=claims),
                       {"min_models": min_models, "min_analytic_n": min_analytic_n})
 
 
@@ -584,13 +599,14 @@ def forced_actions(stage: str, report: dict[str, Any], results: dict[str, Any]) 
 def review(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None, *,
            round_: int, max_revisions: int, force_revise: str | None = None, min_models: int | None = None,
            min_analytic_n: int | None = None, rubric: dict[str, Any] | str | Path | None = None,
-           force_rounds: int = 1) -> dict[str, Any]:
+           force_rounds: int = 1, claims: dict[str, Any] | None = None) -> dict[str, Any]:
     """The offline Critic: the rubric's code checks, scores and the verdict by rule (model_verdict None).
 
     `min_models` and `min_analytic_n` override the rubric's parameters when given; `force_revise` (in the
-    first `force_rounds` rounds, with revision rounds allowed) forces REVISE targeting that stage."""
+    first `force_rounds` rounds, with revision rounds allowed) forces REVISE targeting that stage. `claims` is the
+    round's claims.json (the results debate), which the check of consistent claims reads."""
     rub = _rubric(rubric)
-    checks, issues = run_checks(rub, Artifacts(spec, report, results, reg),
+    checks, issues = run_checks(rub, Artifacts(spec, report, results, reg, claims=claims),
                                 {"min_models": min_models, "min_analytic_n": min_analytic_n})
     forced = bool(force_revise) and round_ < force_rounds and max_revisions > 0
     if forced:

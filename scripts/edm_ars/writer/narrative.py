@@ -125,9 +125,18 @@ def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
         other = cid.removeprefix("outperforms_")
         if other not in ctx.results["models"]:
             return None
+        from ..conventions import STACKING
+        from .consistency import stacking_base
+
+        if (ctx.best == STACKING and other == stacking_base(ctx.results)
+                and ctx.claim("stacking_improves") == ctx.claim(cid)):
+            return None  # the same comparison as stacking_improves, stated there
         return ctx.ph("narrative.claim_outperforms", best=best, other=ctx.model_phrase(other))
     if cid == "stacking_improves":
-        return ctx.ph("narrative.claim_stacking_improves")
+        from .consistency import stacking_base
+
+        base = stacking_base(ctx.results)
+        return ctx.ph("narrative.claim_stacking_improves", base=ctx.model_phrase(base)) if base else None
     if cid == "strongest_predictor" and ctx.top_features:
         return ctx.ph("narrative.claim_strongest_predictor", feature=ctx.feature_label(0))
     if cid == "ranking_robust":

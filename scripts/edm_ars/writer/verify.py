@@ -547,6 +547,9 @@ def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
         else:
             report.warnings.append(where)
     _check_text(tex_path, report, artifacts)
+    from .consistency import check_paper  # claims consistent with each other and with the evidence
+
+    report.failures += check_paper(tex_path, artifacts).failures()
     return report
 
 

@@ -6,8 +6,17 @@ from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative
 from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
+from ..consistency import (
+    BETTER,
+    INDISTINCT,
+    WORSE,
+    comparison_evidence,
+    evidence_for,
+    record_comparison,
+    stacking_base,
+)
 from ..context import Ctx
-from ..text import cap_first, clean_label, join_list, lc_first, model_family
+from ..text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
 
 
 def write(ctx: Ctx) -> str:
@@ -43,27 +52,48 @@ def write(ctx: Ctx) -> str:
                statement=primary_stmt(ctx), units=units, unseen=unseen)
         + " " + ctx.ph("discussion.performance_fair_guide", units=units, scope=scope))
     fam = model_family(best)
-    if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
+    # the selected model against the best model of the other family: the sentence follows the comparison evidence
+    # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it
+    evidence = comparison_evidence(ctx.results)
+    contrast = evidence_for(evidence, best, n["contrast"]) if "contrast" in n else None
+    # a linear model "matched or exceeded" a tree model only when its point estimate is not lower
+    matched = (fam == "linear" and contrast is not None and contrast.verdict != WORSE
+               and ctx.metric_value(best, ctx.primary) is not None
+               and (ctx.metric_value(best, ctx.primary) >= ctx.metric_value(n["contrast"], ctx.primary))
+               == higher_better(ctx.primary))
+    if contrast is not None and fam in ("tree", "linear") and contrast.verdict == INDISTINCT and not matched:
         other = n["contrast"]
         add("models", ctx.ph("discussion.models_overlap", best=cap_first(ctx.model_phrase(best)),
                              other=ctx.model_phrase(other), margin=n["MarginContrast"], level=CI_LEVEL))
-    elif "contrast" in n:
+        record_comparison(ctx.outline, best, other, "indistinct", "discussion.models_overlap", contrast.kind)
+    elif contrast is not None:
         raw = float(n["MarginContrast:raw"])
         other = n["contrast"]
-        if fam == "tree" and raw < 0.02:
-            add("models", ctx.ph("discussion.models_tree_small_gain", other=ctx.model_phrase(other),
-                                 margin=n["MarginContrast"]))
-        elif fam == "tree":
-            add("models", ctx.ph("discussion.models_tree_gain", other=ctx.model_phrase(other),
-                                 margin=n["MarginContrast"]))
-        elif fam == "linear":
+        gain = contrast.verdict == BETTER and ctx.claim(f"outperforms_{other}") == "supported"
+        if fam == "tree" and gain and raw < 0.02:
+            add("models", ctx.ph("discussion.models_tree_small_gain", best=ctx.model_phrase(best),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"]))
+            record_comparison(ctx.outline, best, other, "better", "discussion.models_tree_small_gain", contrast.kind)
+        elif fam == "tree" and gain:
+            add("models", ctx.ph("discussion.models_tree_gain", best=ctx.model_phrase(best),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"]))
+            record_comparison(ctx.outline, best, other, "better", "discussion.models_tree_gain", contrast.kind)
+        elif fam == "tree" and contrast.verdict == BETTER and ctx.claim(f"outperforms_{other}") == "inconclusive":
+            # the intervals decide it, but the results debate left it open (a design objection): say so
+            add("models", ctx.ph("discussion.models_unsettled", best=cap_first(ctx.model_phrase(best)),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"],
+                                 best_again=ctx.model_phrase(best)))
+            record_comparison(ctx.outline, best, other, "open", "discussion.models_unsettled", contrast.kind)
+        elif matched:
             add("models", ctx.ph("discussion.models_linear_matches", best=ctx.model_phrase(best),
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"]))
-    ev = (ctx.results.get("selection_evidence") or {}).get("stacking_minus_selected") or {}
-    ci = ev.get("ci") if isinstance(ev, dict) else None
-    if (model_family(best) != STACKING and isinstance(ci, list) and len(ci) == 2
-            and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= 0 <= ci[1]):
-        add("models", ctx.ph("discussion.stacking_no_gain"))
+            record_comparison(ctx.outline, best, other, "at_least", "discussion.models_linear_matches",
+                              contrast.kind)
+    base = stacking_base(ctx.results)
+    stacked = evidence_for(evidence, STACKING, base, "paired") if base else None
+    if model_family(best) != STACKING and stacked is not None and stacked.verdict != BETTER:
+        add("models", ctx.ph("discussion.stacking_no_gain", base=ctx.model_phrase(base)))
+        record_comparison(ctx.outline, STACKING, base, "not_better", "discussion.stacking_no_gain", "paired")
     if ctx.top_features:
         feats = feature_names(ctx, 3)
         add("features",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
+from ..common import suspiciously_high
 from ..context import Ctx
 from ..text import cap_first, join_list, sentence
 
@@ -20,7 +21,7 @@ def write(ctx: Ctx) -> str:
         items.append(ctx.ph("limitations.data_warning",
                             warning=sentence(ctx.t(text.strip(), f"data_report.json:warnings.{i}"))))
 
-    for extra in (errors_sentence(ctx), other_flags_sentence(ctx)):
+    for extra in (failed_checks_sentence(ctx), leakage_sentence(ctx), errors_sentence(ctx), other_flags_sentence(ctx)):
         if extra:
             items.append(extra)
     unreliable = [g for r in ctx.fairness.get("attributes", {}).values() if r.get("kind") != "intersection"
@@ -49,6 +50,22 @@ def write(ctx: Ctx) -> str:
     items.append(ctx.ph("limitations.not_reviewed"))
     return (ctx.ph("limitations.intro") + "\n\\begin{itemize}\n"
             + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
+
+
+def failed_checks_sentence(ctx: Ctx) -> str:
+    """The data checks that failed, by name: the Methods say this section discusses them."""
+    failed = [str(ch["name"]) for ch in ctx.data.get("checks") or [] if not ch.get("passed")]
+    if not failed:
+        return ""
+    checks = join_list([f"\\texttt{{{escape_latex(x)}}}" for x in failed])
+    return (ctx.ph("limitations.failed_checks_many", checks=checks) if len(failed) > 1
+            else ctx.ph("limitations.failed_checks_one", checks=checks))
+
+
+def leakage_sentence(ctx: Ctx) -> str:
+    """Possible leakage, when the Results flag it (and send the reader here)."""
+    flagged = any(str(f).startswith("possible_leakage") for f in ctx.results.get("flags") or [])
+    return ctx.ph("limitations.leakage") if flagged or suspiciously_high(ctx) else ""
 
 
 def errors_sentence(ctx: Ctx) -> str:

@@ -21,6 +21,7 @@ from ..common import (
     perturbation_kinds,
     stability_rule,
 )
+from ..consistency import record_promise
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
@@ -182,6 +183,9 @@ def preprocessing_text(ctx: Ctx) -> str:
         checks = join_list([f"\\texttt{{{escape_latex(x)}}}" for x in failed])
         sents.append(ctx.ph("methods.checks_failed_many", checks=checks) if len(failed) > 1
                      else ctx.ph("methods.checks_failed_one", checks=checks))
+        # the Limitations name each failed check (limitations.failed_checks): a promise the consistency check holds
+        record_promise(ctx.outline, "sec:methods", "sec:limitations", [str(x) for x in failed],
+                       "methods.checks_failed_many" if len(failed) > 1 else "methods.checks_failed_one")
     return f"\\subsection{{{ctx.ph('methods.preprocessing_title')}}}\n" + " ".join(sents)
 
 
