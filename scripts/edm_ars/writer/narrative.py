@@ -9,7 +9,7 @@ themselves are phrases (config/prompts/phrases.yaml, section ``narrative``)."""
 from __future__ import annotations
 
 from ..texescape import escape_latex
-from .common import metric_name
+from .common import group_phrases, metric_name, predictor_groups, use_prose
 from .context import Ctx
 from .text import clean_label, join_list, lc_first
 
@@ -57,15 +57,32 @@ def motivation(ctx: Ctx) -> str:
         return (ctx.ph("narrative.motivation_fairness_audit") + f"{c.citep('fairness', limit=3)}. "
                 + ctx.ph("narrative.motivation_fairness_audit_evidence"))
     if a == "surprising_predictor":
-        return ctx.ph("narrative.motivation_surprising_predictor") + f"{c.citep('shap', limit=2)}."
+        return _motivation_surprising(ctx) + f"{c.citep('shap', limit=2)}."
     if a == "complexity_pays":
         return (ctx.ph("narrative.motivation_complexity_pays")
                 + f"{c.citep('xgboost', 'random_forest', 'linear', limit=3)}. "
                 + ctx.ph("narrative.motivation_complexity_pays_answer", data=_data(ctx)))
     if a == "limits_of_prediction":
         return ctx.ph("narrative.motivation_limits_of_prediction") + f"{c.citep('leakage', 'bootstrap', limit=2)}."
+    groups = group_phrases(ctx, predictor_groups(ctx))
+    indicators = join_list(groups[:4]) if groups else ctx.ph("narrative.indicators_default")
+    actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
     return (ctx.ph("narrative.motivation_policy_brief") + f"{c.citep('early_warning', 'dropout', limit=3)}. "
-            + ctx.ph("narrative.motivation_policy_brief_indicators"))
+            + ctx.ph("narrative.motivation_policy_brief_indicators", indicators=indicators, actors=actors))
+
+
+def _motivation_surprising(ctx: Ctx) -> str:
+    """Which predictors would be expected to lead (the registry's expected groups) and which would surprise
+    (the other groups among the study's predictors); the general wording when the registry does not say."""
+    expected = [g for g in (ctx.dataset or {}).get("expected_groups") or []]
+    used = predictor_groups(ctx)
+    lead = group_phrases(ctx, [g for g in expected if g in used])
+    other = group_phrases(ctx, [g for g in used if g not in expected])
+    if not lead or not other:
+        return ctx.ph("narrative.motivation_surprising_predictor")
+    actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
+    return ctx.ph("narrative.motivation_surprising_predictor_registry", short=ctx.short, expected=join_list(lead[:3]),
+                  actors=actors, other=join_list(other[:3], "or"))
 
 
 def _data(ctx: Ctx) -> str:
@@ -87,10 +104,13 @@ def related_extra(ctx: Ctx) -> list[str]:
     if ew:
         paras.append(ctx.ph("narrative.related_early_warning") + f"{c.citep(keys=ew[:4])}. "
                      + ctx.ph("narrative.related_early_warning_findings"))
-    ev = c.keys("roc", "stability", "software", "metrics")
+    # the metrics paragraph by task type: ROC/AUC for a binary outcome, RMSE and R2 for a continuous one
+    ev = (c.keys("roc", "stability", "software", "metrics") if ctx.binary
+          else c.keys("methods", "stability", "software"))
     if ev:
-        paras.append(ctx.ph("narrative.related_evaluation") + f"{c.citep(keys=ev[:4])}. "
-                     + ctx.ph("narrative.related_evaluation_veridical"))
+        head = (ctx.ph("narrative.related_evaluation") if ctx.binary
+                else ctx.ph("narrative.related_evaluation_regression"))
+        paras.append(head + f"{c.citep(keys=ev[:4])}. " + ctx.ph("narrative.related_evaluation_veridical"))
     return paras
 
 
@@ -194,7 +214,17 @@ def practice(ctx: Ctx) -> str:
         return ctx.ph("narrative.practice_limits_of_prediction")
     if a == "fairness_audit":
         return ctx.ph("narrative.practice_fairness_audit")
-    text = ctx.ph("narrative.practice_flags")
+    use = use_prose(ctx)
+    actors = use["actors"] or ctx.ph("narrative.practice_default_actors")
+    purpose = use["purpose"] or ctx.ph("narrative.practice_default_purpose")
+    if not ctx.has_waves:  # one cross-section: nothing is known in advance of the outcome
+        return ctx.ph("narrative.practice_cross_section", actors=actors, purpose=purpose, units=ctx.units)
+    if use["decision_time"]:
+        text = ctx.ph("narrative.practice_flags_timed", actors=actors, decision_time=use["decision_time"],
+                      purpose=purpose, units=ctx.units, unit=ctx.ds["unit"])
+    else:
+        text = ctx.ph("narrative.practice_flags", actors=actors, purpose=purpose, units=ctx.units,
+                      unit=ctx.ds["unit"])
     if ctx.claim("ranking_robust") == "supported":
         text += " " + ctx.ph("narrative.practice_stable_indicators")
     return text

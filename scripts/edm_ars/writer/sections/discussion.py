@@ -5,7 +5,15 @@ from __future__ import annotations
 from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative
-from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
+from ..common import (
+    CI_LEVEL,
+    feature_names,
+    group_phrases,
+    information,
+    outcome_sentence_np,
+    primary_stmt,
+    strength,
+)
 from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, model_family
 
@@ -65,10 +73,7 @@ def write(ctx: Ctx) -> str:
             and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= 0 <= ci[1]):
         add("models", ctx.ph("discussion.stacking_no_gain"))
     if ctx.top_features:
-        feats = feature_names(ctx, 3)
-        add("features",
-            ctx.ph("discussion.features_consistent", features=join_list(feats))
-            + f"{c.citep(ctx.dataset_topic, 'edm', limit=2)}. " + ctx.ph("discussion.features_associations"))
+        add("features", _features(ctx) + " " + ctx.ph("discussion.features_associations"))
     if ctx.binary:
         text = ctx.ph("discussion.practice_threshold")
         if ctx.mac(best, "brier"):
@@ -110,6 +115,30 @@ def write(ctx: Ctx) -> str:
     add("future", narrative.future(ctx))
     order = (ctx.outline or {}).get("discussion") or list(blocks)
     return "\n\n".join(t for key in [*order, *[k for k in blocks if k not in order]] for t in blocks.get(key, []))
+
+
+def _features(ctx: Ctx) -> str:
+    """The leading features, read against the registry: what their groups mean, and whether the registry
+    expects those groups to lead (prose.expected_groups); without group phrases, the features alone."""
+    feats, c = join_list(feature_names(ctx, 3)), ctx.cites
+    outcome = lc_first(ctx.outcome_label)
+    sources = ctx.data.get("feature_sources") or {}
+    groups: list[str] = []
+    for f in ctx.top_features[:3]:
+        g = ctx.registry_groups.get(sources.get(f["feature"], f["feature"]))
+        if g and g not in groups:
+            groups.append(g)
+    meanings = group_phrases(ctx, groups)
+    if not meanings or len(meanings) < len(groups):
+        return ctx.ph("discussion.features_plain", outcome=outcome, features=feats)
+    expected = set((ctx.dataset or {}).get("expected_groups") or [])
+    if expected and set(groups) <= expected:
+        cite = c.citep(ctx.dataset_topic, "edm", limit=2) if ctx.dataset_topic else c.citep("edm", limit=2)
+        return ctx.ph("discussion.features_expected", outcome=outcome, features=feats,
+                      meanings=join_list(meanings)) + f"{cite}."
+    if expected:
+        return ctx.ph("discussion.features_unexpected", outcome=outcome, features=feats, meanings=join_list(meanings))
+    return ctx.ph("discussion.features_plain", outcome=outcome, features=feats)
 
 
 def _discussion_fairness(ctx: Ctx) -> str:

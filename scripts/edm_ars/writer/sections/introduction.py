@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from .. import narrative
-from ..common import automation_note, has_reserve_codes, outcome_sentence_np
+from ..common import automation_note, collected_for, has_reserve_codes, measures, outcome_sentence_np, use_prose
 from ..context import Ctx
-from ..text import cap_first, join_list, model_family
+from ..text import cap_first, join_list, lc_first, model_family
 
 
 def write(ctx: Ctx) -> str:
@@ -14,7 +14,17 @@ def write(ctx: Ctx) -> str:
     o = spec["outcome"]
     paras = []
     opening = ctx.ph("introduction.opening", cite=c.citep("edm", limit=3))
-    if ctx.binary:
+    use = use_prose(ctx)
+    if use["purpose"]:  # the registry says what the prediction serves, who acts on it and when
+        actors = use["actors"] or ctx.ph("introduction.actors_default")
+        outcome = lc_first(ctx.outcome_label)
+        why = (ctx.ph("introduction.purpose_timed", decision_time=cap_first(use["decision_time"]), actors=actors,
+                      outcome=outcome, purpose=use["purpose"]) if use["decision_time"] else
+               cap_first(ctx.ph("introduction.purpose", actors=actors, outcome=outcome, purpose=use["purpose"])))
+        useful = (ctx.ph("introduction.useful_for", actors=actors) if use["decision_time"]
+                  else ctx.ph("introduction.useful_for_cross_section", units=ctx.units))
+        paras.append(" ".join([opening, why, useful]))
+    elif ctx.binary:
         paras.append(" ".join([opening, ctx.ph("introduction.early_warning"), ctx.ph("introduction.useful_binary")]))
     else:
         models = ctx.ph("introduction.later_achievement") if ctx.has_waves else ctx.ph("introduction.background")
@@ -78,12 +88,18 @@ def data_pitfalls(ctx: Ctx) -> str:
     about = f", {ds['about']}," if ds.get("about") else ""
     cite = c.citep(ctx.dataset_topic, limit=3) if ctx.dataset_topic else ""
     # The citation follows a word, so it cannot be a slot: the phrase ends there and the code goes on.
+    what = measures(ctx) or ctx.ph("introduction.measures_default", units=units, unit=unit)
     if ctx.survey and ctx.has_waves:
         text = (ctx.ph("introduction.data_survey", dataset=ctx.full_name, about=about) + cite + ". "
-                + ctx.ph("introduction.data_survey_waves", units=units, unit=unit))
+                + ctx.ph("introduction.data_survey_waves", units=units, measures=what))
     else:
         text = (ctx.ph("introduction.data_records", dataset=ctx.full_name, about=about) + cite + ": "
-                + ctx.ph("introduction.data_records_what", units=units, unit=unit))
+                + ctx.ph("introduction.data_records_what", measures=what))
+    design, why = ds.get("design", ""), collected_for(ctx)
+    if design and not ctx.survey:  # a survey's design is named above; other designs are stated here
+        text += " " + ctx.ph("introduction.design", article="an" if design[:1].lower() in "aeiou" else "a",
+                             design=design, collected_for=", " + ctx.ph("introduction.collected_for", why=why)
+                             if why else "")
     pitfalls = []
     if has_reserve_codes(ctx):
         pitfalls.append(ctx.ph("introduction.pitfall_reserve_codes"))
