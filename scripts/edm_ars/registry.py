@@ -20,7 +20,6 @@ import yaml
 
 from .errors import EdmArsError
 
-
 # What a canonical question may say about why its outcome is predicted (else the data set's prose says it).
 QUESTION_PROSE = ("purpose", "actors", "decision_time")
 

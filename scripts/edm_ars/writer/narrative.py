@@ -67,7 +67,8 @@ def motivation(ctx: Ctx) -> str:
     groups = group_phrases(ctx, predictor_groups(ctx))
     indicators = join_list(groups[:4]) if groups else ctx.ph("narrative.indicators_default")
     actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
-    return (ctx.ph("narrative.motivation_policy_brief") + f"{c.citep('early_warning', 'dropout', limit=3)}. "
+    return (ctx.ph("narrative.motivation_policy_brief", units=ctx.units, actors=actors, unit=ctx.ds["unit"])
+            + f"{c.citep('early_warning', 'dropout', limit=3)}. "
             + ctx.ph("narrative.motivation_policy_brief_indicators", indicators=indicators, actors=actors))
 
 
@@ -213,7 +214,11 @@ def practice(ctx: Ctx) -> str:
     if a == "limits_of_prediction":
         return ctx.ph("narrative.practice_limits_of_prediction")
     if a == "fairness_audit":
-        return ctx.ph("narrative.practice_fairness_audit")
+        use = use_prose(ctx)
+        return ctx.ph("narrative.practice_fairness_audit",
+                      actors=use["actors"] or ctx.ph("narrative.practice_default_actors"),
+                      purpose=use["purpose"] or ctx.ph("narrative.practice_default_purpose"),
+                      units=ctx.units, unit=ctx.ds["unit"])
     use = use_prose(ctx)
     actors = use["actors"] or ctx.ph("narrative.practice_default_actors")
     purpose = use["purpose"] or ctx.ph("narrative.practice_default_purpose")

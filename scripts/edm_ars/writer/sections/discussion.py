@@ -118,27 +118,22 @@ def write(ctx: Ctx) -> str:
 
 
 def _features(ctx: Ctx) -> str:
-    """The leading features, read against the registry: what their groups mean, and whether the registry
-    expects those groups to lead (prose.expected_groups); without group phrases, the features alone."""
+    """The leading features, read against the registry as the outline reads them: whether the strongest one
+    belongs to a group the registry expects to lead (prose.expected_groups); without expected groups or a
+    group phrase for the strongest feature, the features alone."""
     feats, c = join_list(feature_names(ctx, 3)), ctx.cites
-    outcome = lc_first(ctx.outcome_label)
     sources = ctx.data.get("feature_sources") or {}
-    groups: list[str] = []
-    for f in ctx.top_features[:3]:
-        g = ctx.registry_groups.get(sources.get(f["feature"], f["feature"]))
-        if g and g not in groups:
-            groups.append(g)
-    meanings = group_phrases(ctx, groups)
-    if not meanings or len(meanings) < len(groups):
-        return ctx.ph("discussion.features_plain", outcome=outcome, features=feats)
+    top = ctx.top_features[0]["feature"]
+    group = ctx.registry_groups.get(sources.get(top, top))
     expected = set((ctx.dataset or {}).get("expected_groups") or [])
-    if expected and set(groups) <= expected:
+    meaning = group_phrases(ctx, [group]) if group else []
+    if not expected or not meaning:
+        return ctx.ph("discussion.features_plain", features=feats)
+    if group in expected:
         cite = c.citep(ctx.dataset_topic, "edm", limit=2) if ctx.dataset_topic else c.citep("edm", limit=2)
-        return ctx.ph("discussion.features_expected", outcome=outcome, features=feats,
-                      meanings=join_list(meanings)) + f"{cite}."
-    if expected:
-        return ctx.ph("discussion.features_unexpected", outcome=outcome, features=feats, meanings=join_list(meanings))
-    return ctx.ph("discussion.features_plain", outcome=outcome, features=feats)
+        return ctx.ph("discussion.features_expected", features=feats) + f"{cite}."
+    return ctx.ph("discussion.features_unexpected", features=feats, feature=feature_names(ctx, 1)[0],
+                  meaning=meaning[0])
 
 
 def _discussion_fairness(ctx: Ctx) -> str:

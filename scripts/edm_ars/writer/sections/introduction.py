@@ -6,7 +6,7 @@ from ...conventions import STACKING
 from .. import narrative
 from ..common import automation_note, collected_for, has_reserve_codes, measures, outcome_sentence_np, use_prose
 from ..context import Ctx
-from ..text import cap_first, join_list, lc_first, model_family
+from ..text import cap_first, join_list, model_family
 
 
 def write(ctx: Ctx) -> str:
@@ -17,10 +17,9 @@ def write(ctx: Ctx) -> str:
     use = use_prose(ctx)
     if use["purpose"]:  # the registry says what the prediction serves, who acts on it and when
         actors = use["actors"] or ctx.ph("introduction.actors_default")
-        outcome = lc_first(ctx.outcome_label)
         why = (ctx.ph("introduction.purpose_timed", decision_time=cap_first(use["decision_time"]), actors=actors,
-                      outcome=outcome, purpose=use["purpose"]) if use["decision_time"] else
-               cap_first(ctx.ph("introduction.purpose", actors=actors, outcome=outcome, purpose=use["purpose"])))
+                      purpose=use["purpose"]) if use["decision_time"] else
+               cap_first(ctx.ph("introduction.purpose", actors=actors, purpose=use["purpose"])))
         useful = (ctx.ph("introduction.useful_for", actors=actors) if use["decision_time"]
                   else ctx.ph("introduction.useful_for_cross_section", units=ctx.units))
         paras.append(" ".join([opening, why, useful]))
