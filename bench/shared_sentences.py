@@ -3,14 +3,14 @@
 Papers on different data sets should read differently: a sentence that carries a data set's facts (its
 design, unit, outcome, waves, groups) cannot be the same in both, so a high share of identical sentences
 means boilerplate. The script reads the body of two LaTeX papers (between \\begin{document} and
-\\end{document}, without comments, tables, math, citations, references, labels, number macros and
-numbers), splits it into sentences and reports
+\\end{document}, without comments, headings, tables, math, citations, references, labels, number macros
+and numbers), splits it into sentences and reports
 
     python bench/shared_sentences.py PAPER_A.tex PAPER_B.tex [--min-words 4] [--top 10]
 
 the share of A's sentences that appear verbatim in B and the other way round, the longest shared
 sentences, and last `shared=<ratio> a_in_b=<ratio> b_in_a=<ratio>` where `shared` is the larger of the two
-directions. Sentences shorter than --min-words words (headings such as "Introduction") are not counted.
+directions. Sentences shorter than --min-words words (a short label, "Is it fair?") are not counted.
 The goal between the default study's paper and the STAR paper is `shared` of at most 0.20.
 """
 
@@ -23,8 +23,9 @@ from pathlib import Path
 
 # Commands whose argument is text: the argument stays, the command goes.
 TEXT_COMMANDS = ("emph", "textbf", "textit", "textsc", "textrm", "textsf", "texttt", "underline", "mbox",
-                 "text", "paragraph", "section", "subsection", "subsubsection", "section*", "subsection*",
-                 "caption", "title", "footnote", "hbox", "unverifiedbox", "textup", "textnormal")
+                 "text", "caption", "footnote", "hbox", "unverifiedbox", "textup", "textnormal")
+# Headings (section and paragraph titles) are dropped: every paper has the same ones.
+HEADING = r"\\(?:section|subsection|subsubsection|paragraph|subparagraph)\*?\{(?:[^{}]|\{[^{}]*\})*\}"
 # Environments whose content is not running text.
 DROP_ENVIRONMENTS = ("tabular", "tabular*", "tabularx", "longtable", "equation", "equation*", "align",
                      "align*", "verbatim", "thebibliography", "filecontents", "CCSXML", "lstlisting")
@@ -57,10 +58,8 @@ def _unwrap_text_commands(tex: str) -> str:
     """\\emph{word} -> word (innermost first, so nesting unwraps), with a boundary after headings."""
     names = "|".join(re.escape(c) for c in sorted(TEXT_COMMANDS, key=len, reverse=True))
     pattern = re.compile(r"\\(" + names + r")(?:\[[^\]]*\])?\{([^{}]*)\}")
-    headings = {"paragraph", "section", "subsection", "subsubsection", "section*", "subsection*", "caption",
-                "title"}
     while True:
-        new = pattern.sub(lambda m: m.group(2) + (". " if m.group(1) in headings else ""), tex)
+        new = pattern.sub(lambda m: m.group(2) + (". " if m.group(1) in ("caption", "footnote") else ""), tex)
         if new == tex:
             return new
         tex = new
@@ -72,6 +71,7 @@ def plain_text(tex: str) -> str:
     tex = _drop_environments(tex)
     tex = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]", " ", tex, flags=re.S)  # math
     tex = re.sub(r"\\item\b", ". ", tex)  # a list item is a sentence of its own
+    tex = re.sub(HEADING, ". ", tex)  # headings are the same in every paper and are not sentences
     tex = _unwrap_text_commands(tex)
     # commands with arguments that are not text (citations, references, labels, files, environments)
     tex = re.sub(r"\\(?:begin|end)\{[^}]*\}(?:\[[^\]]*\])?", ". ", tex)

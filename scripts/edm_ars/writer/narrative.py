@@ -9,7 +9,7 @@ themselves are phrases (config/prompts/phrases.yaml, section ``narrative``)."""
 from __future__ import annotations
 
 from ..texescape import escape_latex
-from .common import group_phrases, metric_name, predictor_groups, use_prose
+from .common import feature_names, group_phrases, has_reserve_codes, metric_name, predictor_groups, use_prose
 from .context import Ctx
 from .text import clean_label, join_list, lc_first
 
@@ -54,8 +54,12 @@ def motivation(ctx: Ctx) -> str:
     c = ctx.cites
     a = archetype(ctx)
     if a == "fairness_audit":
-        return (ctx.ph("narrative.motivation_fairness_audit") + f"{c.citep('fairness', limit=3)}. "
-                + ctx.ph("narrative.motivation_fairness_audit_evidence"))
+        actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
+        labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+        groups = join_list(labels) if labels else ctx.ph("narrative.groups_default")
+        return (ctx.ph("narrative.motivation_fairness_audit", actors=actors, units=ctx.units)
+                + f"{c.citep('fairness', limit=3)}. "
+                + ctx.ph("narrative.motivation_fairness_audit_evidence", short=ctx.short, groups=groups))
     if a == "surprising_predictor":
         return _motivation_surprising(ctx) + f"{c.citep('shap', limit=2)}."
     if a == "complexity_pays":
@@ -93,7 +97,11 @@ def _data(ctx: Ctx) -> str:
 def gap(ctx: Ctx) -> str:
     c = ctx.cites
     data = ctx.ph("narrative.longitudinal_surveys") if ctx.survey else _data(ctx)
-    return (ctx.ph("narrative.gap", data=data) + f"{c.citep('stability', 'leakage', limit=2)}. "
+    handled = ([ctx.ph("narrative.gap_reserve_codes")] if has_reserve_codes(ctx) else []) + (
+        [ctx.ph("narrative.gap_clusters", units=ctx.units, unit=ctx.cluster)] if ctx.grouping["columns"] else []) + [
+        ctx.ph("narrative.gap_missing"), ctx.ph("narrative.gap_categorical")]
+    return (ctx.ph("narrative.gap", data=data, handled=join_list(handled), units=ctx.units)
+            + f"{c.citep('stability', 'leakage', limit=2)}. "
             + ctx.ph("narrative.gap_addressed"))
 
 
@@ -199,7 +207,7 @@ def meaning(ctx: Ctx) -> str:
             parts.append(ctx.ph("narrative.meaning_feature", feature=ctx.feature_label(i), meaning=meaning_))
     if not parts:
         return ""
-    lead = ctx.ph("narrative.meaning_lead", meanings="; ".join(parts))
+    lead = ctx.ph("narrative.meaning_lead", short=ctx.short, meanings="; ".join(parts))
     if len(seen) > 1:
         lead += " " + ctx.ph("narrative.meaning_several_kinds")
     if ctx.has_waves:
@@ -243,12 +251,16 @@ def limits(ctx: Ctx) -> str:
 
 def future(ctx: Ctx) -> str:
     c = ctx.cites
-    text = ctx.ph("narrative.future_lead") + " "
+    text = ctx.ph("narrative.future_lead", short=ctx.short) + " "
     if ctx.survey:
         text += ctx.ph("narrative.future_weights")
     else:
         text += ctx.ph("narrative.future_representative", units=ctx.units)
-    text += " " + ctx.ph("narrative.future_transfer", units=ctx.units) + f"{c.citep('stability', limit=1)}."
+    top = ctx.ph("narrative.future_top", feature=feature_names(ctx, 1)[0]) if ctx.top_features else ""
+    text += (" " + ctx.ph("narrative.future_transfer", units=ctx.units, short=ctx.short, top=top)
+             + f"{c.citep('stability', limit=1)}.")
     if ctx.fairness:
-        text += " " + ctx.ph("narrative.future_subgroups")
+        labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+        text += " " + ctx.ph("narrative.future_subgroups", units=ctx.units,
+                             groups=join_list(labels) if labels else ctx.ph("narrative.groups_default"))
     return text

@@ -13,6 +13,7 @@ from ..common import (
     outcome_sentence_np,
     primary_stmt,
     strength,
+    use_prose,
 )
 from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, model_family
@@ -49,7 +50,7 @@ def write(ctx: Ctx) -> str:
     add("performance",
         ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
                statement=primary_stmt(ctx), units=units, unseen=unseen)
-        + " " + ctx.ph("discussion.performance_fair_guide", units=units, scope=scope))
+        + " " + ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_label, units=units, scope=scope))
     fam = model_family(best)
     if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
         other = n["contrast"]
@@ -99,7 +100,8 @@ def write(ctx: Ctx) -> str:
         elif st.get("unstable"):
             add("stability", ctx.ph("discussion.stability_unstable"))
         else:
-            add("stability", ctx.ph("discussion.stability_stable"))
+            top = feature_names(ctx, 1)[0] if ctx.top_features else ctx.ph("discussion.stability_top_unknown")
+            add("stability", ctx.ph("discussion.stability_stable", top=top))
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
     score = n.get("ReviewScore")
@@ -150,7 +152,9 @@ def _discussion_fairness(ctx: Ctx) -> str:
     extra = (" " + ctx.ph("discussion.fairness_inconclusive", groups=join_list(names(unsettled)))
              if unsettled else "")
     if flagged:
-        text = ctx.ph("discussion.fairness_gaps", groups=join_list(labels)) + f"{c.citep('fairness', limit=2)}."
+        actors = use_prose(ctx)["actors"] or ctx.ph("discussion.fairness_default_actors")
+        text = (ctx.ph("discussion.fairness_gaps", groups=join_list(labels), units=ctx.units,
+                       outcome=ctx.outcome_label, actors=actors) + f"{c.citep('fairness', limit=2)}.")
     else:
         text = ctx.ph("discussion.fairness_no_gap") + f"{c.citep('fairness', limit=2)}."
     return text + extra

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from .. import narrative
-from ..common import automation_note, collected_for, has_reserve_codes, measures, outcome_sentence_np, use_prose
+from ..common import (
+    collected_for,
+    group_phrases,
+    has_reserve_codes,
+    measures,
+    outcome_sentence_np,
+    predictor_groups,
+    use_prose,
+)
 from ..context import Ctx
-from ..text import cap_first, join_list, model_family
+from ..text import cap_first, join_list, lc_first, model_family
 
 
 def write(ctx: Ctx) -> str:
     c, n, spec = ctx.cites, ctx.n, ctx.spec
     o = spec["outcome"]
     paras = []
-    opening = ctx.ph("introduction.opening", cite=c.citep("edm", limit=3))
+    opening = ctx.ph("introduction.opening_outcome", outcome=ctx.outcome_label, cite=c.citep("edm", limit=3))
     use = use_prose(ctx)
     if use["purpose"]:  # the registry says what the prediction serves, who acts on it and when
         actors = use["actors"] or ctx.ph("introduction.actors_default")
@@ -50,21 +58,28 @@ def write(ctx: Ctx) -> str:
     recode = ctx.ph("introduction.recode_reserve_codes") + " " if has_reserve_codes(ctx) else ""
     items = [
         ctx.ph("introduction.item_pipeline", dataset=ctx.short, recode=recode, split_by=ctx.split_by),
-        ctx.ph("introduction.item_comparison", n_models=n["NModels"], test_n=n["TestN"]),
+        ctx.ph("introduction.item_comparison", n_models=n["NModels"], outcome=ctx.outcome_label, test_n=n["TestN"],
+               units=ctx.units),
     ]
     if ctx.top_features:
         if ctx.importance_key == "mean_abs_shap":
             how = ctx.ph("introduction.how_shap") + c.citep("shap", limit=2)
         else:
             how = ctx.ph("introduction.how_importance")
-        items.append(ctx.ph("introduction.item_interpretation_families", how=how) if len(ctx.shap_by_model) > 1
-                     else ctx.ph("introduction.item_interpretation", how=how))
+        groups = group_phrases(ctx, predictor_groups(ctx))
+        if len(groups) > 1:
+            items.append(ctx.ph("introduction.item_interpretation_groups", how=how, groups=join_list(groups[:4])))
+        else:
+            items.append(ctx.ph("introduction.item_interpretation_families", how=how) if len(ctx.shap_by_model) > 1
+                         else ctx.ph("introduction.item_interpretation", how=how))
     else:
         items.append(ctx.ph("introduction.item_transparency"))
     if ctx.fairness or ctx.stability.get("runs"):
         what = []
         if ctx.fairness:
-            what.append(ctx.ph("introduction.audit_subgroups"))
+            labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+            what.append(ctx.ph("introduction.audit_subgroups_named", units=ctx.units, groups=join_list(labels))
+                        if labels else ctx.ph("introduction.audit_subgroups"))
         if ctx.stability.get("runs"):
             what.append(ctx.ph("introduction.audit_stability"))
         items.append(cap_first(join_list(what)) + ".")
@@ -76,7 +91,7 @@ def write(ctx: Ctx) -> str:
         tail = (ctx.ph("introduction.expected_contribution",
                        contribution=ctx.t(ec, "research_spec.json:expected_contribution"))
                 + ("" if ec.endswith(".") else ".") + " ")
-    tail += f"{automation_note(ctx)} {ctx.ph('introduction.roadmap')}"
+    tail += ctx.ph("introduction.roadmap")
     paras.append(tail)
     return "\n\n".join(paras)
 
@@ -113,4 +128,4 @@ def data_pitfalls(ctx: Ctx) -> str:
                     else ctx.ph("introduction.pitfall_missing", units=units))
     listed = "; ".join(pitfalls[:-1]) + "; and " + pitfalls[-1] if len(pitfalls) > 1 else pitfalls[0]
     return text + " " + ctx.ph("introduction.pitfalls", pitfalls=listed, cite=c.citep("missing_data", "leakage", limit=3),
-                               population=f"{units} or {unit}s" if g["columns"] else units)
+                               short=ctx.short, population=f"{units} or {unit}s" if g["columns"] else units)

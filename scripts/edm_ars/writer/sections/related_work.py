@@ -37,13 +37,13 @@ def write(ctx: Ctx) -> str:
     if st:
         algo.append(ctx.ph("related_work.stacking", cite=_cite(c, st)))
     if algo:
-        algo.append(ctx.ph("related_work.families_compared"))
+        algo.append(ctx.ph("related_work.families_compared", short=ctx.short))
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_algorithms")), *algo]))
     shap = c.keys("shap")
     if shap:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_interpretation")),
                                ctx.ph("related_work.shap_attribution", cite=_cite(c, shap)),
-                               ctx.ph("related_work.shap_ranking"), ctx.ph("related_work.shap_not_causal")]))
+                               ctx.ph("related_work.shap_ranking", units=ctx.units, outcome=ctx.outcome_label), ctx.ph("related_work.shap_not_causal")]))
     fair = c.keys("fairness")
     if fair:
         groups = [ctx.label_tex(g, "research_spec.json:subgroups") for g in ctx.spec.get("subgroups", [])]
