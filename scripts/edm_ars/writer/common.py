@@ -70,8 +70,8 @@ def feature_names(ctx: Ctx, k: int = 3, with_values: bool = False) -> list[str]:
 def automation_note(ctx: Ctx) -> str:
     backend = escape_latex(ctx.spec.get("backend", "offline"))
     if ctx.offline:
-        return ctx.ph("common.automation_offline")
-    return ctx.ph("common.automation_model", backend=backend)
+        return ctx.ph("common.automation_offline", short=ctx.short)
+    return ctx.ph("common.automation_model", backend=backend, short=ctx.short)
 
 
 def information(ctx: Ctx) -> str:

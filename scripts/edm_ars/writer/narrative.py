@@ -100,9 +100,15 @@ def gap(ctx: Ctx) -> str:
     handled = ([ctx.ph("narrative.gap_reserve_codes")] if has_reserve_codes(ctx) else []) + (
         [ctx.ph("narrative.gap_clusters", units=ctx.units, unit=ctx.cluster)] if ctx.grouping["columns"] else []) + [
         ctx.ph("narrative.gap_missing"), ctx.ph("narrative.gap_categorical")]
-    return (ctx.ph("narrative.gap", data=data, handled=join_list(handled), units=ctx.units)
+    return (ctx.ph("narrative.gap", data=data, handled=join_list(handled), groups=_subgroups(ctx))
             + f"{c.citep('stability', 'leakage', limit=2)}. "
-            + ctx.ph("narrative.gap_addressed"))
+            + ctx.ph("narrative.gap_addressed", short=ctx.short))
+
+
+def _subgroups(ctx: Ctx) -> str:
+    """The study's subgroups by their labels ('students' when it names none)."""
+    labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+    return join_list(labels) if labels else ctx.ph("narrative.groups_default")
 
 
 def related_extra(ctx: Ctx) -> list[str]:
@@ -119,7 +125,8 @@ def related_extra(ctx: Ctx) -> list[str]:
     if ev:
         head = (ctx.ph("narrative.related_evaluation") if ctx.binary
                 else ctx.ph("narrative.related_evaluation_regression"))
-        paras.append(head + f"{c.citep(keys=ev[:4])}. " + ctx.ph("narrative.related_evaluation_veridical"))
+        paras.append(head + f"{c.citep(keys=ev[:4])}. "
+                     + ctx.ph("narrative.related_evaluation_veridical", short=ctx.short))
     return paras
 
 
@@ -127,13 +134,14 @@ def methods_review(ctx: Ctx) -> str:
     counts = {s: sum(1 for v in ctx.claims.values() if v == s) for s in ("supported", "inconclusive",
                                                                          "unsupported")}
     k = sum(counts.values())
-    text = ctx.ph("narrative.review_process")
+    text = ctx.ph("narrative.review_process", short=ctx.short)
     if k:
         n = {s: ctx.m.count(f"NClaims{s.capitalize()}", v, f"count(claims.json:claims[status={s}])", derived=True)
              for s, v in counts.items()}
         total = ctx.m.count("NClaims", k, "len(claims.json:claims)", derived=True)
-        text += "; " + ctx.ph("narrative.review_claim_counts", total=total, supported=n["supported"],
-                              inconclusive=n["inconclusive"], unsupported=n["unsupported"])
+        return text + ". " + ctx.ph("narrative.review_claims_policy", total=total, outcome=ctx.outcome_label,
+                                    supported=n["supported"], inconclusive=n["inconclusive"],
+                                    unsupported=n["unsupported"])
     return text + ". " + ctx.ph("narrative.review_policy")
 
 
@@ -223,7 +231,7 @@ def practice(ctx: Ctx) -> str:
         return ctx.ph("narrative.practice_limits_of_prediction")
     if a == "fairness_audit":
         use = use_prose(ctx)
-        return ctx.ph("narrative.practice_fairness_audit",
+        return ctx.ph("narrative.practice_fairness_audit", groups=_subgroups(ctx),
                       actors=use["actors"] or ctx.ph("narrative.practice_default_actors"),
                       purpose=use["purpose"] or ctx.ph("narrative.practice_default_purpose"),
                       units=ctx.units, unit=ctx.ds["unit"])

@@ -74,7 +74,8 @@ def write(ctx: Ctx) -> str:
             and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= 0 <= ci[1]):
         add("models", ctx.ph("discussion.stacking_no_gain"))
     if ctx.top_features:
-        add("features", _features(ctx) + " " + ctx.ph("discussion.features_associations"))
+        add("features", _features(ctx) + " " + ctx.ph("discussion.features_associations",
+                                                       feature=feature_names(ctx, 1)[0]))
     if ctx.binary:
         text = ctx.ph("discussion.practice_threshold")
         if ctx.mac(best, "brier"):

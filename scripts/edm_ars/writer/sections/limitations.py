@@ -6,7 +6,7 @@ import re
 
 from ...texescape import escape_latex
 from ..context import Ctx
-from ..text import cap_first, join_list, sentence
+from ..text import cap_first, join_list, lc_first, sentence
 
 
 def write(ctx: Ctx) -> str:
@@ -26,7 +26,8 @@ def write(ctx: Ctx) -> str:
     unreliable = [g for r in ctx.fairness.get("attributes", {}).values() if r.get("kind") != "intersection"
                   for g in r.get("groups") or [] if not g.get("reliable", True)]
     if unreliable:
-        items.append(ctx.ph("limitations.small_groups"))
+        labels = [lc_first(ctx.label_tex(a, "research_spec.json:subgroups")) for a in ctx.spec.get("subgroups") or []]
+        items.append(ctx.ph("limitations.small_groups", groups=join_list(labels) if labels else ctx.units))
     g, unit = ctx.grouping, ctx.cluster
     if ctx.school_split_ok and g["reconstructed"]:
         items.append(cap_first(ctx.ph("limitations.clusters_reconstructed", unit=unit)))

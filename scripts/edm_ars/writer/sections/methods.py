@@ -360,7 +360,8 @@ def methods_fairness(ctx: Ctx) -> str:
         by_inters = " " + (ctx.ph("methods.fairness_intersections", attributes=names) if len(inters) > 1
                            else ctx.ph("methods.fairness_intersection", attributes=names))
     sents = [ctx.ph("methods.fairness_audit", model=model_text, groups=groups, intersections=by_inters),
-             ctx.ph("methods.fairness_membership")]
+             ctx.ph("methods.fairness_membership",
+                    attributes=join_list([f"\\texttt{{{escape_latex(a)}}}" for a in singles]))]
     nres = fa.get("n_resamples")
     boot = (" " + ctx.ph("methods.fairness_resamples",
                          k=m.count("FairNResamples", nres, "results.json:fairness.n_resamples"))

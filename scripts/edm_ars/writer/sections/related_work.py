@@ -17,12 +17,10 @@ def write(ctx: Ctx) -> str:
         text = _paragraph(ctx.ph("related_work.heading_prediction"))
         if edm:
             text += " " + ctx.ph("related_work.edm_history", cite=_cite(c, edm))
-            if len(edm) >= 2:
-                text += " " + ctx.ph("related_work.edm_examples", first=c.citet(edm[0]), second=c.citet(edm[1]))
         if hsls:
             used_for = ctx.ds.get("used_for") or ctx.ph("related_work.dataset_used_default")
             text += " " + ctx.ph("related_work.dataset_used", dataset=ctx.short, used_for=used_for, cite=_cite(c, hsls))
-        text += " " + ctx.ph("related_work.edm_reproducibility")
+        text += " " + ctx.ph("related_work.edm_reproducibility", short=ctx.short)
         paras.append(text)
     en, rf, xg, st = (c.keys("elastic_net"), c.keys("random_forest"), c.keys("xgboost"),
                       c.keys("stacking"))
@@ -42,8 +40,9 @@ def write(ctx: Ctx) -> str:
     shap = c.keys("shap")
     if shap:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_interpretation")),
-                               ctx.ph("related_work.shap_attribution", cite=_cite(c, shap)),
-                               ctx.ph("related_work.shap_ranking", units=ctx.units, outcome=ctx.outcome_label), ctx.ph("related_work.shap_not_causal")]))
+                               ctx.ph("related_work.shap_attribution", cite=_cite(c, shap), units=ctx.units,
+                                      outcome=ctx.outcome_label),
+                               ctx.ph("related_work.shap_not_causal", outcome=ctx.outcome_label)]))
     fair = c.keys("fairness")
     if fair:
         groups = [ctx.label_tex(g, "research_spec.json:subgroups") for g in ctx.spec.get("subgroups", [])]
