@@ -48,7 +48,7 @@ def write(ctx: Ctx) -> str:
         items.append(ctx.ph("limitations.excluded_reference", n=n["NExcludedRefs"]) if k == 1
                      else ctx.ph("limitations.excluded_references", n=n["NExcludedRefs"]))
     items.append(ctx.ph("limitations.not_reviewed"))
-    return (ctx.ph("limitations.intro") + "\n\\begin{itemize}\n"
+    return (ctx.ph("limitations.intro", short=ctx.short) + "\n\\begin{itemize}\n"
             + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
 
 

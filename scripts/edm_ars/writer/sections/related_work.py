@@ -15,12 +15,15 @@ def write(ctx: Ctx) -> str:
     edm, hsls = c.keys("edm"), c.keys(ctx.dataset_topic)
     if edm or hsls:
         text = _paragraph(ctx.ph("related_work.heading_prediction"))
-        if edm:
+        if edm and not hsls:  # the history and the reproducibility gap in one sentence
+            text += " " + ctx.ph("related_work.edm_history_reproducibility", cite=_cite(c, edm), short=ctx.short)
+        elif edm:
             text += " " + ctx.ph("related_work.edm_history", cite=_cite(c, edm))
         if hsls:
             used_for = ctx.ds.get("used_for") or ctx.ph("related_work.dataset_used_default")
             text += " " + ctx.ph("related_work.dataset_used", dataset=ctx.short, used_for=used_for, cite=_cite(c, hsls))
-        text += " " + ctx.ph("related_work.edm_reproducibility", short=ctx.short)
+        if hsls or not edm:
+            text += " " + ctx.ph("related_work.edm_reproducibility", short=ctx.short)
         paras.append(text)
     en, rf, xg, st = (c.keys("elastic_net"), c.keys("random_forest"), c.keys("xgboost"),
                       c.keys("stacking"))
@@ -58,7 +61,7 @@ def write(ctx: Ctx) -> str:
     if lk:
         safe.append(ctx.ph("related_work.leakage", cite=_cite(c, lk)))
     if bs:
-        safe.append(ctx.ph("related_work.bootstrap", cite=_cite(c, bs)))
+        safe.append(ctx.ph("related_work.bootstrap", cite=_cite(c, bs), short=ctx.short))
     if safe:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_safeguards")), *safe]))
     paras += narrative.related_extra(ctx)

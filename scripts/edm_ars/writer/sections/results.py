@@ -776,7 +776,8 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         if not thr:
             verdict += " " + stability_rule(ctx)
     elif unstable is False:
-        verdict = ctx.ph("results.stability_stable", rule=rule)
+        top = feature_names(ctx, 1)[0] if ctx.top_features else ctx.ph("results.stability_top_unknown")
+        verdict = ctx.ph("results.stability_stable", rule=rule, top=top)
     else:
         verdict = ctx.ph("results.stability_no_verdict")
     paras.append(verdict)
