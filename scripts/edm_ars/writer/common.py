@@ -70,8 +70,8 @@ def feature_names(ctx: Ctx, k: int = 3, with_values: bool = False) -> list[str]:
 def automation_note(ctx: Ctx) -> str:
     backend = escape_latex(ctx.spec.get("backend", "offline"))
     if ctx.offline:
-        return ctx.ph("common.automation_offline", short=ctx.short)
-    return ctx.ph("common.automation_model", backend=backend, short=ctx.short)
+        return ctx.ph("common.automation_offline", short=data_name(ctx))
+    return ctx.ph("common.automation_model", backend=backend, short=data_name(ctx))
 
 
 def information(ctx: Ctx) -> str:
@@ -230,3 +230,9 @@ def group_phrases(ctx: Ctx, groups: list[str]) -> list[str]:
     """What each registry group means for the units (the registry's group_phrases), where it says."""
     phrases = (ctx.dataset or {}).get("group_phrases") or {}
     return [_prose_text(phrases[g]) for g in groups if phrases.get(g)]
+
+
+def data_name(ctx: Ctx) -> str:
+    """The data set's short name as a noun for 'the ...': 'Project STAR data', 'London exam data'."""
+    short = ctx.short
+    return short if short.lower().endswith(("data", "data set", "dataset")) else short + " data"

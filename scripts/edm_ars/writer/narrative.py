@@ -9,7 +9,7 @@ themselves are phrases (config/prompts/phrases.yaml, section ``narrative``)."""
 from __future__ import annotations
 
 from ..texescape import escape_latex
-from .common import feature_names, group_phrases, has_reserve_codes, metric_name, predictor_groups, use_prose
+from .common import data_name, feature_names, group_phrases, has_reserve_codes, metric_name, predictor_groups, use_prose
 from .context import Ctx
 from .text import clean_label, join_list, lc_first
 
@@ -29,15 +29,15 @@ def archetype(ctx: Ctx) -> str:
 def title(ctx: Ctx, label: str) -> str:
     a = archetype(ctx)
     if a == "limits_of_prediction":
-        return ctx.ph("narrative.title_limits_of_prediction", earlier=_earlier(ctx), label=label, short=ctx.short)
+        return ctx.ph("narrative.title_limits_of_prediction", earlier=_earlier(ctx), label=label, short=data_name(ctx))
     if a == "fairness_audit":
-        return ctx.ph("narrative.title_fairness_audit", label=label, short=ctx.short)
+        return ctx.ph("narrative.title_fairness_audit", label=label, short=data_name(ctx))
     if a == "surprising_predictor":
-        return ctx.ph("narrative.title_surprising_predictor", label=label, short=ctx.short)
+        return ctx.ph("narrative.title_surprising_predictor", label=label, short=data_name(ctx))
     if a == "complexity_pays":
-        return ctx.ph("narrative.title_complexity_pays", label=label, short=ctx.short)
+        return ctx.ph("narrative.title_complexity_pays", label=label, short=data_name(ctx))
     if a == "policy_brief":
-        return ctx.ph("narrative.title_policy_brief", label=label, short=ctx.short)
+        return ctx.ph("narrative.title_policy_brief", label=label, short=data_name(ctx))
     raise KeyError(a)
 
 
@@ -59,7 +59,7 @@ def motivation(ctx: Ctx) -> str:
         groups = join_list(labels) if labels else ctx.ph("narrative.groups_default")
         return (ctx.ph("narrative.motivation_fairness_audit", actors=actors, units=ctx.units)
                 + f"{c.citep('fairness', limit=3)}. "
-                + ctx.ph("narrative.motivation_fairness_audit_evidence", short=ctx.short, groups=groups))
+                + ctx.ph("narrative.motivation_fairness_audit_evidence", short=data_name(ctx), groups=groups))
     if a == "surprising_predictor":
         return _motivation_surprising(ctx) + f"{c.citep('shap', limit=2)}."
     if a == "complexity_pays":
@@ -86,7 +86,7 @@ def _motivation_surprising(ctx: Ctx) -> str:
     if not lead or not other:
         return ctx.ph("narrative.motivation_surprising_predictor")
     actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
-    return ctx.ph("narrative.motivation_surprising_predictor_registry", short=ctx.short, expected=join_list(lead[:3]),
+    return ctx.ph("narrative.motivation_surprising_predictor_registry", short=data_name(ctx), expected=join_list(lead[:3]),
                   actors=actors, other=join_list(other[:3], "or"))
 
 
@@ -102,7 +102,7 @@ def gap(ctx: Ctx) -> str:
         ctx.ph("narrative.gap_missing"), ctx.ph("narrative.gap_categorical")]
     return (ctx.ph("narrative.gap", data=data, handled=join_list(handled), groups=_subgroups(ctx))
             + f"{c.citep('stability', 'leakage', limit=2)}. "
-            + ctx.ph("narrative.gap_addressed", short=ctx.short))
+            + ctx.ph("narrative.gap_addressed", short=data_name(ctx)))
 
 
 def _subgroups(ctx: Ctx) -> str:
@@ -126,7 +126,7 @@ def related_extra(ctx: Ctx) -> list[str]:
         head = (ctx.ph("narrative.related_evaluation") if ctx.binary
                 else ctx.ph("narrative.related_evaluation_regression"))
         paras.append(head + f"{c.citep(keys=ev[:4])}. "
-                     + ctx.ph("narrative.related_evaluation_veridical", short=ctx.short))
+                     + ctx.ph("narrative.related_evaluation_veridical", short=data_name(ctx)))
     return paras
 
 
@@ -134,7 +134,7 @@ def methods_review(ctx: Ctx) -> str:
     counts = {s: sum(1 for v in ctx.claims.values() if v == s) for s in ("supported", "inconclusive",
                                                                          "unsupported")}
     k = sum(counts.values())
-    text = ctx.ph("narrative.review_process", short=ctx.short)
+    text = ctx.ph("narrative.review_process", short=data_name(ctx))
     if k:
         n = {s: ctx.m.count(f"NClaims{s.capitalize()}", v, f"count(claims.json:claims[status={s}])", derived=True)
              for s, v in counts.items()}
@@ -215,7 +215,7 @@ def meaning(ctx: Ctx) -> str:
             parts.append(ctx.ph("narrative.meaning_feature", feature=ctx.feature_label(i), meaning=meaning_))
     if not parts:
         return ""
-    lead = ctx.ph("narrative.meaning_lead", short=ctx.short, meanings="; ".join(parts))
+    lead = ctx.ph("narrative.meaning_lead", short=data_name(ctx), meanings="; ".join(parts))
     if len(seen) > 1:
         lead += " " + ctx.ph("narrative.meaning_several_kinds")
     if ctx.has_waves:
@@ -259,13 +259,13 @@ def limits(ctx: Ctx) -> str:
 
 def future(ctx: Ctx) -> str:
     c = ctx.cites
-    text = ctx.ph("narrative.future_lead", short=ctx.short) + " "
+    text = ctx.ph("narrative.future_lead", short=data_name(ctx)) + " "
     if ctx.survey:
         text += ctx.ph("narrative.future_weights")
     else:
         text += ctx.ph("narrative.future_representative", units=ctx.units)
     top = ctx.ph("narrative.future_top", feature=feature_names(ctx, 1)[0]) if ctx.top_features else ""
-    text += (" " + ctx.ph("narrative.future_transfer", units=ctx.units, short=ctx.short, top=top)
+    text += (" " + ctx.ph("narrative.future_transfer", units=ctx.units, short=data_name(ctx), top=top)
              + f"{c.citep('stability', limit=1)}.")
     if ctx.fairness:
         labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]

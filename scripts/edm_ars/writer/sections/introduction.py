@@ -6,6 +6,7 @@ from ...conventions import STACKING
 from .. import narrative
 from ..common import (
     collected_for,
+    data_name,
     group_phrases,
     has_reserve_codes,
     measures,
@@ -128,4 +129,4 @@ def data_pitfalls(ctx: Ctx) -> str:
                     else ctx.ph("introduction.pitfall_missing", units=units))
     listed = "; ".join(pitfalls[:-1]) + "; and " + pitfalls[-1] if len(pitfalls) > 1 else pitfalls[0]
     return text + " " + ctx.ph("introduction.pitfalls", pitfalls=listed, cite=c.citep("missing_data", "leakage", limit=3),
-                               short=ctx.short, population=f"{units} or {unit}s" if g["columns"] else units)
+                               short=data_name(ctx), population=f"{units} or {unit}s" if g["columns"] else units)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
+from ..common import data_name
 from ..context import Ctx
 from ..text import cap_first, join_list, lc_first, sentence
 
@@ -48,7 +49,7 @@ def write(ctx: Ctx) -> str:
         items.append(ctx.ph("limitations.excluded_reference", n=n["NExcludedRefs"]) if k == 1
                      else ctx.ph("limitations.excluded_references", n=n["NExcludedRefs"]))
     items.append(ctx.ph("limitations.not_reviewed"))
-    return (ctx.ph("limitations.intro", short=ctx.short) + "\n\\begin{itemize}\n"
+    return (ctx.ph("limitations.intro", short=data_name(ctx)) + "\n\\begin{itemize}\n"
             + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
 
 

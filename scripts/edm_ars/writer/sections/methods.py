@@ -11,6 +11,7 @@ from ..common import (
     CI_LEVEL,
     attr_label,
     automation_note,
+    data_name,
     floor_macro,
     has_reserve_codes,
     metric_name,
@@ -66,7 +67,7 @@ def split_sentences(ctx: Ctx, method: str) -> str:
     share = ctx.ph("methods.split_share", pct=n["TestFractionPct"], seed=n["SplitSeed"])
     row = units[:-1] if units.endswith("s") else units
     if ctx.school_split_ok:
-        leak = cap_first(ctx.ph("methods.cluster_leak", units=units, unit=unit, row=row, short=ctx.short))
+        leak = cap_first(ctx.ph("methods.cluster_leak", units=units, unit=unit, row=row, short=data_name(ctx)))
         if g["reconstructed"]:
             count = (" " + ctx.ph("methods.n_clusters", n=n["NClusters"])) if "NClusters" in n else ""
             how = (ctx.ph("methods.split_reconstructed", unit=unit) + count + " "

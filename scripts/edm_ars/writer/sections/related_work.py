@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import narrative
+from ..common import data_name
 from ..context import Citations, Ctx
 from ..text import join_list, lc_first
 
@@ -16,14 +17,14 @@ def write(ctx: Ctx) -> str:
     if edm or hsls:
         text = _paragraph(ctx.ph("related_work.heading_prediction"))
         if edm and not hsls:  # the history and the reproducibility gap in one sentence
-            text += " " + ctx.ph("related_work.edm_history_reproducibility", cite=_cite(c, edm), short=ctx.short)
+            text += " " + ctx.ph("related_work.edm_history_reproducibility", cite=_cite(c, edm), short=data_name(ctx))
         elif edm:
             text += " " + ctx.ph("related_work.edm_history", cite=_cite(c, edm))
         if hsls:
             used_for = ctx.ds.get("used_for") or ctx.ph("related_work.dataset_used_default")
             text += " " + ctx.ph("related_work.dataset_used", dataset=ctx.short, used_for=used_for, cite=_cite(c, hsls))
         if hsls or not edm:
-            text += " " + ctx.ph("related_work.edm_reproducibility", short=ctx.short)
+            text += " " + ctx.ph("related_work.edm_reproducibility", short=data_name(ctx))
         paras.append(text)
     en, rf, xg, st = (c.keys("elastic_net"), c.keys("random_forest"), c.keys("xgboost"),
                       c.keys("stacking"))
@@ -38,7 +39,7 @@ def write(ctx: Ctx) -> str:
     if st:
         algo.append(ctx.ph("related_work.stacking", cite=_cite(c, st)))
     if algo:
-        algo.append(ctx.ph("related_work.families_compared", short=ctx.short))
+        algo.append(ctx.ph("related_work.families_compared", short=data_name(ctx)))
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_algorithms")), *algo]))
     shap = c.keys("shap")
     if shap:
@@ -61,7 +62,7 @@ def write(ctx: Ctx) -> str:
     if lk:
         safe.append(ctx.ph("related_work.leakage", cite=_cite(c, lk)))
     if bs:
-        safe.append(ctx.ph("related_work.bootstrap", cite=_cite(c, bs), short=ctx.short))
+        safe.append(ctx.ph("related_work.bootstrap", cite=_cite(c, bs), short=data_name(ctx)))
     if safe:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_safeguards")), *safe]))
     paras += narrative.related_extra(ctx)
