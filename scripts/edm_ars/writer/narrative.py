@@ -71,6 +71,11 @@ def motivation(ctx: Ctx) -> str:
     groups = group_phrases(ctx, predictor_groups(ctx))
     indicators = join_list(groups[:4]) if groups else ctx.ph("narrative.indicators_default")
     actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
+    if not ctx.has_waves:
+        return (ctx.ph("narrative.motivation_cross_section", units=ctx.units, actors=actors)
+                + f"{c.citep('methods', 'leakage', limit=2)}. "
+                + ctx.ph("narrative.motivation_cross_section_indicators", indicators=indicators, units=ctx.units,
+                         unit=ctx.cluster))
     return (ctx.ph("narrative.motivation_policy_brief", units=ctx.units, actors=actors, unit=ctx.ds["unit"])
             + f"{c.citep('early_warning', 'dropout', limit=3)}. "
             + ctx.ph("narrative.motivation_policy_brief_indicators", indicators=indicators, actors=actors))

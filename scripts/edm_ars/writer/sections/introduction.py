@@ -125,8 +125,15 @@ def data_pitfalls(ctx: Ctx) -> str:
         pitfalls.append(ctx.ph("introduction.pitfall_suppressed_clusters", units=units, unit=unit))
     elif g["columns"]:
         pitfalls.append(ctx.ph("introduction.pitfall_nested", units=units, unit=unit))
-    pitfalls.append(ctx.ph("introduction.pitfall_nonresponse") if ctx.survey
-                    else ctx.ph("introduction.pitfall_missing", units=units))
+    miss = ctx.data.get("missingness")
+    if ctx.survey:
+        pitfalls.append(ctx.ph("introduction.pitfall_nonresponse"))
+    elif miss is None or any((r or {}).get("pct_missing") for r in miss.values()):  # only when values are missing
+        pitfalls.append(ctx.ph("introduction.pitfall_missing", units=units))
     listed = "; ".join(pitfalls[:-1]) + "; and " + pitfalls[-1] if len(pitfalls) > 1 else pitfalls[0]
+    if len(pitfalls) == 1:
+        return text + " " + ctx.ph("introduction.pitfalls_one", pitfall=listed,
+                                   cite=c.citep("missing_data", "leakage", limit=3), short=data_name(ctx),
+                                   population=f"{units} or {unit}s" if g["columns"] else units)
     return text + " " + ctx.ph("introduction.pitfalls", pitfalls=listed, cite=c.citep("missing_data", "leakage", limit=3),
                                short=data_name(ctx), population=f"{units} or {unit}s" if g["columns"] else units)
