@@ -133,7 +133,9 @@ def _features(ctx: Ctx) -> str:
     if not expected or not meaning:
         return ctx.ph("discussion.features_plain", features=feats)
     if group in expected:
-        cite = c.citep(ctx.dataset_topic, "edm", limit=2) if ctx.dataset_topic else c.citep("edm", limit=2)
+        # studies that used the data set or predicted such outcomes, not the data set's own documentation
+        studies = list((ctx.dataset or {}).get("study_topics") or [])
+        cite = c.citep(*studies, "performance_prediction", "edm", limit=2)
         return ctx.ph("discussion.features_expected", features=feats) + f"{cite}."
     return ctx.ph("discussion.features_unexpected", features=feats, feature=feature_names(ctx, 1)[0],
                   meaning=meaning[0])

@@ -16,15 +16,15 @@ def write(ctx: Ctx) -> str:
     edm, hsls = c.keys("edm"), c.keys(ctx.dataset_topic)
     if edm or hsls:
         text = _paragraph(ctx.ph("related_work.heading_prediction"))
-        if edm and not hsls:  # the history and the reproducibility gap in one sentence
-            text += " " + ctx.ph("related_work.edm_history_reproducibility", cite=_cite(c, edm), short=data_name(ctx))
+        if len(edm) >= 2:
+            text += " " + ctx.ph("related_work.edm_history_examples", cite=_cite(c, edm), first=c.citet(edm[0]),
+                                 second=c.citet(edm[1]), outcome=ctx.outcome_label)
         elif edm:
             text += " " + ctx.ph("related_work.edm_history", cite=_cite(c, edm))
         if hsls:
             used_for = ctx.ds.get("used_for") or ctx.ph("related_work.dataset_used_default")
             text += " " + ctx.ph("related_work.dataset_used", dataset=ctx.short, used_for=used_for, cite=_cite(c, hsls))
-        if hsls or not edm:
-            text += " " + ctx.ph("related_work.edm_reproducibility", short=data_name(ctx))
+        text += " " + ctx.ph("related_work.edm_reproducibility", short=data_name(ctx))
         paras.append(text)
     en, rf, xg, st = (c.keys("elastic_net"), c.keys("random_forest"), c.keys("xgboost"),
                       c.keys("stacking"))
