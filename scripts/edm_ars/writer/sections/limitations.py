@@ -34,8 +34,8 @@ def write(ctx: Ctx) -> str:
         items.append(cap_first(ctx.ph("limitations.clusters_reconstructed", unit=unit)))
     elif not ctx.school_split_ok:
         items.append(cap_first(ctx.ph("limitations.clusters_shared", units=ctx.units, unit=unit)))
-    items.append(ctx.ph("limitations.single_split_stability") if ctx.stability.get("runs")
-                 else ctx.ph("limitations.single_split"))
+    items.append(ctx.ph("limitations.single_split_stability", short=data_name(ctx)) if ctx.stability.get("runs")
+                 else ctx.ph("limitations.single_split", short=data_name(ctx)))
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         items.append(ctx.ph("limitations.subgroups_not_evaluated"))
