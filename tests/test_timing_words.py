@@ -71,9 +71,9 @@ def test_the_adjective_for_the_study(predictors, outcome, word):
     c = ctx_for(predictors, outcome, BASE)
     assert timing_adjective(c) == word
     motivation = narrative.motivation(c.__class__(**{**c.__dict__, "outline": {"archetype":
-                                                                              "surprising_predictor"}}))
-    assert ("observe early" in motivation) == (word == "early ")
-    assert ("Which early information" in motivation) == (word == "early ")
+                                                                              "limits_of_prediction"}}))
+    assert ("what early information" in motivation) == (word == "early ")
+    assert ("what earlier information" in motivation) == (word == "earlier ")
 
 
 def test_table_one_prints_wave_labels_never_keys():

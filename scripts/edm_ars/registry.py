@@ -20,6 +20,9 @@ import yaml
 
 from .errors import EdmArsError
 
+# What a canonical question may say about why its outcome is predicted (else the data set's prose says it).
+QUESTION_PROSE = ("purpose", "actors", "decision_time")
+
 
 @dataclass
 class Registry:
@@ -47,6 +50,13 @@ class Registry:
             "agency": given.get("agency", ""), "about": given.get("about", ""),
             "source": given.get("source", ""), "design": given.get("design", ""),
             "used_for": given.get("used_for", ""),
+            # why prediction from these data matters: what it serves, who acts on it and when (a question
+            # may say it for its own outcome: questions[].purpose, actors, decision_time)
+            "purpose": given.get("purpose", ""), "actors": given.get("actors", ""),
+            "decision_time": given.get("decision_time", ""),
+            "measures": given.get("measures", ""), "collected_for": given.get("collected_for", ""),
+            "question_prose": {str(q["id"]): {k: q[k] for k in QUESTION_PROSE if q.get(k)}
+                               for q in self.questions if q.get("id") and any(q.get(k) for k in QUESTION_PROSE)},
             "unit": given.get("unit", "student"), "units": given.get("units", given.get("unit", "student") + "s"),
             "weights_note": given.get("weights_note", ""),
             "waves": {w["key"]: w.get("prose", w.get("label", w["key"])) for w in self.waves},

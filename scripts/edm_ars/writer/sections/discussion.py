@@ -5,7 +5,16 @@ from __future__ import annotations
 from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative
-from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
+from ..common import (
+    CI_LEVEL,
+    feature_names,
+    group_phrases,
+    information,
+    outcome_sentence_np,
+    primary_stmt,
+    strength,
+    use_prose,
+)
 from ..consistency import (
     BETTER,
     INDISTINCT,
@@ -50,7 +59,7 @@ def write(ctx: Ctx) -> str:
     add("performance",
         ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
                statement=primary_stmt(ctx), units=units, unseen=unseen)
-        + " " + ctx.ph("discussion.performance_fair_guide", units=units, scope=scope))
+        + " " + ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_label, units=units, scope=scope))
     fam = model_family(best)
     # the selected model against the best model of the other family: the sentence follows the comparison evidence
     # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it
@@ -95,10 +104,8 @@ def write(ctx: Ctx) -> str:
         add("models", ctx.ph("discussion.stacking_no_gain", base=ctx.model_phrase(base)))
         record_comparison(ctx.outline, STACKING, base, "not_better", "discussion.stacking_no_gain", "paired")
     if ctx.top_features:
-        feats = feature_names(ctx, 3)
-        add("features",
-            ctx.ph("discussion.features_consistent", features=join_list(feats))
-            + f"{c.citep(ctx.dataset_topic, 'edm', limit=2)}. " + ctx.ph("discussion.features_associations"))
+        add("features", _features(ctx) + " " + ctx.ph("discussion.features_associations",
+                                                       feature=feature_names(ctx, 1)[0]))
     if ctx.binary:
         text = ctx.ph("discussion.practice_threshold")
         if ctx.mac(best, "brier"):
@@ -124,7 +131,8 @@ def write(ctx: Ctx) -> str:
         elif st.get("unstable"):
             add("stability", ctx.ph("discussion.stability_unstable"))
         else:
-            add("stability", ctx.ph("discussion.stability_stable"))
+            top = feature_names(ctx, 1)[0] if ctx.top_features else ctx.ph("discussion.stability_top_unknown")
+            add("stability", ctx.ph("discussion.stability_stable", top=top))
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
     if ctx.unverified:  # the review's score is never quoted: its verdict and (in the appendix) its issues
@@ -138,6 +146,27 @@ def write(ctx: Ctx) -> str:
     add("future", narrative.future(ctx))
     order = (ctx.outline or {}).get("discussion") or list(blocks)
     return "\n\n".join(t for key in [*order, *[k for k in blocks if k not in order]] for t in blocks.get(key, []))
+
+
+def _features(ctx: Ctx) -> str:
+    """The leading features, read against the registry as the outline reads them: whether the strongest one
+    belongs to a group the registry expects to lead (prose.expected_groups); without expected groups or a
+    group phrase for the strongest feature, the features alone."""
+    feats, c = join_list(feature_names(ctx, 3)), ctx.cites
+    sources = ctx.data.get("feature_sources") or {}
+    top = ctx.top_features[0]["feature"]
+    group = ctx.registry_groups.get(sources.get(top, top))
+    expected = set((ctx.dataset or {}).get("expected_groups") or [])
+    meaning = group_phrases(ctx, [group]) if group else []
+    if not expected or not meaning:
+        return ctx.ph("discussion.features_plain", features=feats)
+    if group in expected:
+        # studies that used the data set or predicted such outcomes, not the data set's own documentation
+        studies = list((ctx.dataset or {}).get("study_topics") or [])
+        cite = c.citep(*studies, "performance_prediction", "edm", limit=2)
+        return ctx.ph("discussion.features_expected", features=feats) + f"{cite}."
+    return ctx.ph("discussion.features_unexpected", features=feats, feature=feature_names(ctx, 1)[0],
+                  meaning=meaning[0])
 
 
 def _discussion_fairness(ctx: Ctx) -> str:
@@ -154,7 +183,9 @@ def _discussion_fairness(ctx: Ctx) -> str:
     extra = (" " + ctx.ph("discussion.fairness_inconclusive", groups=join_list(names(unsettled)))
              if unsettled else "")
     if flagged:
-        text = ctx.ph("discussion.fairness_gaps", groups=join_list(labels)) + f"{c.citep('fairness', limit=2)}."
+        actors = use_prose(ctx)["actors"] or ctx.ph("discussion.fairness_default_actors")
+        text = (ctx.ph("discussion.fairness_gaps", groups=join_list(labels), units=ctx.units,
+                       outcome=ctx.outcome_label, actors=actors) + f"{c.citep('fairness', limit=2)}.")
     else:
         text = ctx.ph("discussion.fairness_no_gap") + f"{c.citep('fairness', limit=2)}."
     return text + extra

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
-from ..common import suspiciously_high
+from ..common import data_name, suspiciously_high
 from ..context import Ctx
-from ..text import cap_first, join_list, sentence
+from ..text import cap_first, join_list, lc_first, sentence
 
 
 def write(ctx: Ctx) -> str:
@@ -27,14 +27,15 @@ def write(ctx: Ctx) -> str:
     unreliable = [g for r in ctx.fairness.get("attributes", {}).values() if r.get("kind") != "intersection"
                   for g in r.get("groups") or [] if not g.get("reliable", True)]
     if unreliable:
-        items.append(ctx.ph("limitations.small_groups"))
+        labels = [lc_first(ctx.label_tex(a, "research_spec.json:subgroups")) for a in ctx.spec.get("subgroups") or []]
+        items.append(ctx.ph("limitations.small_groups", groups=join_list(labels) if labels else ctx.units))
     g, unit = ctx.grouping, ctx.cluster
     if ctx.school_split_ok and g["reconstructed"]:
         items.append(cap_first(ctx.ph("limitations.clusters_reconstructed", unit=unit)))
     elif not ctx.school_split_ok:
         items.append(cap_first(ctx.ph("limitations.clusters_shared", units=ctx.units, unit=unit)))
-    items.append(ctx.ph("limitations.single_split_stability") if ctx.stability.get("runs")
-                 else ctx.ph("limitations.single_split"))
+    items.append(ctx.ph("limitations.single_split_stability", short=data_name(ctx)) if ctx.stability.get("runs")
+                 else ctx.ph("limitations.single_split", short=data_name(ctx)))
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         items.append(ctx.ph("limitations.subgroups_not_evaluated"))
@@ -48,7 +49,7 @@ def write(ctx: Ctx) -> str:
         items.append(ctx.ph("limitations.excluded_reference", n=n["NExcludedRefs"]) if k == 1
                      else ctx.ph("limitations.excluded_references", n=n["NExcludedRefs"]))
     items.append(ctx.ph("limitations.not_reviewed"))
-    return (ctx.ph("limitations.intro") + "\n\\begin{itemize}\n"
+    return (ctx.ph("limitations.intro", short=data_name(ctx)) + "\n\\begin{itemize}\n"
             + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
 
 

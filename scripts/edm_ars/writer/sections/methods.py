@@ -11,6 +11,7 @@ from ..common import (
     CI_LEVEL,
     attr_label,
     automation_note,
+    data_name,
     floor_macro,
     has_reserve_codes,
     metric_name,
@@ -76,7 +77,7 @@ def split_sentences(ctx: Ctx, method: str) -> str:
     share = ctx.ph("methods.split_share", pct=n["TestFractionPct"], seed=n["SplitSeed"])
     row = units[:-1] if units.endswith("s") else units
     if ctx.school_split_ok:
-        leak = cap_first(ctx.ph("methods.cluster_leak", units=units, unit=unit, row=row))
+        leak = cap_first(ctx.ph("methods.cluster_leak", units=units, unit=unit, row=row, short=data_name(ctx)))
         if g["reconstructed"]:
             count = (" " + ctx.ph("methods.n_clusters", n=n["NClusters"])) if "NClusters" in n else ""
             how = (ctx.ph("methods.split_reconstructed", unit=unit) + count + " "
@@ -375,7 +376,8 @@ def methods_fairness(ctx: Ctx) -> str:
         by_inters = " " + (ctx.ph("methods.fairness_intersections", attributes=names) if len(inters) > 1
                            else ctx.ph("methods.fairness_intersection", attributes=names))
     sents = [ctx.ph("methods.fairness_audit", model=model_text, groups=groups, intersections=by_inters),
-             ctx.ph("methods.fairness_membership")]
+             ctx.ph("methods.fairness_membership",
+                    attributes=join_list([f"\\texttt{{{escape_latex(a)}}}" for a in singles]))]
     nres = fa.get("n_resamples")
     boot = (" " + ctx.ph("methods.fairness_resamples",
                          k=m.count("FairNResamples", nres, "results.json:fairness.n_resamples"))
