@@ -348,7 +348,15 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
         # no leading articles: the paper's sentences add their own ("Using the {long}, ...")
         "prose": {"short": draft(f"{words} data"), "long": draft(f"{words} data ({file})"),
                   "about": draft(f"students whose records make up {file}"), "source": draft(f"data file {file}"),
-                  "design": "", "unit": "student", "units": "students"},
+                  "design": "", "unit": "student", "units": "students",
+                  # why a prediction from these data matters (registry/README.md, "The paper's words"); '' leaves a
+                  # neutral sentence chosen by the task
+                  "measures": draft(f"what {file} records for each student, as a noun phrase"),
+                  "purpose": draft("what a prediction of the outcome would be used for, as a verb phrase without "
+                                   "'to' (e.g. offer support to students likely to fall behind)"),
+                  "actors": draft("who would act on the prediction, plural (e.g. teachers)"),
+                  "decision_time": draft("when they would act, as an adverbial phrase (e.g. early in the school "
+                                         "year); '' when predictors and outcome were recorded together")},
         "provenance": {"kind": "local_file",
                        "statement": draft(f"where the rows of {file} come from: who collected them, when and for "
                                           "what, and under which licence or agreement you use them.")},
@@ -374,7 +382,9 @@ HEADER = """\
 {keys}
 # Format: registry/README.md of EDM-ARS. Check and edit at least:
 #   - dataset.title, dataset.prose: the names (without a leading "the": the paper adds it), population (about),
-#     source ("We used <source>") and design (e.g. "longitudinal survey"; '' says nothing) the paper states;
+#     source ("We used <source>") and design (e.g. "longitudinal survey"; '' says nothing) the paper states,
+#     and measures, purpose, actors, decision_time: what the data record, what a prediction would serve, who acts
+#     on it and when ('' for any of them: the paper says something neutral instead);
 #   - dataset.provenance: kind (public_use_file, restricted_use_file, generated, package_export or local_file), an
 #     optional citation (a bibliography key) and the statement of where the rows come from;
 #   - dataset.id_column and tier3.exact: identifiers, weights, flags and clusters, never predictors;
