@@ -118,10 +118,15 @@ def good(reg):
 
 
 def artifacts(good, reg, mutate=None):
-    a = copy.deepcopy(good)
+    a = dict(copy.deepcopy(good), reg=reg)
     if mutate:
         mutate(a)
-    return Artifacts(a["spec"], a["report"], a["results"], reg, claims=a["claims"])
+    return Artifacts(a["spec"], a["report"], a["results"], a["reg"], claims=a["claims"])
+
+
+def _drafted(a):
+    a["reg"] = copy.deepcopy(a["reg"])
+    a["reg"].dataset["prose"]["about"] = "[DRAFT] students whose records make up data.csv"
 
 
 def issue(id_, severity, stage="analyze", **kw):
@@ -167,6 +172,17 @@ def test_a_failed_data_check_caps_the_offline_review(good, reg):
     failed = next(i for i in r["issues"] if i["id"] == "dp_data_checks")
     assert failed["caps_verdict"] is True
     assert r["verdict"] == "REVISE" and r["overall_score"] >= 7
+
+
+def test_a_registry_that_still_holds_drafted_text_caps_the_review(good, reg):
+    a = {"reg": reg}
+    _drafted(a)
+    r = review(good["spec"], good["report"], good["results"], a["reg"], round_=0, max_revisions=2)
+    issue_ = next(i for i in r["issues"] if i["id"] == "pf_registry_final")
+    assert issue_["caps_verdict"] and "dataset.prose.about" in issue_["description"]
+    assert r["verdict"] == "REVISE"
+    clean = review(good["spec"], good["report"], good["results"], reg, round_=0, max_revisions=2)
+    assert "pf_registry_final" not in {i["id"] for i in clean["issues"]}
 
 
 def test_model_pass_with_a_critical_is_overruled_then_unverified_in_the_last_round():
@@ -220,7 +236,7 @@ def test_rerun_from_picks_the_earliest_stage():
 def test_rubric_loads_with_four_weighted_dimensions(rubric):
     assert rubric["dimensions"] == DIMENSIONS
     assert sum(rubric["dimensions"].values()) == pytest.approx(1.0)
-    assert 26 <= len(rubric["items"]) <= 36
+    assert 26 <= len(rubric["items"]) <= 40
     ids = [i["id"] for i in rubric["items"]]
     assert len(ids) == len(set(ids))
     assert {i["dimension"] for i in rubric["items"]} == set(DIMENSIONS)
@@ -269,6 +285,7 @@ def _add_predictor(a, name):
 
 FAILURES = {
     "spec_gate": lambda a: _add_predictor(a, "X4EVRAPPCLG"),
+    "registry_final": _drafted,
     "outcome_absent": lambda a: a["report"]["predictors_after"].append(a["report"]["outcome"]),
     "data_checks": lambda a: a["report"]["checks"].append({"name": "no_missing_values_test", "passed": False}),
     "school_overlap": lambda a: a["report"]["split"].update(group_overlap=3),
@@ -465,7 +482,7 @@ def test_skipped_checks_raise_no_issue(good, reg, rubric):
     a["results"]["stability"] = {}
     checks, issues = rubric_checks(a["spec"], a["report"], a["results"], None, rubric=rubric)
     skipped = {c["id"] for c in checks if c["passed"] is None}
-    assert skipped == {"pf_spec_gate", "sv_stability", "sv_claims_consistent"} and issues == []
+    assert skipped == {"pf_spec_gate", "pf_registry_final", "sv_stability", "sv_claims_consistent"} and issues == []
 
 
 # ------------------------------------------------------------------------------------------ applied thresholds

@@ -23,7 +23,7 @@ from .artifacts import read_yaml
 from .conventions import STACKING, applied_threshold
 from .errors import EdmArsError
 from .formulate import validate_spec
-from .registry import Registry, rules_text
+from .registry import DRAFT_MARKER, Registry, draft_marker_keys, rules_text
 
 STAGES = ["formulate", "engineer", "analyze"]  # the stages a review can re-run, in order
 TARGETS = [*STAGES, "write"]  # write-targeted issues go to the Writer and re-run nothing
@@ -173,6 +173,15 @@ def check_spec_gate(a: Artifacts, p: dict[str, Any]) -> Finding:
     violations = validate_spec(a.spec, a.reg)
     return Finding(not violations, violations, "The specification breaks the registry's rules: "
                    + "; ".join(violations) + ".")
+
+
+@code_check("registry_final")
+def check_registry_final(a: Artifacts, p: dict[str, Any]) -> Finding:
+    if a.reg is None:
+        return Finding(None, None, "skipped: no registry was given")
+    keys = draft_marker_keys(a.reg)
+    return Finding(not keys, keys, f"The registry still holds drafted text ({DRAFT_MARKER}) that the paper would "
+                   f"print as fact: {', '.join(keys)}.")
 
 
 @code_check("outcome_absent")
