@@ -145,3 +145,11 @@ def test_a_planted_causal_phrase_is_caught(text, verb):
 ])
 def test_negated_or_framing_sentences_pass(text):
     assert causal_phrases(table(**{"s.k": text})) == []
+
+
+def test_a_slot_followed_by_s_is_a_plural_that_follows_the_noun():
+    from edm_ars.writer.phrases import Phrases
+
+    ph = Phrases({"x.y": "split by {unit}s, not {unit}s' or {unit}'s"})
+    assert ph("x.y", unit="class") == "split by classes, not classes' or class's"
+    assert ph("x.y", unit="school") == "split by schools, not schools' or school's"

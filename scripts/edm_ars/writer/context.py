@@ -428,7 +428,7 @@ def register_numbers(ctx: Ctx) -> None:
             n[f"miss:{p['name']}"] = m.pct(macro_name("Miss", p["name"]), rec["pct_missing"],
                                            f"data_report.json:missingness.{p['name']}.pct_missing")
     preds = [v for v in d["predictors_before"] if v in miss]
-    if preds:
+    if preds and any(miss[v]["pct_missing"] > 0 for v in preds):  # none missing: Methods says so in words
         worst = max(preds, key=lambda v: miss[v]["pct_missing"])
         n["MaxMissingVar"] = worst
         n["MaxMissingPct"] = m.pct("MaxMissingPct", miss[worst]["pct_missing"],

@@ -74,6 +74,18 @@ class Phrases:
             raise PhraseError(f"{self.source}: phrase {key}: {'; '.join(problems)}")
         out, end = [], 0
         for m in found:
-            out += [template[end:m.start()], str(values[m.group(1)])]
+            value = str(values[m.group(1)])
+            if template.startswith("s", m.end()) and not template[m.end() + 1:m.end() + 2].isalpha():
+                # `{unit}s` is a plural: a noun ending in a sibilant takes "es" (class -> classes)
+                value = plural(value)
+                out += [template[end:m.start()], value]
+                end = m.end() + 1
+                continue
+            out += [template[end:m.start()], value]
             end = m.end()
         return "".join(out) + template[end:]
+
+
+def plural(noun: str) -> str:
+    """The plural of a singular noun (or noun phrase) by its last word: class -> classes, school -> schools."""
+    return noun + ("es" if re.search(r"(s|x|z|ch|sh)$", noun) else "s")

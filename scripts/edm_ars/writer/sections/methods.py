@@ -178,6 +178,8 @@ def preprocessing_text(ctx: Ctx) -> str:
         sents.append(ctx.ph("methods.missing_values", k=n["NVarsMissing"], n=n["NPredictors"],
                             pct=n["MaxMissingPct"], variable=escape_latex(n["MaxMissingVar"]),
                             cite=c.citep("missing_data", limit=1)))
+    elif any(v in (d.get("missingness") or {}) for v in d.get("predictors_before") or []):
+        sents.append(ctx.ph("methods.no_missing_values"))
     sents.append(ctx.ph("methods.validation_checks", n=n["NChecks"], passed=n["NChecksPassed"]))
     failed = [ch["name"] for ch in d.get("checks", []) if not ch.get("passed")]
     if failed:
