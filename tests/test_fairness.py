@@ -291,3 +291,15 @@ def test_groups_are_named_by_the_registry_value_labels_and_never_as_float_codes(
     fig = fa.fairness_plot(res)
     ticks = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
     assert "African-American" in ticks and not {"afam", "cauc", "0.0", "1.0"} & set(ticks)
+
+
+def test_a_numeric_attribute_read_as_text_with_many_values_is_binned_into_quintiles():
+    import pandas as pd
+
+    from edm_ars.fairness import _grouping
+
+    s = pd.Series([str(v) for v in range(10, 51, 2)] * 5)  # 21 distinct scores, read from CSV as text
+    rows, order, binning = _grouping(s)
+    assert binning is not None and binning["bins"] == 5 and order[0] == "Q1 (lowest)" and len(order) == 5
+    letters = pd.Series(list("abcdefghijklmnopqrstu"))
+    assert _grouping(letters)[2] is None

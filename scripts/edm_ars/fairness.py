@@ -82,8 +82,12 @@ def _percentile_ci(values: np.ndarray, valid: np.ndarray) -> list[float] | None:
 
 
 def _is_continuous(s: pd.Series) -> bool:
-    return (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-            and s.dropna().nunique() > CONTINUOUS_MIN_UNIQUE)
+    """A numeric attribute (or one read as text whose every value is a number) with many distinct values."""
+    if pd.api.types.is_bool_dtype(s) or isinstance(s.dtype, pd.CategoricalDtype):
+        return False
+    values = s.dropna()
+    numbers = pd.to_numeric(values, errors="coerce")
+    return bool(numbers.notna().all()) and numbers.nunique() > CONTINUOUS_MIN_UNIQUE
 
 
 def _quintile_labels(k: int) -> list[str]:

@@ -380,6 +380,13 @@ def methods_fairness(ctx: Ctx) -> str:
     sents = [ctx.ph("methods.fairness_audit", model=model_text, groups=groups, intersections=by_inters),
              ctx.ph("methods.fairness_membership",
                     attributes=join_list([f"\\texttt{{{escape_latex(a)}}}" for a in singles]))]
+    binned = [a for a in singles if (attrs[a].get("binned") or {}).get("bins")]
+    binned = [a for a in binned if attrs[a]["binned"]["bins"] == attrs[binned[0]]["binned"]["bins"]]
+    if binned:  # a numeric attribute with many values: its groups are quantile bins, not categories
+        k = m.count("FairBins", attrs[binned[0]]["binned"]["bins"], f"results.json:fairness.attributes.{binned[0]}"
+                    ".binned.bins")
+        sents.append(ctx.ph("methods.fairness_binned", attributes=join_list(
+            [f"\\texttt{{{escape_latex(a)}}}" for a in binned]), k=k))
     nres = fa.get("n_resamples")
     boot = (" " + ctx.ph("methods.fairness_resamples",
                          k=m.count("FairNResamples", nres, "results.json:fairness.n_resamples"))
