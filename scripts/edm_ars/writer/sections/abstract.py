@@ -17,6 +17,7 @@ from ..common import (
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, join_list, lc_first, model_family, word_count
+from . import provenance
 
 
 def model_list(ctx: Ctx) -> str:
@@ -34,11 +35,14 @@ def write(ctx: Ctx) -> str:
     parts.append((3, ctx.ph("abstract.question", question=question)
                   + ("" if ctx.spec["research_question"].rstrip().endswith("?") else ".")))
     parts.append((0, ctx.ph(
-        "abstract.data", dataset=ctx.full_name, analytic_n=n["AnalyticN"], units=ctx.units,
+        "abstract.data", dataset=provenance.abstract_dataset(ctx), analytic_n=n["AnalyticN"], units=ctx.units,
         n_predictors=n["NPredictors"], waves=ctx.waves_text,
         recode=ctx.ph("abstract.recode_reserve_codes") + " " if has_reserve_codes(ctx) else "",
         split_by=ctx.split_by, n_models=n["NModels"],
         models=model_list(ctx) if len(ctx.results["models"]) <= 4 else _families_phrase(ctx))))
+    rows = provenance.abstract_sentence(ctx)  # what the rows are: never dropped
+    if rows:
+        parts.append((0, rows))
     others = [x for x in ctx.results["models"] if x != ctx.best and ctx.mac(x, ctx.primary)]
     rest = ""
     if others:

@@ -8,6 +8,11 @@ from .. import narrative
 from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
 from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, model_family
+from . import provenance
+
+#: the Discussion's blocks that read findings as facts about students (what the features mean, practical use, the
+#: groups, further studies of the population): left out when the rows were generated
+GENERATED_OMITS = ("features", "practice", "fairness", "meaning", "limits", "future")
 
 
 def write(ctx: Ctx) -> str:
@@ -41,7 +46,8 @@ def write(ctx: Ctx) -> str:
     add("performance",
         ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
                statement=primary_stmt(ctx), units=units, unseen=unseen)
-        + " " + ctx.ph("discussion.performance_fair_guide", units=units, scope=scope))
+        + " " + (ctx.ph("provenance.discussion_performance", units=units) if ctx.generated
+                 else ctx.ph("discussion.performance_fair_guide", units=units, scope=scope)))
     fam = model_family(best)
     if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
         other = n["contrast"]
@@ -109,6 +115,12 @@ def write(ctx: Ctx) -> str:
     add("limits", narrative.limits(ctx))
     add("future", narrative.future(ctx))
     order = (ctx.outline or {}).get("discussion") or list(blocks)
+    if ctx.generated:  # a study on data with a known generating process: the recovery check, no substantive reading
+        for key in GENERATED_OMITS:
+            blocks.pop(key, None)
+        recovery = provenance.discussion_blocks(ctx)
+        blocks.update({k: [v] for k, v in recovery.items()})
+        order = ["performance", *recovery, *[k for k in order if k not in ("performance", *recovery)]]
     return "\n\n".join(t for key in [*order, *[k for k in blocks if k not in order]] for t in blocks.get(key, []))
 
 

@@ -24,6 +24,7 @@ from ..common import (
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
+from . import provenance
 
 
 def predictor_table(ctx: Ctx) -> str:
@@ -89,9 +90,11 @@ def split_sentences(ctx: Ctx, method: str) -> str:
 
 def data_text(ctx: Ctx) -> str:
     n, spec = ctx.n, ctx.spec
-    agency = (", " + ctx.ph("methods.collected_by", agency=ctx.ds["agency"])) if ctx.ds.get("agency") else ""
-    source = ctx.ds.get("source") or f"the {ctx.full_name}"
-    sents = [ctx.ph("methods.data_source", source=source, agency=agency)]
+    sents = provenance.data_sentences(ctx)  # what the rows are, who collected them, how they reached us
+    if sents is None:  # no provenance record: the registry's source alone
+        agency = (", " + ctx.ph("methods.collected_by", agency=ctx.ds["agency"])) if ctx.ds.get("agency") else ""
+        source = ctx.ds.get("source") or f"the {ctx.full_name}"
+        sents = [ctx.ph("methods.data_source", source=source, agency=agency)]
     pop = (spec.get("population") or "").strip().rstrip(".")
     if pop:
         sents.append(ctx.ph("methods.population", population=lc_first(ctx.t(pop, "research_spec.json:population"))))
