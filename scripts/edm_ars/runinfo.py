@@ -63,14 +63,29 @@ def workflow_commit(directory: str | Path) -> dict[str, Any]:
             "state": "modified" if modified else "clean"}
 
 
+#: the import name of each package, to find a distribution published under another name (xgboost-cpu)
+IMPORT_NAMES = {"scikit-learn": "sklearn"}
+
+
 def package_versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
-    """{'python': '3.11.9', package: version or None when it is not installed in this environment}."""
+    """{'python': '3.11.9', package: version or None when it is not installed in this environment}; a package is
+    looked up by its distribution name, then through the distributions that provide its import name."""
     out: dict[str, str | None] = {"python": platform.python_version()}
+    providers: dict[str, list[str]] | None = None
     for name in packages:
         try:
             out[name] = metadata.version(name)
+            continue
         except metadata.PackageNotFoundError:
             out[name] = None
+        if providers is None:
+            providers = metadata.packages_distributions()
+        for dist in providers.get(IMPORT_NAMES.get(name, name), []):
+            try:
+                out[name] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
     return out
 
 
@@ -104,5 +119,6 @@ def provenance_record(manifest: dict[str, Any], *, config: dict[str, Any], workf
         "citation": dataset_citation(bib_text, prov.get("citation"), bib_path),
         "workflow": workflow_commit(workflow_dir),
         "config_hash": config_hash(config),
+        "config_hash_algorithm": "SHA-256",
         "software": package_versions(),
     }

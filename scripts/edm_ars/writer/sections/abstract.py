@@ -56,6 +56,9 @@ def write(ctx: Ctx) -> str:
         feats = join_list(feature_names(ctx, 3))
         parts.append((1, ctx.ph("abstract.features_shap", features=feats) if ctx.importance_key == "mean_abs_shap"
                       else ctx.ph("abstract.features_importance", features=feats)))
+    recovered = provenance.abstract_recovery(ctx)  # generated rows: the planted structure found
+    if recovered:
+        parts.append((1, recovered))
     fair = _abstract_fairness(ctx)
     if fair:
         parts.append((2, fair))

@@ -97,7 +97,8 @@ def data_text(ctx: Ctx) -> str:
         sents = [ctx.ph("methods.data_source", source=source, agency=agency)]
     pop = (spec.get("population") or "").strip().rstrip(".")
     if pop:
-        sents.append(ctx.ph("methods.population", population=lc_first(ctx.t(pop, "research_spec.json:population"))))
+        pop = lc_first(ctx.t(pop, "research_spec.json:population"))
+        sents.append(provenance.population(ctx, pop) or ctx.ph("methods.population", population=pop))
     sents.append(ctx.ph("methods.analytic_sample", original=n["OriginalN"], units=ctx.units, analytic=n["AnalyticN"],
                         pct=n["RetentionPct"]))
     if ctx.binary and "NPositive" in n:

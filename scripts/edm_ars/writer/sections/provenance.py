@@ -15,7 +15,7 @@ from typing import Any
 from ...texescape import escape_latex
 from ..context import Ctx
 from ..macros import macro_name
-from ..text import join_list, lc_first
+from ..text import clean_label, join_list, lc_first
 
 #: how the availability statement names each package
 PACKAGE_NAMES = {"python": "Python", "snakemake": "Snakemake", "pandas": "pandas", "scikit-learn": "scikit-learn",
@@ -173,7 +173,9 @@ def results_recovery(ctx: Ctx) -> str:
     else:
         paras.append(ctx.ph("provenance.recovery_none_in_set"))
     if outside:
-        paras[-1] += " " + ctx.ph("provenance.recovery_not_in_set", variables=join_list(_names(ctx, outside)))
+        paras[-1] += " " + (ctx.ph("provenance.recovery_not_in_set_one", variable=_names(ctx, outside)[0])
+                            if len(outside) == 1 else
+                            ctx.ph("provenance.recovery_not_in_set", variables=join_list(_names(ctx, outside))))
     paras.append(_group_text(ctx, g))
     return (f"\\subsection{{{ctx.ph('provenance.recovery_title')}}}\\label{{sec:recovery}}\n"
             + "\n\n".join(t for t in paras if t))
@@ -183,7 +185,7 @@ def _group_text(ctx: Ctx, g: dict[str, Any]) -> str:
     attr = g.get("attribute")
     if not attr:
         return ""
-    label = lc_first(ctx.t(g.get("label") or ctx.var_label(attr), "recovery.json:group.label"))
+    label = lc_first(ctx.t(clean_label(g.get("label") or ctx.var_label(attr)), "recovery.json:group.label"))
     if not g.get("planted"):
         return ctx.ph("provenance.recovery_group_none")
     group = ctx.t(g.get("group") or "", "recovery.json:group.group")
@@ -200,6 +202,25 @@ def _group_text(ctx: Ctx, g: dict[str, Any]) -> str:
                        position=_recovery_count(ctx, "GroupPosition", g["worst_position"], "group.worst_position")))
     return ctx.ph("provenance.recovery_group_planted", units=ctx.units, group=group, attribute=label,
                   metric=metric, value=value, overall=overall, position=position)
+
+
+def abstract_recovery(ctx: Ctx) -> str:
+    """The recovery check in one sentence for the abstract ('' unless the rows were generated and checked)."""
+    p, g = (ctx.recovery.get("predictors") or {}), (ctx.recovery.get("group") or {})
+    if not ctx.generated or not p.get("n_in_predictors"):
+        return ""
+    k = _recovery_count(ctx, "K", p["n_in_predictors"], "predictors.n_in_predictors")
+    m = _recovery_count(ctx, "Recovered", p["n_recovered"], "predictors.n_recovered")
+    group = {True: ctx.ph("provenance.abstract_group_recovered"),
+             False: ctx.ph("provenance.abstract_group_missed")}.get(g.get("recovered") if g.get("planted") else None, "")
+    return ctx.ph("provenance.abstract_recovery", m=m, k=k, group=(" " + group) if group else "")
+
+
+def population(ctx: Ctx, population_text: str) -> str | None:
+    """The population sentence for generated rows (whom they stand for); None for collected rows."""
+    if not ctx.generated:
+        return None
+    return ctx.ph("provenance.population_generated", population=population_text)
 
 
 def discussion_blocks(ctx: Ctx) -> dict[str, str]:
@@ -253,7 +274,9 @@ def write(ctx: Ctx) -> str:
     else:
         code = ctx.ph("provenance.availability_no_commit")
     config = ctx.ph("provenance.availability_config",
-                    config_hash=f"\\texttt{{{_quoted(ctx, 'ConfigHash', rec.get('config_hash'), 'config_hash')}}}")
+                    config_hash=f"\\texttt{{{_quoted(ctx, 'ConfigHash', rec.get('config_hash'), 'config_hash')}}}",
+                    algorithm=_quoted(ctx, "ConfigHashAlgorithm", rec.get("config_hash_algorithm") or "SHA-256",
+                                      "config_hash_algorithm"))
     packages = []
     for name, version in (rec.get("software") or {}).items():
         shown = PACKAGE_NAMES.get(name, escape_latex(name))
