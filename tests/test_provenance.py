@@ -308,13 +308,14 @@ def _paper(tmp_path: Path, record: dict, recovery: dict | None):
     return out, arts, names
 
 
-def _recovery_for(arts: dict) -> dict:
+def _recovery_for(arts: dict, all_found: bool = False) -> dict:
     spec, results = arts["spec"], arts["results"]
     preds = [p["name"] for p in spec["predictors"]]
     top = [f["feature"] for f in results["top_features"]]
+    planted = [top[0], top[1], top[2], "NOT_A_PREDICTOR", preds[-1]] if all_found else \
+        [top[0], top[2], preds[-1], "NOT_A_PREDICTOR", top[1]]
     effects = [{"variable": v, "standardized_effect": e, "effect": e, "rank": i + 1}
-               for i, (v, e) in enumerate(zip([top[0], top[2], preds[-1], "NOT_A_PREDICTOR", top[1]],
-                                              [1.0, 0.8, 0.6, 0.45, 0.05], strict=True))]
+               for i, (v, e) in enumerate(zip(planted, [1.0, 0.8, 0.6, 0.45, 0.05], strict=True))]
     attr = next(a for a, r in results["fairness"]["attributes"].items() if r.get("kind") != "intersection")
     groups = [g for g in results["fairness"]["attributes"][attr]["groups"] if g.get("reliable")]
     lowest = min(groups, key=lambda g: g["metric"])["group"]
@@ -356,6 +357,18 @@ def test_a_generated_paper_says_so_everywhere_and_reports_the_recovery_check(tmp
     assert any(n.macro == "RecoveryStrongThreshold" and n.status == "matched" for n in report.numbers)
     versions = [n for n in report.numbers if (n.macro or "").startswith("Version")]
     assert versions and all(n.status == "matched" and n.how.startswith("quoted from") for n in versions)
+
+
+def test_a_full_recovery_names_the_planted_predictors_once_and_their_order(tmp_path, hsls):
+    record = _record("generated", hsls)
+    _, arts, _ = _paper(tmp_path, record, None)
+    recovery = _recovery_for(arts, all_found=True)
+    assert recovery["predictors"]["n_recovered"] == recovery["predictors"]["n_in_predictors"] == 3
+    out, _, names = _paper(tmp_path, record, recovery)
+    results = slot_content((out / "paper.tex").read_text(), "RESULTS")
+    assert "were exactly the \\RecoveryK{} features" in results and "in the order of their planted effects" in results
+    assert "recovered every strongly planted predictor" in slot_content((out / "paper.tex").read_text(), "DISCUSSION")
+    assert verify_paper(out / "paper.tex", artifacts=names).ok
 
 
 @pytest.mark.parametrize("slot, where", [("ABSTRACT", "the abstract"), ("METHODS", "the data section")])

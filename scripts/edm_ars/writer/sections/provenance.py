@@ -163,9 +163,15 @@ def results_recovery(ctx: Ctx) -> str:
         k = _recovery_count(ctx, "K", p["n_in_predictors"], "predictors.n_in_predictors")
         m = _recovery_count(ctx, "Recovered", p["n_recovered"], "predictors.n_recovered")
         found = p.get("found_top") or []
-        text = ctx.ph("provenance.recovery_predictors", k=k, planted=join_list(_names(ctx, in_set)), m=m,
-                      model=ctx.model_phrase(rec.get("interpreted_model") or ctx.best),
-                      found=join_list(_names(ctx, found)))
+        model = ctx.model_phrase(rec.get("interpreted_model") or ctx.best)
+        if p["n_recovered"] == p["n_in_predictors"]:  # the same set: name it once, and say whether in order
+            ranks = [r.get("found_rank") for r in rows if r.get("in_predictors")]
+            order = (ctx.ph("provenance.recovery_in_order") if ranks == list(range(1, len(ranks) + 1)) else "")
+            text = ctx.ph("provenance.recovery_predictors_all", k=k, planted=join_list(_names(ctx, in_set)),
+                          model=model, order=(", " + order) if order else "")
+        else:
+            text = ctx.ph("provenance.recovery_predictors", k=k, planted=join_list(_names(ctx, in_set)), m=m,
+                          model=model, found=join_list(_names(ctx, found)))
         missed = [r["variable"] for r in rows if r.get("in_predictors") and not r.get("recovered")]
         if missed:
             text += " " + ctx.ph("provenance.recovery_missed", missed=join_list(_names(ctx, missed)))
