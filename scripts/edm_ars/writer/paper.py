@@ -11,7 +11,7 @@ from typing import Any
 from ..artifacts import atomic_write_text, validate
 from ..claims import code_claims, document
 from ..errors import EdmArsError
-from . import outline
+from . import outline, provenance
 from .context import Citations, Ctx, Figure, register_numbers
 from .integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from .macros import MacroTable
@@ -171,7 +171,7 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                     claims={c["id"]: c["status"] for c in claims["claims"]}, claims_doc=claims,
                     registry_groups=dict(registry_groups or {}), dataset=dict(dataset or {}),
                     provenance=dict(provenance_record or {}), recovery=dict(recovery or {}))
-    availability.add_citation(ctx)
+    provenance.add_citation(ctx)
     ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
                                  expected=(dataset or {}).get("expected_groups"))
     register_numbers(ctx)

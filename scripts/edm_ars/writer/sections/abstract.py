@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
+from .. import provenance
 from ..common import (
     feature_names,
     has_reserve_codes,
@@ -17,7 +18,6 @@ from ..common import (
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, join_list, lc_first, model_family, word_count
-from . import provenance
 
 
 def model_list(ctx: Ctx) -> str:

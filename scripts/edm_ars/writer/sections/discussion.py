@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative
+from .. import narrative, provenance
 from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
 from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, model_family
-from . import provenance
 
 #: the Discussion's blocks that read findings as facts about students (what the features mean, practical use, the
 #: groups, further studies of the population): left out when the rows were generated

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
+from .. import provenance
 from ..context import Ctx
 from ..text import cap_first, join_list, sentence
-from . import provenance
 
 
 def write(ctx: Ctx) -> str:

@@ -6,7 +6,7 @@ import re
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative
+from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
     attr_label,
@@ -24,7 +24,6 @@ from ..common import (
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
-from . import provenance
 
 
 def predictor_table(ctx: Ctx) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative
+from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
     PERTURBATION_KIND,
@@ -39,7 +39,6 @@ from ..text import (
     model_family,
     number_word,
 )
-from . import provenance
 
 
 def results_table(ctx: Ctx) -> str:
