@@ -98,7 +98,7 @@ def test_the_data_manifest_carries_the_resolved_provenance(tmp_path):
     manifest = check_raw(pd.read_csv(path), reg, path, source=source)
     prov = manifest["provenance"]
     assert prov["kind"] == "package_export" and prov["package"]["name"] == "mlmRev" and prov["package"]["item"] == "Exam"
-    assert "path" not in source and prov["statement"].startswith("The rows are the Inner London")
+    assert "path" not in source and prov["statement"].startswith("The data hold one row per student")
 
 
 # ------------------------------------------------------------------------------------------ the run record
