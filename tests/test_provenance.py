@@ -395,7 +395,7 @@ def test_a_package_export_paper_names_the_package_and_keeps_its_plain_source_sen
     tex = (out / "paper.tex").read_text()
     assert "R package \\texttt{AER} (data set \\texttt{STAR})" in slot_content(tex, "ABSTRACT")
     data = slot_content(tex, "METHODS").split("\\subsection{", 2)[1]
-    assert "We used" in data and "an export of the R package \\texttt{AER}" in data and "generated" not in data
+    assert "We used" in data and "exported the rows unchanged from the R package \\texttt{AER}" in data and "generated" not in data
     assert "copy of the data distributed with the R package \\texttt{AER}" in slot_content(tex, "LIMITATIONS")
     assert "data set \\texttt{STAR} of the R package \\texttt{AER}" in slot_content(tex, "AVAILABILITY")
     assert "Recovery of the Planted" not in tex
