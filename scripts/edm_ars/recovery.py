@@ -47,11 +47,12 @@ def predictor_recovery(dgp_outcome: dict[str, Any], predictors: list[str], top: 
     strong, threshold = strong_effects(list(dgp_outcome.get("effects") or []))
     in_set = [e for e in strong if e["variable"] in predictors]
     k = len(in_set)
-    found = list(dict.fromkeys(top))[:k]
+    ranking = list(dict.fromkeys(top))  # source variables, best first, each once
+    found = ranking[:k]
     rows = []
     for e in strong:
         var = e["variable"]
-        rank = found.index(var) + 1 if var in found else (top.index(var) + 1 if var in top else None)
+        rank = ranking.index(var) + 1 if var in ranking else None  # its place in the whole ranking
         rows.append({"variable": var, "standardized_effect": e.get("standardized_effect"),
                      "planted_rank": e.get("rank"), "in_predictors": var in predictors, "found_rank": rank,
                      "recovered": var in found})
