@@ -84,14 +84,16 @@ def good(reg):
                              "thresholds": {"unstable_top5": 0.6}},
                "figures": figures, "flags": [], "errors": [],
                "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95}}
-    return {"spec": spec, "report": report, "results": results}
+    # generated rows (a data-generating process) declared as generated in the data manifest
+    manifest = {"dataset": "hsls09_synthetic", "provenance": {"kind": "generated", "source_kind": "synthetic"}}
+    return {"spec": spec, "report": report, "results": results, "manifest": manifest, "dgp": {"seed": 42}}
 
 
 def artifacts(good, reg, mutate=None):
     a = copy.deepcopy(good)
     if mutate:
         mutate(a)
-    return Artifacts(a["spec"], a["report"], a["results"], reg)
+    return Artifacts(a["spec"], a["report"], a["results"], reg, manifest=a["manifest"], dgp=a["dgp"])
 
 
 def issue(id_, severity, stage="analyze", **kw):
@@ -227,7 +229,8 @@ def test_broken_rubrics_are_refused(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the code checks
 def test_every_code_check_passes_on_good_artifacts(good, reg, rubric):
-    checks, issues = rubric_checks(good["spec"], good["report"], good["results"], reg, rubric=rubric)
+    checks, issues = rubric_checks(good["spec"], good["report"], good["results"], reg, rubric=rubric,
+                                   manifest=good["manifest"], dgp=good["dgp"])
     assert issues == [] and all(c["passed"] is True for c in checks)
     assert len(checks) == len([i for i in rubric["items"] if i["check"] == "code"])
 
@@ -252,6 +255,7 @@ FAILURES = {
     "top_features": lambda a: a["results"].update(top_features=[]),
     "subgroup_results": lambda a: a["results"].update(fairness={}),
     "fairness_flags": lambda a: a["results"]["flags"].append("fairness: X1RACE: AUC gap 0.126 between A and B"),
+    "generated_data_disclosed": lambda a: a["manifest"]["provenance"].update(kind="public_use_file"),
     "stability": lambda a: a["results"]["stability"].update(unstable=True, top5_overlap={"mean": 0.4}),
     "phase_errors": lambda a: a["results"]["errors"].append({"phase": "fairness", "what": None, "type": "ValueError",
                                                              "message": "boom"}),
@@ -315,7 +319,7 @@ def test_skipped_checks_raise_no_issue(good, reg, rubric):
     a["results"]["stability"] = {}
     checks, issues = rubric_checks(a["spec"], a["report"], a["results"], None, rubric=rubric)
     skipped = {c["id"] for c in checks if c["passed"] is None}
-    assert skipped == {"pf_spec_gate", "sv_stability"} and issues == []
+    assert skipped == {"pf_spec_gate", "sv_stability", "sv_generated_data_disclosed"} and issues == []
 
 
 # ------------------------------------------------------------------------------------------ applied thresholds

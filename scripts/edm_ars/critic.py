@@ -445,9 +445,10 @@ def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str
 
 def rubric_checks(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None,
                   *, min_models: int | None = None, min_analytic_n: int | None = None,
-                  rubric: dict[str, Any] | str | Path | None = None) -> tuple[list[dict], list[dict]]:
+                  rubric: dict[str, Any] | str | Path | None = None, manifest: dict[str, Any] | None = None,
+                  dgp: dict[str, Any] | None = None) -> tuple[list[dict], list[dict]]:
     """Run the code-checked rubric items; return (checks, issues)."""
-    return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg),
+    return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg, manifest=manifest, dgp=dgp),
                       {"min_models": min_models, "min_analytic_n": min_analytic_n})
 
 
