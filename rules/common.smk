@@ -438,12 +438,15 @@ def provenance_inputs(wildcards):
 
 
 def recovery_inputs(wildcards):
-    """The truth of the generated data and the final round's specification and results."""
+    """The truth of the generated data and the final round's specification and results; the round's
+    review too, so that the engine re-evaluates these inputs when a redone review adds a round.
+    """
     r = final_round()
     return {
         "dgp": "output/data/dgp.json",
         "spec": spec_for(wildcards_for(r))["spec"],
         "results": f"output/round_{r}/results.json",
+        "review": review_file(r),
     }
 
 
