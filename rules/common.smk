@@ -48,9 +48,9 @@ BIBLIOGRAPHY = [
 PAPER_TEMPLATE = workflow_file("config", "paper_template.tex")
 RUBRIC = workflow_file("config", "rubric.yaml")
 FIGURE_PHASES = ["evaluate", "explain", "fairness"]
-# The files of a figure directory that `snakemake --report` shows, one item each (the directory also holds
-# Snakemake's .snakemake_timestamp).
-FIGURE_PATTERNS = ["{figure}.pdf", "{figure}.png", "{figure}.svg"]
+# The files of a figure directory that `snakemake --report` shows, one item per figure: its PDF (the directory
+# also holds each figure's PNG rendering, for the model Critic, and Snakemake's .snakemake_timestamp).
+FIGURE_PATTERNS = ["{figure}.pdf"]
 
 
 wildcard_constraints:

@@ -44,6 +44,33 @@ PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08
 
 
 # ------------------------------------------------------------------------------------------ fixtures
+def _axis(label="", categories=None, shared=()):
+    if categories is not None:
+        return {"label": label, "kind": "categorical", "categories": list(categories), "shared_with": list(shared)}
+    return {"label": label, "kind": "numeric", "shared_with": list(shared)}
+
+
+def drawn_record(kind):
+    """What a well-drawn figure of this kind records when drawn (edm_ars.figures.figure_facts), for the good
+    artifacts below."""
+    def panel(x, y, series=1, legend=None, gid=None, title=""):
+        return {"panel": gid, "drawn": True, "title": title, "x": x, "y": y, "texts": [],
+                "legend": {"title": "", "entries": list(legend)} if legend else None,
+                "series": [{"kind": "line", "label": None, "n": 10}] * series}
+    models = ["Logistic regression (AUC 0.800)", "Elastic net (AUC 0.790)"]
+    axes = {
+        "roc": [panel(_axis("False-positive rate"), _axis("True-positive rate"), 2, models)],
+        "calibration": [panel(_axis("Mean predicted probability (decile)"), _axis("Observed proportion"), 1,
+                              ["Logistic regression"])],
+        "shap_summary": [panel(_axis("SHAP value"), _axis(categories=["SES"]), gid="ranking")],
+        "shap_importance": [panel(_axis("Mean |SHAP value|"), _axis(categories=["SES"]), gid="ranking")],
+        "fairness": [panel(_axis("AUC (95% bootstrap CI)"), _axis(categories=["Female"]), gid="X1SEX",
+                           title="X1 Student's sex")],
+    }[kind]
+    bars = [{"label": "Feature value (grey: categorical)"}] if kind == "shap_summary" else []
+    return {"axes": axes, "colorbars": bars, "legends": []}
+
+
 @pytest.fixture(scope="module")
 def reg():
     return load_registry(ROOT / "registry" / "hsls09")
@@ -72,7 +99,7 @@ def good(reg):
                          {"name": "outcome_not_in_features", "passed": True, "detail": outcome}]}
     models = {m: {"metrics": {"auc": 0.80 - 0.01 * k}, "ci": {"auc": [0.77 - 0.01 * k, 0.83 - 0.01 * k]}}
               for k, m in enumerate(["logistic", "elastic_net", "random_forest", "xgboost", "stacking"])}
-    figures = [{"path": f"figures/{k}.pdf", "kind": k, "caption": f"The {k} figure."}
+    figures = [{"path": f"figures/{k}.pdf", "kind": k, "caption": f"The {k} figure.", "drawn": drawn_record(k)}
                for k in ("roc", "calibration", "shap_summary", "shap_importance", "fairness")]
     results = {"task": "binary_classification", "primary_metric": "auc", "best_model": "logistic",
                "interpreted_model": "logistic", "test_n": 1000, "models": models,
@@ -84,16 +111,26 @@ def good(reg):
                              "thresholds": {"unstable_top5": 0.6}},
                "figures": figures, "flags": [], "errors": [],
                "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95}}
+    claims = {"claims": [{"id": "outperforms_xgboost", "statement": "The selected model (logistic) predicts better "
+                          "than xgboost.", "status": "inconclusive", "reason": "", "evidence": [], "source": "code",
+                          "compares": {"a": "logistic", "b": "xgboost", "assertion": "better"}}]}
     # generated rows (a data-generating process) declared as generated in the data manifest
     manifest = {"dataset": "hsls09_synthetic", "provenance": {"kind": "generated", "source_kind": "synthetic"}}
-    return {"spec": spec, "report": report, "results": results, "manifest": manifest, "dgp": {"seed": 42}}
+    return {"spec": spec, "report": report, "results": results, "claims": claims, "manifest": manifest,
+            "dgp": {"seed": 42}}
 
 
 def artifacts(good, reg, mutate=None):
-    a = copy.deepcopy(good)
+    a = dict(copy.deepcopy(good), reg=reg)
     if mutate:
         mutate(a)
-    return Artifacts(a["spec"], a["report"], a["results"], reg, manifest=a["manifest"], dgp=a["dgp"])
+    return Artifacts(a["spec"], a["report"], a["results"], a["reg"], claims=a["claims"], manifest=a["manifest"],
+                     dgp=a["dgp"])
+
+
+def _drafted(a):
+    a["reg"] = copy.deepcopy(a["reg"])
+    a["reg"].dataset["prose"]["about"] = "[DRAFT] students whose records make up data.csv"
 
 
 def issue(id_, severity, stage="analyze", **kw):
@@ -139,6 +176,17 @@ def test_a_failed_data_check_caps_the_offline_review(good, reg):
     failed = next(i for i in r["issues"] if i["id"] == "dp_data_checks")
     assert failed["caps_verdict"] is True
     assert r["verdict"] == "REVISE" and r["overall_score"] >= 7
+
+
+def test_a_registry_that_still_holds_drafted_text_caps_the_review(good, reg):
+    a = {"reg": reg}
+    _drafted(a)
+    r = review(good["spec"], good["report"], good["results"], a["reg"], round_=0, max_revisions=2)
+    issue_ = next(i for i in r["issues"] if i["id"] == "pf_registry_final")
+    assert issue_["caps_verdict"] and "dataset.prose.about" in issue_["description"]
+    assert r["verdict"] == "REVISE"
+    clean = review(good["spec"], good["report"], good["results"], reg, round_=0, max_revisions=2)
+    assert "pf_registry_final" not in {i["id"] for i in clean["issues"]}
 
 
 def test_model_pass_with_a_critical_is_overruled_then_unverified_in_the_last_round():
@@ -192,7 +240,7 @@ def test_rerun_from_picks_the_earliest_stage():
 def test_rubric_loads_with_four_weighted_dimensions(rubric):
     assert rubric["dimensions"] == DIMENSIONS
     assert sum(rubric["dimensions"].values()) == pytest.approx(1.0)
-    assert 26 <= len(rubric["items"]) <= 36
+    assert 26 <= len(rubric["items"]) <= 40
     ids = [i["id"] for i in rubric["items"]]
     assert len(ids) == len(set(ids))
     assert {i["dimension"] for i in rubric["items"]} == set(DIMENSIONS)
@@ -230,7 +278,7 @@ def test_broken_rubrics_are_refused(tmp_path):
 # ------------------------------------------------------------------------------------------ the code checks
 def test_every_code_check_passes_on_good_artifacts(good, reg, rubric):
     checks, issues = rubric_checks(good["spec"], good["report"], good["results"], reg, rubric=rubric,
-                                   manifest=good["manifest"], dgp=good["dgp"])
+                                   claims=good["claims"], manifest=good["manifest"], dgp=good["dgp"])
     assert issues == [] and all(c["passed"] is True for c in checks)
     assert len(checks) == len([i for i in rubric["items"] if i["check"] == "code"])
 
@@ -241,6 +289,7 @@ def _add_predictor(a, name):
 
 FAILURES = {
     "spec_gate": lambda a: _add_predictor(a, "X4EVRAPPCLG"),
+    "registry_final": _drafted,
     "outcome_absent": lambda a: a["report"]["predictors_after"].append(a["report"]["outcome"]),
     "data_checks": lambda a: a["report"]["checks"].append({"name": "no_missing_values_test", "passed": False}),
     "school_overlap": lambda a: a["report"]["split"].update(group_overlap=3),
@@ -261,7 +310,11 @@ FAILURES = {
                                                              "message": "boom"}),
     "evaluation_figures": lambda a: a["results"].update(figures=[f for f in a["results"]["figures"]
                                                                  if f["kind"] != "roc"]),
+    "figure_sanity": lambda a: a["results"]["figures"][0]["drawn"]["axes"][0]["x"].update(label=""),
     "leakage_auc": lambda a: a["results"]["models"]["xgboost"]["metrics"].update(auc=0.97),
+    # the same comparison judged two ways (and a supported one the overlapping intervals do not support)
+    "claims_consistent": lambda a: a["claims"]["claims"].append(dict(a["claims"]["claims"][0], id="model_claim",
+                                                                     status="supported", source="model")),
 }
 
 
@@ -314,12 +367,128 @@ def test_missing_shap_is_minor_when_the_explain_phase_recorded_a_failure(good, r
         assert f.passed is False and f.severity == "minor" and "SHAPTimeout" in f.message
 
 
+# ------------------------------------------------------------------------------------------ figure sanity
+QUINTILES = ["First quintile (lowest)", "Second quintile", "Third quintile", "Fourth quintile",
+             "Fifth quintile (highest)"]
+
+
+def _figure(a, kind):
+    return next(f for f in a["results"]["figures"] if f["kind"] == kind)
+
+
+def _quintile_panel(drawn_order):
+    """An ordered attribute (SES quintiles) in the audit, and a second fairness panel showing its groups in
+    `drawn_order` (bottom up); the panels share the x axis, labelled on the bottom one only."""
+    def mutate(a):
+        metrics = dict(zip(QUINTILES, (0.74, 0.79, 0.80, 0.77, 0.82), strict=True))
+        a["results"]["fairness"]["attributes"]["X1SESQ5"] = {
+            "groups": [{"group": g, "n": 200, "reliable": True, "metric": m, "ci": [m - 0.03, m + 0.03]}
+                       for g, m in metrics.items()], "gaps": {}, "flags": []}
+        axes = _figure(a, "fairness")["drawn"]["axes"]
+        label = axes[0]["x"]["label"]
+        axes[0]["x"].update(label="", shared_with=[1])
+        axes.append({"panel": "X1SESQ5", "drawn": True, "title": "X1 Quintile coding of X1SES composite",
+                     "x": _axis(label, shared=[0]), "y": _axis(categories=drawn_order), "legend": None,
+                     "series": [{"kind": "errorbar", "label": None, "n": None}], "texts": []})
+    return mutate
+
+
+def _ranked(order):
+    def mutate(a):
+        a["results"]["top_features"] = [{"feature": f"X{k}", "label": f"Predictor {k}", "mean_abs_shap": 1 / k,
+                                         "direction": "positive"} for k in (1, 2, 3)]
+        _figure(a, "shap_importance")["drawn"]["axes"][0]["y"]["categories"] = order
+        _figure(a, "shap_summary")["drawn"]["axes"][0]["y"]["categories"] = ["Predictor 3", "Predictor 2",
+                                                                            "Predictor 1"]
+    return mutate
+
+
+PLANTED_FIGURE_DEFECTS = {
+    "no x label": (lambda a: _figure(a, "roc")["drawn"]["axes"][0]["x"].update(label=""),
+                   "figure roc (figures/roc.pdf), panel 1: the x axis has no label"),
+    "no y label": (lambda a: _figure(a, "calibration")["drawn"]["axes"][0]["y"].update(label=" "),
+                   "figure calibration (figures/calibration.pdf), panel 1: the y axis has no label"),
+    "legend missing": (lambda a: _figure(a, "roc")["drawn"]["axes"][0].update(legend=None),
+                       "panel 1: 2 series are plotted but there is no legend"),
+    "legend naming one of two series": (
+        lambda a: _figure(a, "roc")["drawn"]["axes"][0]["legend"].update(entries=["Logistic regression"]),
+        "2 series are plotted but the legend names only 1"),
+    "quintiles out of order (by metric)": (
+        _quintile_panel(["First quintile (lowest)", "Fourth quintile", "Second quintile", "Third quintile",
+                         "Fifth quintile (highest)"]),
+        "panel 2 (X1SESQ5): the categories of the y axis ['First quintile (lowest)', 'Fourth quintile', "
+        "'Second quintile', 'Third quintile', 'Fifth quintile (highest)'] are not in the order of the groups of "
+        "X1SESQ5 (fairness audit)"),
+    "a group the audit does not have": (_quintile_panel(["First quintile (lowest)", "Sixth quintile"]),
+                                        "the y axis shows ['Sixth quintile'], not in the order of the groups"),
+    "shared x axis unlabelled": (
+        lambda a: (_quintile_panel(QUINTILES)(a), _figure(a, "fairness")["drawn"]["axes"][1]["x"].update(label="")),
+        "figure fairness (figures/fairness.pdf), panel 2 (X1SESQ5): the x axis has no label", 2),  # both panels
+    "SHAP ranking scrambled": (_ranked(["Predictor 2", "Predictor 3", "Predictor 1"]),
+                               "are not in the ranking of the top features"),
+    "colour bar unlabelled": (lambda a: _figure(a, "shap_summary")["drawn"]["colorbars"][0].update(label=""),
+                              "figure shap_summary (figures/shap_summary.pdf): colour bar 1 has no label"),
+    "categorical axis without categories": (
+        lambda a: _figure(a, "shap_importance")["drawn"]["axes"][0]["y"].update(categories=[]),
+        "the categorical y axis names no category"),
+    "no record of the drawn figure": (lambda a: _figure(a, "fairness").pop("drawn"),
+                                      "figure fairness (figures/fairness.pdf): no record of what it shows"),
+}
+
+
+@pytest.mark.parametrize("defect", sorted(PLANTED_FIGURE_DEFECTS))
+def test_figure_sanity_catches_a_planted_defect(defect, good, reg, rubric):
+    mutate, expected, *count = PLANTED_FIGURE_DEFECTS[defect]
+    found = CHECKS["figure_sanity"](artifacts(good, reg, mutate), {})
+    assert found.passed is False and expected in found.message, found.message
+    assert len(found.detail["problems"]) == (count or [1])[0], found.detail  # the planted defect, nothing else
+    a = copy.deepcopy(good)
+    mutate(a)
+    rv = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2, rubric=rubric)
+    [raised] = [i for i in rv["issues"] if i["id"] == "an_figure_sanity"]
+    assert raised["severity"] == "minor" and raised["target_stage"] == "analyze" and expected in raised["description"]
+
+
+@pytest.mark.parametrize("fine", [
+    _quintile_panel(QUINTILES),  # bottom up
+    _quintile_panel(QUINTILES[::-1]),  # top down
+    _quintile_panel(["First quintile\n(lowest)", "Third quintile", "Fifth quintile (highest)"]),  # wrapped, some
+    _ranked(["Predictor 3", "Predictor 2", "Predictor 1"]),  # the largest at the top
+    lambda a: _figure(a, "fairness")["drawn"]["axes"][0]["y"].update(categories=["Male", "Female"]) or  # nominal
+    a["results"]["fairness"]["attributes"]["X1SEX"]["groups"].append({"group": "Male", "n": 500, "reliable": True,
+                                                                     "metric": 0.7, "ci": [0.67, 0.73]}),
+])
+def test_figure_sanity_passes_what_is_drawn_right(fine, good, reg):
+    found = CHECKS["figure_sanity"](artifacts(good, reg, fine), {})
+    assert found.passed is True, found.message
+
+
+def test_figure_sanity_keeps_waves_and_stated_places_in_their_order(good):
+    waves = SimpleNamespace(waves=[{"key": "grade1", "order": 1, "label": "1st grade"},
+                                   {"key": "kindergarten", "order": 0, "label": "kindergarten"},
+                                   {"key": "grade2", "order": 2, "label": "2nd grade"}])
+
+    def with_x(categories):
+        a = copy.deepcopy(good)
+        axes = _figure(a, "calibration")["drawn"]["axes"]
+        axes[0]["x"] = _axis(categories=categories)
+        return Artifacts(a["spec"], a["report"], a["results"], waves)
+
+    assert CHECKS["figure_sanity"](with_x(["kindergarten", "1st grade", "2nd grade"]), {}).passed is True
+    late = CHECKS["figure_sanity"](with_x(["kindergarten", "2nd grade", "1st grade"]), {})
+    assert late.passed is False and "the registry's order of waves" in late.message
+    assert CHECKS["figure_sanity"](with_x(["Grade 9", "Grade 11", "Grade 10"]), {}).passed is True  # no stated places
+    grades = CHECKS["figure_sanity"](with_x(["9", "11", "10", "12"]), {})
+    assert grades.passed is False and "the places the labels state" in grades.message
+
+
 def test_skipped_checks_raise_no_issue(good, reg, rubric):
     a = copy.deepcopy(good)
     a["results"]["stability"] = {}
     checks, issues = rubric_checks(a["spec"], a["report"], a["results"], None, rubric=rubric)
     skipped = {c["id"] for c in checks if c["passed"] is None}
-    assert skipped == {"pf_spec_gate", "sv_stability", "sv_generated_data_disclosed"} and issues == []
+    assert skipped == {"pf_spec_gate", "pf_registry_final", "sv_stability", "sv_claims_consistent",
+                       "sv_generated_data_disclosed"} and issues == []
 
 
 # ------------------------------------------------------------------------------------------ applied thresholds
@@ -626,6 +795,66 @@ def test_real_client_sends_image_blocks_to_the_anthropic_api(good, reg, prompts,
     assert [b["type"] for b in sent] == ["text", "text", "image"]
     assert rv["backend"] == "anthropic" and rv["verdict"] == "PASS" and rv["model_verdict"] == "PASS"
     validate(rv, "review_report")
+
+
+def test_the_model_critic_sees_the_png_renderings_of_the_key_figures(good, reg, prompts, tmp_path, monkeypatch):
+    """Key figures drawn by the Analyst's code (PDF + PNG in the round's figure folders) reach the fake Anthropic
+    server as image blocks holding the PNG files' bytes, in KEY_FIGURES order; a PDF-only figure is named in the
+    notes, the others are not."""
+    import base64
+
+    import numpy as np
+    from fakes.llm_servers import FakeAnthropic
+
+    from edm_ars import figures
+    from edm_ars.explain import summary_figure
+    from edm_ars.fairness import fairness_figure
+    from edm_ars.llm import AgentSettings, LLMClient
+
+    for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-critic-0000")
+    rng = np.random.default_rng(0)
+    y, p = rng.integers(0, 2, 400).astype(float), rng.uniform(size=400)
+    X = __import__("pandas").DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])
+    round_dir = tmp_path / "output" / "round_0"
+    a = copy.deepcopy(good)
+    drawn = {"roc": figures.roc_figure(y, {"m": p}, {"m": "Model"}, {"m": 0.5}, round_dir / "figures/evaluate/roc.pdf"),
+             "shap_summary": summary_figure(X.to_numpy(), X, {c: c for c in X.columns}, None,
+                                            round_dir / "figures/explain/shap_summary.pdf"),
+             "fairness": fairness_figure({"primary_metric": "auc", "overall": {"auc": 0.7}, "attributes": {
+                 "X1SEX": {"label": "Sex", "kind": "attribute", "groups": [
+                     {"group": g, "reliable": True, "metric": m, "ci": [m - 0.05, m + 0.05]}
+                     for g, m in (("Female", 0.72), ("Male", 0.68))]}}}, round_dir / "figures/fairness/fairness.pdf")}
+    folders = {"roc": "evaluate", "shap_summary": "explain", "fairness": "fairness"}
+    for f in a["results"]["figures"]:
+        if f["kind"] in drawn:
+            f.update(path=f"figures/{folders[f['kind']]}/{f['kind']}.pdf", drawn=drawn[f["kind"]],
+                     png=f"figures/{folders[f['kind']]}/{f['kind']}.png")
+    a["results"]["figures"].append({"path": "figures/evaluate/observed_predicted.pdf", "kind": "observed_predicted",
+                                    "caption": "Observed against predicted."})  # a PDF without its PNG
+    (round_dir / "figures/evaluate/observed_predicted.pdf").write_bytes(b"%PDF-1.4")
+    paths = key_figure_paths(a["results"], round_dir)
+    code = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2)
+    reply = "<thinking>methodologist, skeptic, synthesizer</thinking>\n" + json.dumps(model_answer())
+    with FakeAnthropic([reply]) as server:
+        settings = AgentSettings(agent="critique", backend="anthropic", model="claude-test", temperature=0.0,
+                                 max_tokens=2000, timeout_s=5.0, max_retries=0, base_url=server.url)
+        client = LLMClient(settings, run_round=0, cache_dir=tmp_path / "cache", ledger_path=tmp_path / "l.jsonl",
+                           transcript_dir=None)
+        rv = review_with_model(client, prompts, a["spec"], a["report"], a["results"], paths, code, images=True)
+    sent = server.requests[0]["messages"][0]["content"]
+    images = [b for b in sent if b["type"] == "image"]
+    assert rv["figures_attached"] == ["roc", "shap_summary", "fairness"] and len(images) == 3
+    for kind, block in zip(rv["figures_attached"], images, strict=True):
+        png = round_dir / f"figures/{folders[kind]}/{kind}.png"
+        assert block["source"] == {"type": "base64", "media_type": "image/png",
+                                   "data": base64.b64encode(png.read_bytes()).decode("ascii")}
+    assert [n for n in rv["notes"] if n.startswith("figure not attached")] == [
+        "figure not attached: observed_predicted: no PNG rendering of observed_predicted.pdf"]
+    assert "(attached as an image)" in sent[0]["text"]
 
 
 def test_images_are_not_sent_to_other_backends(good, reg, prompts, tmp_path):

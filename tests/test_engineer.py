@@ -196,3 +196,14 @@ def test_school_reconstruction_counts_clusters():
     ids, info = reconstruct_schools(frame, ["a", "b"], min_clusters=2)
     assert info["n_clusters"] == 4 and info["status"] == "success"
     assert ids.iloc[0] == ids.iloc[1] and ids.iloc[4] == ids.iloc[5]
+
+
+def test_a_column_identical_to_an_earlier_one_on_training_rows_is_found_and_named():
+    import pandas as pd
+
+    from edm_ars.engineer import duplicated_columns
+
+    frame = pd.DataFrame({"a__Missing": [1.0, 0.0, 1.0], "x": [0.5, 0.2, 0.1], "b__Missing": [1.0, 0.0, 1.0],
+                          "c": [0.0, 1.0, 1.0]})
+    assert duplicated_columns(frame) == {"b__Missing": "a__Missing"}
+    assert duplicated_columns(frame[["x", "c"]]) == {}

@@ -263,3 +263,31 @@ def test_fairness_figure_keeps_every_title_and_group_label_inside_and_whole(tmp_
             assert shown.endswith(ELLIPSIS) == (group == LONG_GROUP)  # only a label past three lines is cut
     fa.fairness_figure(_audit_with(panels), tmp_path / "fairness.png")
     assert (tmp_path / "fairness.png").stat().st_size > 1000
+
+
+def test_groups_are_named_by_the_registry_value_labels_and_never_as_float_codes(tmp_path):
+    """STAR's ethnicity codes (afam, cauc) become the R documentation's names; a 0/1 code read back from CSV as
+    '0.0'/'1.0' is normalised and labelled; the figure and the flags carry the labels, never the codes."""
+    from pathlib import Path
+
+    from edm_ars.registry import load_registry, value_labels
+
+    star = load_registry(Path(__file__).resolve().parents[1] / "registry" / "star.yaml")
+    rng = np.random.default_rng(4)
+    n = 900
+    y = rng.normal(0, 1, n)
+    pred = y + rng.normal(0, 1, n)
+    prot = pd.DataFrame({"ethnicity": rng.choice(["afam", "cauc"], n),
+                         "gender": rng.choice(["0.0", "1.0"], n), "plain": rng.choice(["1.0", "2.0"], n)})
+    res = audit("regression", y, pred, prot, ["ethnicity", "gender", "plain"], intersections=[("ethnicity", "gender")],
+                n_resamples=20, values={"ethnicity": value_labels(star, "ethnicity"),
+                                        "gender": {0: "Female", 1: "Male"}})
+    groups = {a: [g["group"] for g in r["groups"]] for a, r in res["attributes"].items()}
+    assert groups["ethnicity"] == ["Caucasian", "African-American"]  # the registry's order
+    assert groups["gender"] == ["Female", "Male"] and groups["plain"] == ["1", "2"]
+    assert "African-American x Female" in groups["ethnicity x gender"]
+    text = json.dumps(res)
+    assert "afam" not in text and "cauc" not in text and "0.0" not in json.dumps(groups)
+    fig = fa.fairness_plot(res)
+    ticks = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+    assert "African-American" in ticks and not {"afam", "cauc", "0.0", "1.0"} & set(ticks)

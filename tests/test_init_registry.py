@@ -1,5 +1,6 @@
-"""`edm-ars init-registry`: a draft registry from a CSV that loads, passes its checks on its own file, and
-states each suspicion (identifier, weight, missing codes, cluster, protected attribute, outcomes)."""
+"""`edm-ars init-registry`: a draft registry from a CSV that loads, matches its own file, states each suspicion
+(identifier, weight, missing codes, cluster, protected attribute, outcomes), marks every placeholder it drafts with
+the draft marker, and is refused (naming each key) until the user has replaced them."""
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,23 @@ from edm_ars.cli import main
 from edm_ars.datasets.adapters import data_problems, read_raw
 from edm_ars.datasets.draft import draft_registry, render_yaml
 from edm_ars.formulate import offline_spec, validate_spec
-from edm_ars.registry import load_registry, validate_registry
+from edm_ars.registry import DRAFT_MARKER, draft_marker_keys, load_registry, validate_registry
+
+
+def edited(node):
+    """The draft as a user leaves it after editing: every draft-marker text replaced (here: the marker removed)."""
+    if isinstance(node, str):
+        return node.replace(DRAFT_MARKER + " ", "").replace(DRAFT_MARKER, "")
+    if isinstance(node, dict):
+        return {k: edited(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [edited(v) for v in node]
+    return node
+
+
+def edit_file(path):
+    path.write_text(yaml.safe_dump(edited(yaml.safe_load(path.read_text())), sort_keys=False))
+    return path
 
 
 def district_csv(path, n=1200, seed=7):
@@ -46,7 +63,7 @@ def drafted(tmp_path):
 
 def test_the_draft_loads_and_matches_its_own_file(drafted):
     data, reg_path, _, _ = drafted
-    reg = load_registry(reg_path)
+    reg = load_registry(edit_file(reg_path))
     assert validate_registry(reg) == []
     frame = pd.read_csv(data)
     assert data_problems(frame, reg, min_rows=1000) == []
@@ -82,6 +99,7 @@ def test_cli_prints_yaml(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("# DRAFT registry") and yaml.safe_load(out)["dataset"]["name"] == "district"
     (tmp_path / "reg.yaml").write_text(out)
+    edit_file(tmp_path / "reg.yaml")
     assert main(["validate-registry", str(tmp_path / "reg.yaml"), "--data", str(data)]) == 0
     assert "OK" in capsys.readouterr().out
 
@@ -103,6 +121,7 @@ def test_validate_registry_names_the_column(tmp_path, capsys):
     data = district_csv(tmp_path / "district.csv")
     assert main(["init-registry", str(data)]) == 0
     (tmp_path / "reg.yaml").write_text(capsys.readouterr().out)
+    edit_file(tmp_path / "reg.yaml")
     pd.read_csv(data).drop(columns=["attendance"]).to_csv(data, index=False)
     assert main(["validate-registry", str(tmp_path / "reg.yaml"), "--data", str(data)]) == 1
     assert "column attendance: listed in the registry but not in the data" in capsys.readouterr().out
@@ -179,10 +198,65 @@ def test_repeated_learner_rows_are_grouped_and_labelled_outcomes_wait_for_a_labe
     draft, notes = draft_registry(read_raw(path), str(path))
     reg_path = tmp_path / "reg.yaml"
     reg_path.write_text(render_yaml(draft, notes, str(path)))
-    reg = load_registry(reg_path)
+    reg = load_registry(edit_file(reg_path))
     assert validate_registry(reg) == [] and data_problems(read_raw(path), reg) == []
     assert reg.grouping == {"unit": "user", "columns": ["user_id"], "reconstructed": False}
     assert reg.id_columns == [] and "user_id" in draft["tier3"]["exact"]
     assert [q["outcome"] for q in reg.questions] == ["completed", "passed"]
     assert reg.questions[0]["default"] and "course" in reg.questions[0]["predictors"]
     assert any("passed" in n and "not 0/1 or No/Yes" in n for n in notes)
+
+
+def test_every_drafted_placeholder_is_marked_and_the_draft_is_refused_naming_each_key(drafted, capsys):
+    """The draft as written is refused by validate-registry (non-zero), naming every key that holds the marker:
+    prose, provenance statement, variable and value labels, question text, population, rationales."""
+    data, reg_path, draft, _ = drafted
+    ds = draft["dataset"]
+    printed = [ds["title"], ds["provenance"]["statement"]] + [ds["prose"][k] for k in ("short", "long", "about",
+                                                                                          "source")]
+    printed += [v["label"] for v in draft["variables"]] + [lab for v in draft["variables"]
+                                                            for lab in (v.get("values") or {}).values()]
+    for q in draft["questions"]:
+        printed += [q["question"], q["population"], *q["predictors"].values()]
+    assert printed and all(t.startswith(DRAFT_MARKER + " ") for t in printed)
+    assert ds["provenance"]["kind"] == "local_file"
+    keys = draft_marker_keys(load_registry(reg_path))
+    for key in ("dataset.prose.short", "dataset.provenance.statement", "variables[prior_score].label",
+                "variables[sex].values.F", "questions[final_score_prediction].question",
+                "questions[final_score_prediction].predictors.prior_score"):
+        assert key in keys
+    assert main(["validate-registry", str(reg_path), "--data", str(data)]) == 1
+    out = capsys.readouterr().out
+    assert f"dataset.prose.long: still the {DRAFT_MARKER} text" in out and "variables[race].values.A" in out
+    header = reg_path.read_text().split("\ndataset:")[0]  # the header names the keys to edit
+    assert "dataset.prose.short" in header and "variables[NAME].values of sex, race" in header
+    # one key edited, one fewer problem; all edited, none
+    doc = yaml.safe_load(reg_path.read_text())
+    doc["dataset"]["prose"]["short"] = "district records"
+    reg_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert "dataset.prose.short" not in draft_marker_keys(load_registry(reg_path))
+    assert validate_registry(load_registry(edit_file(reg_path))) == []
+
+
+def test_prose_has_no_leading_article_and_codes_get_value_labels(tmp_path):
+    """'mathplacement data', never 'the mathplacement data' (the paper adds its article); a 0/1 code read as
+    float (NaN present) is drafted as integer codes, never '0.0'/'1.0'; a text predictor gets no value labels."""
+    rng = np.random.default_rng(2)
+    n = 1200
+    gender = rng.choice([0.0, 1.0], n)
+    gender[rng.random(n) < 0.1] = np.nan
+    path = tmp_path / "MathPlacement.csv"
+    pd.DataFrame({"Student": np.arange(n), "Gender": gender, "ACTM": rng.integers(15, 36, n),
+                  "Rank": rng.uniform(0, 1, n), "RecTaken": rng.integers(0, 2, n).astype(float),
+                  "Recommends": rng.choice(["R0", "R1", "R2"], n),
+                  "PlcmtScore": rng.normal(20, 5, n).round(1)}).to_csv(path, index=False)
+    draft, notes = draft_registry(read_raw(path), str(path))
+    prose = draft["dataset"]["prose"]
+    for key in ("short", "long", "about", "source"):
+        assert not prose[key].removeprefix(DRAFT_MARKER + " ").lower().startswith(("the ", "a ", "an "))
+    assert prose["short"] == f"{DRAFT_MARKER} math placement data"
+    rec = {v["name"]: v for v in draft["variables"]}
+    assert list(rec["Gender"]["values"]) == [0, 1] and list(rec["RecTaken"]["values"]) == [0, 1]
+    assert "values" not in rec["Recommends"] and "values" not in rec["Rank"]
+    text = render_yaml(draft, notes, str(path))
+    assert "0.0:" not in text and "1.0:" not in text

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from edm_ars.writer.integrity import causal_wording, lint
 from edm_ars.writer.phrases import PhraseError, Phrases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,3 +109,39 @@ def test_phrases_hold_no_literal_numbers_or_citations():
         if re.search(r"\\cite[a-z]*\*?[\[{]", text):
             bad.append(f"{key}: a citation")
     assert not bad, bad
+
+
+def causal_phrases(ph: Phrases) -> list[str]:
+    """Every phrase that the paper's causal-language lint (integrity.causal_wording, which lint() applies to the
+    result sections) rejects, with the verb and the sentence. A phrase may be used in any section, so every
+    phrase is held to it."""
+    return [f"{key}: causal verb {verb!r} in: {sentence}"
+            for key, text in ph.table.items() for verb, sentence in causal_wording(text)]
+
+
+def test_every_fixed_phrase_passes_the_causal_language_lint():
+    bad = causal_phrases(Phrases.load(PHRASE_FILE))
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("text, verb", [
+    ("Much of what determines the outcome may happen after the last wave.", "determines"),
+    ("The sample may be too small for the effect of any single predictor to be detected.", "effect of"),
+    ("Prior achievement drives {outcome} in this sample.", "drives"),
+    ("A {gap} gap, the affected students were fewer.", "affected"),
+])
+def test_a_planted_causal_phrase_is_caught(text, verb):
+    ph = table(**{"s.fine": "Prior achievement was the strongest predictor of {outcome}.", "s.planted": text})
+    found = causal_phrases(ph)
+    assert len(found) == 1 and found[0].startswith(f"s.planted: causal verb {verb!r}"), found
+    # the same sentence in a result section fails the paper's lint, so the helper and the lint agree
+    assert [f.kind for f in lint({"DISCUSSION": text}) if f.kind == "causal"] == ["causal"]
+
+
+@pytest.mark.parametrize("text", [
+    "Predictive associations do not identify causes.",
+    "They do not show that group membership influences the outcome.",
+    "The estimates support no causal interpretation of what drives the outcome.",
+])
+def test_negated_or_framing_sentences_pass(text):
+    assert causal_phrases(table(**{"s.k": text})) == []

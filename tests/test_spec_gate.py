@@ -99,3 +99,69 @@ def _env():
     import os
 
     return dict(os.environ)
+
+
+# ---- early-warning questions: predictors from the waves the question names only ----------------------------
+
+
+def test_early_warning_question_gets_only_its_waves_and_the_gate_names_a_late_predictor(reg):
+    """math_achievement is marked `early_warning: {waves: [base_year]}`: the offline formulator picks base-year
+    predictors only and records the restriction; a planted 2013-wave predictor (valid by time order for a 2016
+    outcome, or an 11th-grade one here) is rejected with its name and wave."""
+    from edm_ars.registry import early_warning_waves, find_question, wave_of
+
+    q = find_question(reg, "math_achievement")
+    assert early_warning_waves(q) == ["base_year"]
+    spec = offline_spec(reg, prompt=None, question_id="math_achievement", round_=0)
+    assert spec["early_warning"] == {"waves": ["base_year"]}
+    assert {wave_of(reg, p["name"]) for p in spec["predictors"]} == {"base_year"}
+    assert validate_spec(spec, reg) == []
+    late = copy.deepcopy(spec)  # the outcome is X2TXMTSCOR (first follow-up): plant a base-year-valid late one
+    late["outcome"] = {**late["outcome"], "name": "X3TGPAACAD", "wave": "second_follow_up"}
+    late["predictors"].append({"name": "X2MTHEFF", "label": "x", "wave": "first_follow_up", "rationale": "planted"})
+    violations = validate_spec(late, reg)
+    assert any("X2MTHEFF" in v and "first_follow_up" in v and "early-warning" in v for v in violations), violations
+    # the spec's own record restricts as well, without a registry question
+    alone = copy.deepcopy(late)
+    alone["question_id"] = "model"
+    assert any("X2MTHEFF" in v for v in validate_spec(alone, reg))
+    del alone["early_warning"]
+    assert not any("X2MTHEFF" in v for v in validate_spec(alone, reg))
+
+
+def test_early_warning_offline_pick_drops_a_planted_late_predictor(tmp_path):
+    """A registry question that lists a late predictor under an early-warning mark: validate_registry names it,
+    and the offline formulator leaves it out."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "registry" / "star.yaml").read_text())
+    q = doc["questions"][0]
+    q["early_warning"] = {"waves": ["kindergarten"]}
+    path = tmp_path / "star_ew.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    from edm_ars.registry import validate_registry
+
+    star = load_registry(path)
+    problems = validate_registry(star)
+    assert any("math2" in p and "grade2" in p and "early-warning" in p for p in problems), problems
+    spec = offline_spec(star, prompt=None, question_id=q["id"], round_=0)
+    assert spec["predictors"] and all(p["wave"] == "kindergarten" for p in spec["predictors"])
+    assert "math2" not in {p["name"] for p in spec["predictors"]} and validate_spec(spec, star) == []
+    q["early_warning"] = {"waves": ["grade9"]}  # a wave the registry does not have
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert any("early_warning.waves ['grade9']" in p for p in validate_registry(load_registry(path)))
+
+
+def test_timing_rule():
+    """'early': the first wave or two or more waves before the outcome; 'prior': any earlier wave; none for the
+    same wave, a later one, an unknown wave; 'early' for a set only when every one is early."""
+    from edm_ars.registry import common_timing, timing_class
+
+    order = ["base_year", "first_follow_up", "second_follow_up", "update_panel"]
+    assert timing_class(order, "base_year", "first_follow_up") == "early"
+    assert timing_class(order, "first_follow_up", "update_panel") == "early"
+    assert timing_class(order, "second_follow_up", "update_panel") == "prior"
+    assert timing_class(order, "update_panel", "update_panel") is None
+    assert timing_class(order, "nowhere", "update_panel") is None and timing_class([], "a", "b") is None
+    assert common_timing(["early", "early"]) == "early" and common_timing(["early", "prior"]) == "prior"
+    assert common_timing(["early", None]) is None and common_timing([]) is None

@@ -3,6 +3,7 @@ from retrieval only, and the lint."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -394,3 +395,161 @@ def test_cli_reads_the_review_listed_in_sources_json(tmp_path):
     (tmp_path / "review_report.json").write_text("{not json")
     unreadable = _cli(str(p))
     assert unreadable.returncode == 2 and "review_report.json" in unreadable.stderr
+
+
+# ---- macro sources: every form the Writer emits is evaluated (writer/sources.py) ----------------------------
+SOURCE_ARTIFACTS = {
+    "results.json": {
+        "models": {"xgboost": {"metrics": {"auc": 0.8231, "rmse": 6.42},
+                               "search": "random search of 20 candidates raced over folds: all on 2 folds, the best "
+                                         "5 on all 5", "best_params": {"base_models": ["a", "b", "c"]}},
+                   "logistic": {"metrics": {"auc": 0.8190}, "ci": {"auc": [0.8101, 0.8277]}}},
+        "selection_evidence": {"overlapping_top": ["xgboost", "logistic", "elastic_net"]},
+        "stability": {"thresholds": {"unstable_top5": 0.4}, "runs": [{"kind": "seed"}, {"kind": "seed"},
+                                                                     {"kind": "subsample"}]},
+        "fairness": {"attributes": {
+            "X1SEX": {"kind": "attribute", "groups": [{"reliable": True}, {"reliable": True}],
+                      "gaps": {"auc": {"gap": 0.02, "flagged": False}, "tpr": {"gap": 0.09, "flagged": True},
+                               "fpr": None}},
+            "X1RACE": {"kind": "attribute", "groups": [{"reliable": True}, {"reliable": False}, {"reliable": False}],
+                       "gaps": {"auc": {"gap": 0.12, "flagged": True}}},
+            "X1RACE x X1SEX": {"kind": "intersection", "groups": [{"reliable": False}, {"reliable": True}],
+                               "gaps": {"auc": {"gap": 0.3, "flagged": True}}}}},
+        "shap": {"by_model": {
+            "xgboost": {"top_features": [{"feature": f} for f in ("a", "b", "c", "d", "e", "f")]},
+            "logistic": {"top_features": [{"feature": f} for f in ("b", "a", "x", "e", "y")]},
+            "elastic_net": {"top_features": [{"feature": f} for f in ("a", "e", "b", "z", "w")]},
+            "stacking": {"top_features": []}}},
+    },
+    "data_report.json": {
+        "original_n": 23503, "analytic_n": 17012, "class_balance": {"0.0": 5103, "1.0": 11909},
+        "outcome_summary": {"sd": 9.87}, "predictors_before": ["X1SES", "X1PARINC", "X1SEX"],
+        "missingness": {"X1SES": {"pct_missing": 0.0}, "X1PARINC": {"pct_missing": 18.4},
+                        "X1SEX": {"pct_missing": 0.2}, "X9OTHER": {"pct_missing": 40.0}},
+        "checks": [{"passed": True}, {"passed": False}, {"passed": True}],
+        "split": {"method": "StratifiedGroupKFold(n_splits=5) fold 0"},
+    },
+    "literature_context.json": {"papers": [{"status": "VERIFIED"}, {"status": "HALLUCINATED"}, {}]},
+    "claims.json": {"claims": [{"status": "supported"}, {"status": "inconclusive"}, {"status": "supported"}]},
+    "review_report.json": {"verdict": "PASS", "issues": [{}, {}]},
+}
+
+
+@pytest.mark.parametrize("source, value", [
+    # path (a number; an interval; a key holding dots; a key holding spaces)
+    ("results.json:models.xgboost.metrics.auc", 0.8231),
+    ("results.json:models.logistic.ci.auc", [0.8101, 0.8277]),
+    ("results.json:models.logistic.ci.auc.1", 0.8277),
+    ("data_report.json:class_balance.1.0", 11909),
+    ("results.json:fairness.attributes.X1RACE x X1SEX.gaps.auc.gap", 0.3),
+    # length and difference
+    ("len(data_report.json:predictors_before)", 3), ("len(results.json:fairness.attributes.X1RACE x X1SEX.groups)", 2),
+    ("len(results.json:selection_evidence.overlapping_top) - 1", 2),
+    # absolute difference
+    ("|results.json:models.xgboost.metrics.auc - results.json:models.logistic.metrics.auc|", 0.0041),
+    # ratios: of two artifacts, of one artifact, a share of a total
+    ("results.json:models.xgboost.metrics.rmse / data_report.json:outcome_summary.sd", 6.42 / 9.87),
+    ("data_report.json:analytic_n / data_report.json:original_n", 17012 / 23503),
+    ("data_report.json:class_balance.1.0 / sum(class_balance)", 11909 / 17012),
+    # a percentage of a share
+    ("100 * results.json:stability.thresholds.unstable_top5", 40.0),
+    # counts through filters
+    ("count(data_report.json:checks[passed])", 2),
+    ("count(results.json:stability.runs[kind=seed])", 2),
+    ("count(literature_context.json:papers[status!=VERIFIED])", 2),
+    ("count(claims.json:claims[status=supported])", 2),
+    ("count(data_report.json:missingness[predictors, pct_missing>0])", 2),
+    ("count(results.json:fairness.attributes[kind=attribute].groups[reliable=false])", 2),
+    ("count(results.json:fairness.attributes[kind=attribute].gaps[flagged])", 2),
+    ("count(results.json:fairness.attributes[kind=attribute].gaps[not null])", 3),
+    ("count(results.json:fairness.attributes.X1RACE x X1SEX.groups[reliable])", 1),
+    ("len(review_report.json:issues)", 2),
+    # top-five sets
+    ("|top5(results.json:shap.by_model.xgboost.top_features) & top5(results.json:shap.by_model.logistic.top_features)|",
+     3),
+    ("count(features in top5 of every results.json:shap.by_model entry)", 3),
+    # a number read from a text
+    ("data_report.json:split.method (n_splits)", [5, 0]),
+    ("results.json:models.xgboost.search (candidates)", [20, 2, 5, 5]),
+    ("len(results.json:models.xgboost.best_params.base_models)", 3),
+])
+def test_every_source_form_the_writer_emits_is_evaluated(source, value):
+    from edm_ars.writer.sources import source_values
+
+    assert source_values(source, SOURCE_ARTIFACTS) == pytest.approx(value if isinstance(value, list) else [value])
+
+
+@pytest.mark.parametrize("source, why", [
+    ("results.json:models.ridge.metrics.auc", "absent"),
+    ("evaluation.json:auc", "not among the paper's artifacts"),
+    ("results.json:models.xgboost.metrics", "not a number"),
+    ("median(results.json:models.xgboost.metrics.auc)", "not a source form"),
+    ("data_report.json:analytic_n / data_report.json:nothing", "absent"),
+    ("count(data_report.json:checks[passed ~ yes])", "unknown filter condition"),
+])
+def test_a_source_that_cannot_be_evaluated_says_why(source, why):
+    from edm_ars.writer.sources import SourceError, source_values
+
+    with pytest.raises(SourceError, match=why):
+        source_values(source, SOURCE_ARTIFACTS)
+
+
+RATIO = "results.json:models.xgboost.metrics.rmse / data_report.json:outcome_summary.sd"
+
+
+@pytest.mark.parametrize("printed, status", [("0.65", "matched"), ("0.66", "unmatched"), ("0.64", "unmatched")])
+def test_a_ratio_macro_is_checked_against_its_ratio(tmp_path, printed, status):
+    """\\BestRMSEinSD (6.42 / 9.87 = 0.6505): the right value is matched, a wrong one fails the paper even when some
+    other artifact value happens to round the same (0.66 is no value here; 0.64 is planted as one)."""
+    arts = copy.deepcopy(SOURCE_ARTIFACTS)
+    arts["results.json"]["models"]["logistic"]["metrics"]["brier"] = 0.6401
+    macros = [{"macro": "\\BestRMSEinSD", "value": printed, "raw": 6.42 / 9.87, "derived": True, "source": RATIO}]
+    report = verify_paper(paper(tmp_path, "The RMSE was \\BestRMSEinSD{} outcome SDs.", macros=macros), artifacts=arts)
+    assert [(n.macro, n.status) for n in report.numbers] == [("BestRMSEinSD", status)]
+    assert report.ok == (status == "matched")
+    if status == "unmatched":
+        assert any(f"\\BestRMSEinSD prints {printed} but {RATIO} is 0.650456" in f for f in report.failures), \
+            report.failures
+
+
+def test_a_macro_whose_source_cannot_be_evaluated_is_unmatched(tmp_path):
+    """An unknown source form is not matched against any artifact value that happens to equal the printed one."""
+    macros = [{"macro": "\\Odd", "value": "0.823", "source": "median(results.json:models.xgboost.metrics.auc)"}]
+    report = verify_paper(paper(tmp_path, "The AUC was \\Odd{}.", macros=macros), artifacts=SOURCE_ARTIFACTS)
+    assert [n.status for n in report.numbers] == ["unmatched"]
+    assert any("\\Odd prints 0.823 but its source cannot be evaluated" in f and "not a source form" in f
+               for f in report.failures), report.failures
+
+
+@pytest.mark.parametrize("kind", ["binary", "regression", "real", "real_regression"])
+def test_every_macro_of_the_writer_fixture_papers_evaluates_to_its_value(tmp_path, kind):
+    """Every computed (not quoted) macro the Writer registers for its fixture papers has a source that evaluates to
+    the value it records (a percentage macro: 100 times the value), so verify-paper checks it against its source."""
+    import test_writer as tw
+
+    from edm_ars.claims import code_claims, document
+    from edm_ars.writer.sources import source_values
+
+    if kind in ("binary", "regression"):
+        binary = kind == "binary"
+        arts = {"spec": tw.spec(binary), "literature": tw.literature(), "data_report": tw.data_report(binary),
+                "results": tw.results(binary), "review": tw.review(not binary)}
+        _, out = tw._build(tmp_path, binary=binary, passed=not binary)
+    else:
+        _, out, arts = tw._build_real(tmp_path, kind == "real_regression")
+    artifacts = tw._artifacts_by_name(arts)
+    artifacts["claims.json"] = document(code_claims(arts["results"], arts["data_report"]),
+                                        round_=int(arts["review"].get("round", 0)), backend="offline")
+    bad = []
+    for m in json.loads((out / "numbers.json").read_text())["macros"]:
+        if m.get("quoted"):
+            continue
+        values = source_values(m["source"], artifacts)
+        raws = m["raw"] if isinstance(m["raw"], list) else [m["raw"]]
+        scales = (1, 100) if m["value"].endswith("\\%") else (1,)  # a percentage of a share or of a percentage
+        if not all(any(abs(float(r) - k * v) <= 1e-9 * max(1.0, abs(r)) for v in values for k in scales)
+                   for r in raws):
+            bad.append(f"{m['macro']} = {m['raw']} but {m['source']} is {values}")
+    assert not bad, bad
+    report = verify_paper(out / "paper.tex", artifacts=artifacts)
+    assert not [n for n in report.numbers if n.macro and n.status == "unmatched"], report.summary()

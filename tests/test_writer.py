@@ -25,7 +25,15 @@ from edm_ars.writer import (
 )
 from edm_ars.writer.integrity import document_placeholders
 from edm_ars.writer.latex import latex_errors, undefined_refs
-from edm_ars.writer.macros import MacroTable, fmt_ci, fmt_count, fmt_metric, fmt_pct, text_with_macros
+from edm_ars.writer.macros import (
+    MacroTable,
+    fmt_ci,
+    fmt_count,
+    fmt_metric,
+    fmt_pct,
+    template_macros,
+    text_with_macros,
+)
 from edm_ars.writer.verify import verify_paper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -561,10 +569,10 @@ def test_numbers_come_through_macros(any_paper):
     results_text = slot_content(tex, "RESULTS")
     assert not re.search(r"\d\.\d", _strip_cmds(results_text))
     assert not re.search(r"\d\.\d", _strip_cmds(slot_content(tex, "ABSTRACT")))
-    # every capitalised macro used is defined in numbers.tex (or is the template's \Rsq)
+    # every capitalised macro used is defined in numbers.tex (or is one of the template's label macros, \Rsq)
     defined = set(re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", (out / "numbers.tex").read_text()))
     used = set(re.findall(r"\\([A-Z][A-Za-z]*)\{\}", tex))
-    assert used - defined <= {"Rsq"}, used - defined
+    assert used - defined <= template_macros(TEMPLATE.read_text()), used - defined
     records = json.loads((out / "numbers.json").read_text())["macros"]
     assert all(re.fullmatch(r"\\[A-Za-z]+", r["macro"]) and r["source"] for r in records)
 
@@ -687,7 +695,7 @@ def test_prose_rules(any_paper):
 def test_conditioned_on_results(binary_paper, regression_paper):
     tex_b = (binary_paper[1] / "paper.tex").read_text()
     tex_r = (regression_paper[1] / "paper.tex").read_text()
-    assert "tree ensemble improved on" in slot_content(tex_b, "DISCUSSION")
+    assert "tree ensemble XGBoost improved on" in slot_content(tex_b, "DISCUSSION")
     assert "largely additive" in slot_content(tex_r, "DISCUSSION")
     res_b, res_r = slot_content(tex_b, "RESULTS"), slot_content(tex_r, "RESULTS")
     assert "SHAP" in res_b and r"\Rsq{}" in res_r
@@ -993,6 +1001,12 @@ def regression_variant(arts: dict) -> dict:
             m["label"] = "Ridge regression"
             m["best_params"] = {"alpha": 10.0}
     res["shap"]["by_model"].pop("mlp", None)
+    # the selection evidence follows the recast intervals (the models whose intervals overlap the top single one's)
+    ev = res["selection_evidence"]
+    top = ev["top_single"]
+    lo, hi = res["models"][top]["ci"]["r2"]
+    ev["overlapping_top"] = [m for m in ev["overlapping_top"]
+                             if res["models"][m]["ci"]["r2"][0] <= hi and lo <= res["models"][m]["ci"]["r2"][1]]
     res["flags"] = ["below_quality_floor: mlp R2 0.031 < 0.05 (not interpreted)"]
     res["thresholds"] = {"quality_floor": 0.05, "leakage_auc": None}
     fa = res["fairness"]
@@ -1138,7 +1152,8 @@ def test_writer_states_only_supported_claims(tmp_path):
     tex = (out / "paper.tex").read_text()
     abstract, discussion = slot_content(tex, "ABSTRACT"), slot_content(tex, "DISCUSSION")
     assert "is thus predictive" not in abstract and "is not settled by these data" in abstract
-    assert "tree ensemble improved on" not in discussion and "do not establish that" in discussion
+    # the intervals of the two models do not overlap, so the paper says the debate left the comparison open
+    assert "improved on" not in discussion and "left open whether XGBoost predicts better than" in discussion
     assert "the evidence on them is inconclusive" in discussion
 
     refuted = _claims_with(res, {"predicts_above_chance": "unsupported", "subgroup_gap_": "unsupported"})
@@ -1184,3 +1199,134 @@ def test_other_data_sets_are_described_from_their_registry(tmp_path, registry, n
         assert "the same cross-section as the outcome" in tex and "precedence could not be checked" in tex
     else:
         assert "kindergarten year" in tex and "cross-section" not in tex
+
+
+# ---- label macros are not number macros ---------------------------------------------------------------
+def test_the_template_label_macros_are_read_from_the_template():
+    assert template_macros(TEMPLATE.read_text()) == {"Rsq"}  # \unverifiedbox, \fitcolumn take an argument
+    planted = ("\\providecommand{\\Rsq}{\\ensuremath{R^{2}}}\n\\newcommand\\Auc{AUC}\n"
+               "\\DeclareRobustCommand*{\\Brier}{Brier}\n\\newcommand{\\Box}[1]{#1}\n"
+               "% \\newcommand{\\Commented}{x}\n\\renewcommand\\footnotetextcopyrightpermission[1]{}\n")
+    assert template_macros(planted) == {"Rsq", "Auc", "Brier"}
+
+
+def test_a_model_discussion_may_use_the_template_label_macros_but_no_unknown_macro(tmp_path):
+    """A model-written Discussion of a continuous study uses \\Rsq{} (the template's notation, no number): it is
+    accepted; an undefined \\Name{} is still rejected as an unknown number macro."""
+    from edm_ars.writer.model_prose import check
+
+    seen = {}
+
+    def rewriter(ctx, drafts):
+        draft = drafts["DISCUSSION"]
+        seen["rsq"] = check(ctx, "DISCUSSION", draft + "\n\nThe \\Rsq{} of the selected model is \\BestRSquared{}.")
+        seen["unknown"] = check(ctx, "DISCUSSION", draft + "\n\nIts score was \\ReviewScoreX{} on \\Rsq{}.")
+        seen["notation"] = ctx.notation
+        return {}, []
+
+    arts = {"spec": spec(False), "literature": literature(), "data_report": data_report(False),
+            "results": results(False), "review": review(True)}
+    build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
+                figures_dir=_make_figures(tmp_path / "round"), template=TEMPLATE, out_dir=tmp_path / "paper",
+                phrases=PHRASES, registry_labels=REGISTRY_LABELS, dataset=HSLS_PROSE, rewriter=rewriter)
+    assert seen["notation"] == {"Rsq"}
+    text, note = seen["rsq"]
+    assert text is not None and "\\Rsq{}" in text, note
+    assert seen["unknown"] == (None, "unknown number macro(s): ReviewScoreX")
+
+
+# ---- the review's score is never quoted; the automation is disclosed once ------------------------------
+_SCORE_WORDS = re.compile(r"out of (?:ten|10)\b|overall score\b|(?:review|critic)(?:'s)? score\b|score of \d|"
+                          r"dimension scores?", re.I)
+
+
+def review_score_quotes(out: Path, review_: dict) -> list[str]:
+    """Where the paper in `out` quotes the automated review's scores: a macro printing one of them (its source in
+    numbers.json), a sentence that speaks of a score out of ten, or a sentence printing the overall score or a
+    dimension score next to the word "score"."""
+    tex = (out / "paper.tex").read_text()
+    found = [f"macro {m['macro']} ({m['source']})" for m in json.loads((out / "numbers.json").read_text())["macros"]
+             if re.match(r"review_report\.json:(?:overall_score|dimension_scores)", m["source"])]
+    macros = {m["macro"].lstrip("\\"): m["value"] for m in json.loads((out / "numbers.json").read_text())["macros"]}
+    body = re.sub(r"\\([A-Za-z]+)\{\}", lambda m: macros.get(m.group(1), m.group(0)), tex.split("\\begin{document}")[1])
+    scores = [review_.get("overall_score")] + list((review_.get("dimension_scores") or {}).values())
+    printed = {f"{float(s):.1f}" for s in scores if isinstance(s, (int, float))}
+    for sentence in re.split(r"(?<=[.!?])\s+", body):
+        if _SCORE_WORDS.search(sentence) or ("score" in sentence.lower() and any(
+                re.search(rf"(?<![\d.]){re.escape(p)}(?!\d)", sentence) for p in printed)):
+            found.append(" ".join(sentence.split())[:160])
+    return found
+
+
+@pytest.mark.parametrize("kind", ["binary_unverified", "regression_passed", "real", "real_regression"])
+def test_no_paper_quotes_the_review_score_and_the_automation_is_disclosed_once(tmp_path, kind):
+    if kind.startswith("real"):
+        _, out, arts = _build_real(tmp_path, kind == "real_regression")
+        rv = arts["review"]
+    else:
+        binary = kind.startswith("binary")
+        _, out = _build(tmp_path, binary=binary, passed=not binary)
+        rv = review(not binary)
+    assert review_score_quotes(out, rv) == []
+    tex = (out / "paper.tex").read_text()
+    body = tex.split("\\begin{document}")[1]
+    assert len(re.findall(r"generated automatically", body)) == 1
+    assert "generated automatically by EDM-ARS" in slot_content(tex, "METHODS")
+    assert "offline backend" in slot_content(tex, "METHODS")
+    if kind == "binary_unverified":  # the warning box stays, and the appendix lists the review's issues
+        assert "\\unverifiedbox{\\textbf{Unverified draft.}" in slot_content(tex, "UNVERIFIED")
+        assert "R1" in slot_content(tex, "APPENDIX") and "sentinel values" in slot_content(tex, "APPENDIX")
+    else:
+        assert "passed the automated review" in slot_content(tex, "DISCUSSION")
+
+
+def test_a_quoted_review_score_is_found(binary_paper):
+    """The helper above catches the score however it is printed: planted in the discussion as a sentence, or as a
+    number macro of the review's score."""
+    _, out = binary_paper
+    tex = (out / "paper.tex").read_text()
+    rv = review(False)
+    for planted in ("An automated review passed it with an overall score of 9.9 out of ten.",
+                    "The Critic gave the study 5.5 on its score card."):
+        (out / "paper.tex").write_text(fill_slot(tex, "DISCUSSION", slot_content(tex, "DISCUSSION") + "\n" + planted))
+        assert review_score_quotes(out, rv), planted
+    numbers = json.loads((out / "numbers.json").read_text())
+    numbers["macros"].append({"macro": "\\ReviewScore", "value": "5.5", "raw": 5.5,
+                              "source": "review_report.json:overall_score"})
+    (out / "numbers.json").write_text(json.dumps(numbers))
+    (out / "paper.tex").write_text(tex)
+    assert review_score_quotes(out, rv) == ["macro \\ReviewScore (review_report.json:overall_score)"]
+
+
+def appendix_page_problems(pdf: Path) -> list[str]:
+    """Why the appendix of `pdf` does not start on a fresh page: its first heading ("A" then the title in
+    capitals, in pdftotext's reading order) must open a page (only the running header before it), on a page
+    after the references, and no numbered body section may follow it."""
+    pages = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout.split("\f")
+    heading = re.compile(r"^A\s*\n\s*\n?[A-Z][A-Z ]{3,}$", re.M)
+    at = next((i for i, p in enumerate(pages) if heading.search(p)), None)
+    if at is None:
+        return ["no appendix heading"]
+    problems = []
+    lines = [line.strip() for line in pages[at][: heading.search(pages[at]).start()].splitlines() if line.strip()]
+    if len(lines) > 1:  # the running header (the title or the authors) is the one line allowed above it
+        problems.append(f"page {at + 1} holds text before the appendix: {lines[:3]}")
+    ref = next((i for i, p in enumerate(pages) if re.search(r"^REFERENCES$", p, re.M)), None)
+    if ref is None or ref >= at:
+        problems.append(f"the references (page {ref and ref + 1}) do not come before the appendix (page {at + 1})")
+    after = [pages[at][heading.search(pages[at]).end():], *pages[at + 1:]]
+    if any(re.search(r"^\d\s*\n\s*\n?[A-Z]{4,}", p, re.M) for p in after):
+        problems.append("a numbered body section follows the appendix")
+    return problems
+
+
+@pytest.mark.workflow
+@needs_latex
+def test_the_appendix_starts_on_a_fresh_page(tmp_path):
+    """The unverified binary fixture has both appendices (hyperparameters, review issues) and body floats."""
+    _, out = _build(tmp_path, binary=True, passed=False)
+    assert appendix_page_problems(compile_pdf(out / "paper.tex", out / "latexmk.log")) == []
+    # the check finds an appendix that runs on after the references (the template without its \clearpage)
+    tex = (out / "paper.tex").read_text()
+    (out / "paper.tex").write_text(tex.replace("\\clearpage\n\\appendix", "\\appendix"))
+    assert appendix_page_problems(compile_pdf(out / "paper.tex", out / "latexmk.log"))

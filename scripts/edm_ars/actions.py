@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from .conventions import MODEL_ORDER, STACKING
+from .formulate import allowed_waves
 from .registry import Registry, is_excluded, is_temporally_valid, wave_of
 
 ACTIONS = {"drop_predictor": "formulate", "add_predictor": "formulate", "tighten_question": "formulate",
@@ -133,6 +134,9 @@ def apply_to_spec(spec: dict[str, Any], actions: list[dict[str, Any]], reg: Regi
             elif not reg.knows(value) or is_excluded(reg, value) or not is_temporally_valid(reg, value, outcome):
                 applied.append(f"add_predictor {value}: refused (unknown, excluded, or not from a wave strictly "
                                f"earlier than {outcome})")
+            elif (allowed := allowed_waves(out, reg)) is not None and wave_of(reg, value) not in allowed:
+                applied.append(f"add_predictor {value}: refused ({wave_of(reg, value)} is not one of the "
+                               f"early-warning waves {allowed} of this question)")
             else:
                 rec = reg.variable(value) or {}
                 out["predictors"].append({"name": value, "label": rec.get("label", value),

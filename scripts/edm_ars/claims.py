@@ -117,33 +117,57 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                                f"lower interval bound {ci[0]:.3f} against the floor {floor:g}"),
                    "methodologist": _design(results, "evaluate")},
                   evidence + [b.ev("results.json", "thresholds.quality_floor")])
+        from .writer.consistency import comparison_evidence, evidence_for
+
+        compared = comparison_evidence(results)
         for other, orec in models.items():
             oval, oci = (orec.get("metrics") or {}).get(primary), (orec.get("ci") or {}).get(primary)
             if other in (best, STACKING) or not (is_number(oval) and _ci(oci)):
                 continue
-            disjoint = ci[0] > oci[1]
+            # the strongest comparison of the two (a paired difference when there is one, else the intervals),
+            # so that this claim and the selection's own comparison never disagree
+            ev = evidence_for(compared, best, other)
+            if ev is not None and ev.kind == "paired":
+                skeptic = ("supported" if ev.verdict == "better" else "inconclusive", ev.detail)
+                extra = [b.ev("results.json", key) for key in _evidence_keys(ev)]
+            else:
+                disjoint = ci[0] > oci[1]
+                skeptic = ("supported" if disjoint else "inconclusive",
+                           "95% intervals " + ("do not overlap" if disjoint else "overlap"))
+                extra = [b.ev("results.json", f"models.{other}.ci.{primary}")]
             b.add(f"outperforms_{other}", f"The selected model ({best}) predicts better than {other}.",
                   {"optimist": ("supported" if value > oval else "unsupported",
                                 f"{metric} {value:.3f} vs {oval:.3f}"),
-                   "skeptic": ("supported" if disjoint else "inconclusive",
-                               "95% intervals " + ("do not overlap" if disjoint else "overlap")),
+                   "skeptic": skeptic,
                    "methodologist": ("supported", "same held-out students for both models")},
-                  evidence + [b.ev("results.json", f"models.{other}.metrics.{primary}"),
-                              b.ev("results.json", f"models.{other}.ci.{primary}")], model=other)
+                  evidence + [b.ev("results.json", f"models.{other}.metrics.{primary}")] + extra, model=other,
+                  compares={"a": best, "b": other, "assertion": "better",
+                            "evidence": ev.source if ev else None})
     gain = (results.get("selection_evidence") or {}).get("stacking_minus_selected")
     if isinstance(gain, dict) and is_number(gain.get("mean")) and _ci(gain.get("ci")):
+        from .writer.consistency import stacking_base
+
         lo, hi = gain["ci"]
-        b.add("stacking_improves", "Stacking the individual models improves on the best single model.",
+        base = stacking_base(results) or best
+        b.add("stacking_improves", f"Stacking the individual models improves on {base}, the single model the "
+              "selection rule chose.",
               {"optimist": ("supported" if gain["mean"] > 0 else "unsupported", f"mean paired difference "
                             f"{gain['mean']:+.4f}"),
                "skeptic": ("supported" if lo > 0 else "unsupported" if hi < 0 else "inconclusive",
                            f"95% interval of the paired difference [{lo:+.4f}, {hi:+.4f}]"),
                "methodologist": ("supported", "out-of-fold stacking; no base model refitted")},
               [b.ev("results.json", "selection_evidence.stacking_minus_selected.mean"),
-               b.ev("results.json", "selection_evidence.stacking_minus_selected.ci")])
+               b.ev("results.json", "selection_evidence.stacking_minus_selected.ci")],
+              model=base, compares={"a": STACKING, "b": base, "assertion": "better",
+                                    "evidence": "results.json:selection_evidence.stacking_minus_selected"})
     _feature_claims(b, results)
     _fairness_claims(b, results)
     return b.claims
+
+
+def _evidence_keys(ev: Any) -> list[str]:
+    """The results.json keys an Evidence record names (its source lists them as results.json:KEY)."""
+    return [part.strip().removeprefix("results.json:") for part in ev.source.split(",")]
 
 
 def _feature_claims(b: _Builder, results: dict[str, Any]) -> None:

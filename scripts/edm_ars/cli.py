@@ -194,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     ls.add_argument("-k", type=int, default=10)
     ls.add_argument("--all", action="store_true", help="every stored lesson, expired ones too")
     ls.set_defaults(func=cmd_lessons)
-    v = sub.add_parser("verify-paper", help="reconcile a paper's numbers and citations with the run's artifacts")
+    v = sub.add_parser("verify-paper", help="reconcile a paper's numbers and citations with the run's artifacts, "
+                       "and check that its claims are consistent with each other and with the evidence")
     v.add_argument("paper", help="the paper's LaTeX source (output/paper/paper.tex)")
     v.add_argument("--artifact", action="append", metavar="NAME=PATH",
                    help="an artifact to check against (default: those listed in sources.json beside the paper)")

@@ -23,7 +23,7 @@ from .artifacts import read_yaml
 from .conventions import STACKING, applied_threshold
 from .errors import EdmArsError
 from .formulate import validate_spec
-from .registry import Registry, rules_text
+from .registry import DRAFT_MARKER, Registry, draft_marker_keys, rules_text
 
 STAGES = ["formulate", "engineer", "analyze"]  # the stages a review can re-run, in order
 TARGETS = [*STAGES, "write"]  # write-targeted issues go to the Writer and re-run nothing
@@ -122,6 +122,7 @@ class Artifacts:
     report: dict[str, Any]
     results: dict[str, Any]
     reg: Registry | None = None
+    claims: dict[str, Any] | None = None  # the results debate's claims.json of the round
     manifest: dict[str, Any] | None = None  # output/data/dataset.json: what the rows are (provenance)
     dgp: dict[str, Any] | None = None  # output/data/dgp.json when the workflow generated the rows
 
@@ -174,6 +175,15 @@ def check_spec_gate(a: Artifacts, p: dict[str, Any]) -> Finding:
     violations = validate_spec(a.spec, a.reg)
     return Finding(not violations, violations, "The specification breaks the registry's rules: "
                    + "; ".join(violations) + ".")
+
+
+@code_check("registry_final")
+def check_registry_final(a: Artifacts, p: dict[str, Any]) -> Finding:
+    if a.reg is None:
+        return Finding(None, None, "skipped: no registry was given")
+    keys = draft_marker_keys(a.reg)
+    return Finding(not keys, keys, f"The registry still holds drafted text ({DRAFT_MARKER}) that the paper would "
+                   f"print as fact: {', '.join(keys)}.")
 
 
 @code_check("outcome_absent")
@@ -349,6 +359,18 @@ def check_evaluation_figures(a: Artifacts, p: dict[str, Any]) -> Finding:
     return Finding(not missing, missing, f"Evaluation figures are missing: {', '.join(missing)}.")
 
 
+@code_check("figure_sanity")
+def check_figure_sanity(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """Each figure as drawn (its `drawn` record in results.json): numeric axes labelled, a legend wherever more
+    than one series is plotted, an ordered categorical axis in its order (edm_ars.figure_sanity)."""
+    from .figure_sanity import figures_problems
+
+    problems = figures_problems(a.results, a.reg)
+    shown = "; ".join(problems[:6]) + ("; ..." if len(problems) > 6 else "")
+    return Finding(not problems, {"figures": len(a.results.get("figures") or []), "problems": problems},
+                   f"{len(problems)} figure defect(s) in results.json figures: {shown}.")
+
+
 @code_check("leakage_auc")
 def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
     limit = applied_threshold(a.results, "leakage_auc", file=RESULTS)  # None: not applied (no AUC)
@@ -366,6 +388,19 @@ def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
     return Finding(not high and not flagged, {"models": high, "flags": flagged, "leakage_auc": limit},
                    f"Held-out AUC {above} suggests leakage through a proxy of the outcome ({listed}).",
                    actions=fix)
+
+
+@code_check("claims_consistent")
+def check_claims_consistent(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """The results debate's claims agree with each other and with the comparison evidence of results.json
+    (writer.consistency.claim_problems)."""
+    if a.claims is None:
+        return Finding(None, None, "skipped: no claims.json was given")
+    from .writer.consistency import claim_problems
+
+    problems = claim_problems(a.claims, a.results)
+    return Finding(not problems, problems, "The results debate's claims are inconsistent: " + "; ".join(problems)
+                   + ".")
 
 
 def generated_evidence(manifest: dict[str, Any] | None, dgp: dict[str, Any] | None) -> list[str]:
@@ -445,10 +480,11 @@ def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str
 
 def rubric_checks(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None,
                   *, min_models: int | None = None, min_analytic_n: int | None = None,
-                  rubric: dict[str, Any] | str | Path | None = None, manifest: dict[str, Any] | None = None,
+                  rubric: dict[str, Any] | str | Path | None = None,
+                  claims: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
                   dgp: dict[str, Any] | None = None) -> tuple[list[dict], list[dict]]:
     """Run the code-checked rubric items; return (checks, issues)."""
-    return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg, manifest=manifest, dgp=dgp),
+    return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg, claims=claims, manifest=manifest, dgp=dgp),
                       {"min_models": min_models, "min_analytic_n": min_analytic_n})
 
 
@@ -614,15 +650,16 @@ def forced_actions(stage: str, report: dict[str, Any], results: dict[str, Any]) 
 def review(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None, *,
            round_: int, max_revisions: int, force_revise: str | None = None, min_models: int | None = None,
            min_analytic_n: int | None = None, rubric: dict[str, Any] | str | Path | None = None,
-           force_rounds: int = 1, manifest: dict[str, Any] | None = None,
+           force_rounds: int = 1, claims: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
            dgp: dict[str, Any] | None = None) -> dict[str, Any]:
     """The offline Critic: the rubric's code checks, scores and the verdict by rule (model_verdict None).
 
     `min_models` and `min_analytic_n` override the rubric's parameters when given; `force_revise` (in the
-    first `force_rounds` rounds, with revision rounds allowed) forces REVISE targeting that stage. `manifest` (the
-    data manifest) and `dgp` (the data-generating process of generated rows) feed the provenance check."""
+    first `force_rounds` rounds, with revision rounds allowed) forces REVISE targeting that stage. `claims` is the
+    round's claims.json (the results debate), which the check of consistent claims reads. `manifest` (the data
+    manifest) and `dgp` (the data-generating process of generated rows) feed the provenance check."""
     rub = _rubric(rubric)
-    checks, issues = run_checks(rub, Artifacts(spec, report, results, reg, manifest=manifest, dgp=dgp),
+    checks, issues = run_checks(rub, Artifacts(spec, report, results, reg, claims=claims, manifest=manifest, dgp=dgp),
                                 {"min_models": min_models, "min_analytic_n": min_analytic_n})
     forced = bool(force_revise) and round_ < force_rounds and max_revisions > 0
     if forced:

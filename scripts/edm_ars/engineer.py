@@ -344,6 +344,20 @@ def fit_encoder(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> 
     return enc
 
 
+def duplicated_columns(frame: pd.DataFrame) -> dict[str, str]:
+    """{column: the earlier column it equals} for every column whose values repeat an earlier column's."""
+    seen: dict[int, list[str]] = {}  # a hash of the column's values -> the earlier columns with that hash
+    copies: dict[str, str] = {}
+    for col in frame.columns:
+        key = int(pd.util.hash_pandas_object(frame[col], index=False).to_numpy().sum(dtype=np.uint64))
+        same = next((c for c in seen.get(key, []) if frame[col].equals(frame[c])), None)
+        if same is None:
+            seen.setdefault(key, []).append(col)
+        else:
+            copies[col] = same
+    return copies
+
+
 # ---- 7. checks ------------------------------------------------------------------------------
 
 
@@ -535,6 +549,14 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
         warnings_.append(f"constant columns removed after encoding: {constant}")
         train_X, test_X = train_X.drop(columns=constant), test_X.drop(columns=constant)
         sources = {k: v for k, v in sources.items() if k not in constant}
+    # identical columns on the training rows (two variables missing for the same students give the same
+    # missing-category indicator): the later copy carries no information and is removed, as decided on training rows
+    copies = duplicated_columns(train_X)
+    if copies:
+        warnings_.append("columns identical to an earlier column on the training rows removed after encoding: "
+                         + ", ".join(f"{c} (= {first})" for c, first in copies.items()))
+        train_X, test_X = train_X.drop(columns=list(copies)), test_X.drop(columns=list(copies))
+        sources = {k: v for k, v in sources.items() if k not in copies}
     train_X, test_X = train_X.reset_index(drop=True), test_X.reset_index(drop=True)
     train_y, test_y = y.iloc[train_idx].reset_index(drop=True), y.iloc[test_idx].reset_index(drop=True)
 

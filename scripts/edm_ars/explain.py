@@ -23,7 +23,8 @@ import pandas as pd  # noqa: E402
 
 from edm_ars.conventions import BINARY, LINEAR_FAMILIES, STACKING  # noqa: E402
 from edm_ars.errors import ExplainSkipped, SHAPTimeout  # noqa: E402
-from edm_ars.figures import fit_text, n_lines, save_figure, wrap_label  # noqa: E402
+from edm_ars.figure_sanity import RANKING  # noqa: E402
+from edm_ars.figures import REFERENCE, fit_text, n_lines, png_path, save_figure, wrap_label  # noqa: E402
 
 log = logging.getLogger("edm_ars")
 
@@ -383,6 +384,7 @@ def importance_plot(top: list[dict], title: str | None = None, xlabel: str = "Me
         items = list(reversed(top))
         labels, row = _labels([t.get("label") or t["feature"] for t in items])
         fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, max(3.0, 0.9 + row * len(items))), layout="constrained")
+        ax.set_gid(RANKING)  # the rows are ranked (largest at the top): recorded with the figure's facts
         y = np.arange(len(items))
         ax.barh(y, [t["mean_abs_shap"] for t in items], height=0.65,
                 color=[colours.get(t.get("direction"), _MIXED) for t in items])
@@ -403,9 +405,10 @@ def importance_plot(top: list[dict], title: str | None = None, xlabel: str = "Me
 
 
 def importance_figure(top: list[dict], path: Path, title: str | None = None,
-                      xlabel: str = "Mean |SHAP value|") -> None:
-    """Horizontal bars of mean |SHAP| per source variable, largest at the top, coloured by direction."""
-    save_figure(importance_plot(top, title, xlabel), path, dpi=300)
+                      xlabel: str = "Mean |SHAP value|") -> dict[str, Any]:
+    """Horizontal bars of mean |SHAP| per source variable, largest at the top, coloured by direction; saved as PDF
+    and PNG; returns what the drawn figure shows (figures.figure_facts)."""
+    return save_figure(importance_plot(top, title, xlabel), path, dpi=300)
 
 
 def _swarm_offsets(x: np.ndarray, width: float = 0.38, bins: int = 60) -> np.ndarray:
@@ -437,19 +440,26 @@ def summary_plot(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str, s
     with plt.rc_context(_RC):
         ticks, row = _labels([t["label"] for t in reversed(top)])
         fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, max(3.0, 0.9 + row * len(top))), layout="constrained")
-        scatter = None
+        ax.set_gid(RANKING)  # the rows are ranked (largest at the top): recorded with the figure's facts
+        xs, ys, zs = [], [], []
         for i, t in enumerate(reversed(top)):
             idx = [index[c] for c in t["columns"]]
             s = shap[:, idx].sum(axis=1)
-            yy = i + _swarm_offsets(s)
+            xs.append(s)
+            ys.append(i + _swarm_offsets(s))
             if len(idx) == 1:
                 v = X.iloc[:, idx[0]].to_numpy(dtype=float)
                 sd = np.nanstd(v)
-                z = np.clip((v - np.nanmean(v)) / sd, -2, 2) if sd > 0 else np.zeros_like(v)
-                scatter = ax.scatter(s, yy, c=z, cmap=cmap, vmin=-2, vmax=2, s=1.5, lw=0, rasterized=True)
-            else:
-                ax.scatter(s, yy, color=_MIXED, s=1.5, lw=0, rasterized=True)
-        ax.axvline(0, color="black", lw=0.5)
+                zs.append(np.clip((v - np.nanmean(v)) / sd, -2, 2) if sd > 0 else np.zeros_like(v))
+            else:  # a group of one-hot columns: no single value to colour by (grey, the colour map's "bad")
+                zs.append(np.full(len(s), np.nan))
+        z = np.concatenate(zs) if zs else np.zeros(0)
+        # one series: every point (a test student's summed SHAP value in a predictor's row), drawn row by row
+        points = ax.scatter(np.concatenate(xs) if xs else z, np.concatenate(ys) if ys else z, c=z,
+                            cmap=cmap.with_extremes(bad=_MIXED), vmin=-2, vmax=2, s=1.5, lw=0,
+                            rasterized=True, plotnonfinite=True)
+        scatter = points if np.isfinite(z).any() else None
+        ax.axvline(0, color="black", lw=0.5, gid=REFERENCE)
         ax.set_yticks(np.arange(len(top)), ticks)
         ax.set_ylim(-0.6, max(len(top), 1) - 0.4)
         ax.set_xlabel(xlabel)
@@ -465,11 +475,12 @@ def summary_plot(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str, s
 
 
 def summary_figure(shap: np.ndarray, X: pd.DataFrame, feature_sources: dict[str, str],
-                   labels: dict[str, str] | None, path: Path, k: int = 10, xlabel: str = "SHAP value") -> None:
+                   labels: dict[str, str] | None, path: Path, k: int = 10, xlabel: str = "SHAP value"
+                   ) -> dict[str, Any]:
     """Beeswarm-like summary: one row per source variable (top k by mean |summed SHAP|), a point per explained row
     at its summed SHAP value, coloured by the standardized value of a single-column source and grey for a group
-    of one-hot columns."""
-    save_figure(summary_plot(shap, X, feature_sources, labels, k=k, xlabel=xlabel), path, dpi=300)
+    of one-hot columns; saved as PDF and PNG; returns what the drawn figure shows (figures.figure_facts)."""
+    return save_figure(summary_plot(shap, X, feature_sources, labels, k=k, xlabel=xlabel), path, dpi=300)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -519,8 +530,10 @@ def explain_models(evaluation: dict[str, Any], model_files: dict[str, str], load
             # the same fit explained on the same rows in the previous round (and its figures, if interpreted)
             by_model[name] = kept
             if name == interpreted:
-                for fig in earlier["figures"]:
-                    shutil.copyfile(Path(earlier_figures) / Path(fig["path"]).name, fig_dir / Path(fig["path"]).name)
+                for fig in earlier["figures"]:  # the PDF and its PNG rendering
+                    for name in (Path(fig["path"]).name, png_path(Path(fig["path"])).name):
+                        if name == Path(fig["path"]).name or (Path(earlier_figures) / name).is_file():
+                            shutil.copyfile(Path(earlier_figures) / name, fig_dir / name)
                 figs += earlier["figures"]
             log.info("%s: kept from the previous round (same fit, same rows)", name)
             continue
@@ -534,13 +547,15 @@ def explain_models(evaluation: dict[str, Any], model_files: dict[str, str], load
             log.info("%s: %s on %d rows in %.1f s; top %s", name, info.get("explainer"), info.get("n_explained", 0),
                      info.get("seconds", 0), [t["feature"] for t in top[:5]])
             if name == interpreted:
-                summary_figure(values, rows, feature_sources, labels, fig_dir / "shap_summary.pdf")
-                importance_figure(top, fig_dir / "shap_importance.pdf")
+                summary = summary_figure(values, rows, feature_sources, labels, fig_dir / "shap_summary.pdf")
+                importance = importance_figure(top, fig_dir / "shap_importance.pdf")
                 label = evaluation["models"][name]["label"]
                 figs += [{"path": "figures/explain/shap_summary.pdf", "kind": "shap_summary",
+                          "png": "figures/explain/shap_summary.png", "drawn": summary,
                           "caption": f"SHAP values of the {label} model for the ten most important predictors "
                                      "(one point per test student; colour: the predictor's value)."},
                          {"path": "figures/explain/shap_importance.pdf", "kind": "shap_importance",
+                          "png": "figures/explain/shap_importance.png", "drawn": importance,
                           "caption": f"Mean absolute SHAP value of the ten most important predictors ({label})."}]
         if errors and errors[-1].get("what") == name:
             skipped[name] = errors[-1]["message"]

@@ -20,8 +20,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from edm_ars.figures import fit_texts, n_lines, save_figure, wrap_label  # noqa: E402
+from edm_ars.figure_sanity import ordered_groups  # noqa: E402
+from edm_ars.figures import REFERENCE, fit_texts, n_lines, save_figure, wrap_label  # noqa: E402
 from edm_ars.metrics import PRIMARY, binary_metrics, bootstrap_counts, regression_metrics  # noqa: E402
+from edm_ars.registry import code_key  # noqa: E402
 
 METRIC_NAMES = {"auc": "AUC", "r2": "R2", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection-rate",
                 "equalized_odds": "equalized-odds difference", "rmse": "RMSE", "mae": "MAE",
@@ -46,10 +48,11 @@ def _num(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _value_label(v: Any) -> str:
-    if isinstance(v, float | np.floating) and float(v).is_integer():
-        return str(int(v))
-    return str(v)
+def _value_label(v: Any, values: dict[str, str] | None = None) -> str:
+    """A group's name: the registry's label of the code (`values:`), else the code itself, float-coded integers
+    normalised ('1.0' -> '1')."""
+    key = code_key(float(v) if isinstance(v, np.floating) else v)
+    return (values or {}).get(key, key)
 
 
 def _sort_key(label: str) -> tuple[int, str]:
@@ -91,8 +94,16 @@ def _quintile_labels(k: int) -> list[str]:
     return labels
 
 
-def _grouping(s: pd.Series) -> tuple[list[str | None], list[str], dict[str, Any] | None]:
-    """Row labels (None = missing), the ordered group labels, and binning details for a continuous attribute."""
+def _grouping(s: pd.Series, values: dict[str, str] | None = None
+              ) -> tuple[list[str | None], list[str], dict[str, Any] | None]:
+    """Row labels (None = missing), the ordered group labels, and binning details for a continuous attribute.
+    `values` maps codes to the registry's labels (code_key form); labelled groups come in the registry's order."""
+    if values:
+        s = s.map(lambda v: v if pd.isna(v) else code_key(v))
+        if s.dropna().isin(list(values)).all():  # every code labelled: groups, not a continuous scale
+            rows = [None if pd.isna(v) else values[v] for v in s]
+            present = {r for r in rows if r is not None}
+            return rows, [lab for lab in dict.fromkeys(values.values()) if lab in present], None
     if _is_continuous(s):
         x = pd.to_numeric(s, errors="coerce").astype(float)
         _, edges = pd.qcut(x, 5, retbins=True, duplicates="drop")
@@ -102,10 +113,10 @@ def _grouping(s: pd.Series) -> tuple[list[str | None], list[str], dict[str, Any]
         rows = [None if pd.isna(v) else str(v) for v in binned]
         order = [lab for lab in labels if lab in set(rows)]
         return rows, order, {"bins": k, "edges": [float(e) for e in edges]}
-    rows = [None if pd.isna(v) else _value_label(v) for v in s]
+    rows = [None if pd.isna(v) else _value_label(v, values) for v in s]
     present = {r for r in rows if r is not None}
     if isinstance(s.dtype, pd.CategoricalDtype):
-        order = [c for c in (_value_label(c) for c in s.cat.categories) if c in present]
+        order = [c for c in (_value_label(c, values) for c in s.cat.categories) if c in present]
     else:
         order = sorted(present, key=_sort_key)
     return rows, order, None
@@ -269,12 +280,13 @@ def _audit_one(task: str, name: str, label: str, kind: str, rows: list[str | Non
 def audit(task: str, y: np.ndarray, pred: np.ndarray, protected: pd.DataFrame, attributes: list[str], *,
           intersections: list[tuple[str, str]] | None = None, threshold: float = 0.5, n_resamples: int = 1000,
           seed: int = 42, min_group: int = 50, gap_threshold: float = 0.05,
-          labels: dict[str, str] | None = None) -> dict[str, Any]:
+          labels: dict[str, str] | None = None, values: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
     """Audit predictive performance across the groups of each protected attribute and intersection.
 
     ``protected`` holds the test rows' original attribute labels in the same order as ``y``/``pred``. Attributes
     missing from it are listed under "skipped". Intersections (pairs of attributes, e.g. the registry's
-    protected_intersections) are audited when both are columns of ``protected``.
+    protected_intersections) are audited when both are columns of ``protected``. ``values`` gives, per attribute,
+    the registry's labels of its codes ({code: label}); groups are named by them (afam -> African-American).
     """
     if task not in PRIMARY:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(PRIMARY)}")
@@ -294,7 +306,8 @@ def audit(task: str, y: np.ndarray, pred: np.ndarray, protected: pd.DataFrame, a
 
     def grouping(col: str):
         if col not in groupings:
-            groupings[col] = _grouping(protected[col])
+            groupings[col] = _grouping(protected[col], {code_key(k): str(v) for k, v in
+                                                        ((values or {}).get(col) or {}).items()})
         return groupings[col]
 
     for name in dict.fromkeys(attributes):
@@ -363,15 +376,19 @@ _LINE_IN = 0.115  # inches per line of 7-point text
 
 
 def _panels(audit_result: dict[str, Any], attributes: list[str] | None) -> list[tuple[str, list[dict[str, Any]]]]:
-    """(attribute, its reliable groups with a metric, by metric) for each attribute shown (intersections left out)."""
+    """(attribute, its reliable groups with a metric) for each attribute shown (intersections left out): the
+    groups of an ordered attribute (quintiles, grades: figure_sanity.ordered_groups) in their order from the
+    bottom up, a nominal attribute's by metric."""
     attrs = audit_result.get("attributes", {})
     names = ([a for a in attributes if a in attrs] if attributes is not None
              else [a for a, r in attrs.items() if r["kind"] == "attribute"])
     panels = []
     for a in names:
         gs = [g for g in attrs[a]["groups"] if g["reliable"] and g["metric"] is not None]
+        order = ordered_groups(attrs[a])
         if gs:
-            panels.append((a, sorted(gs, key=lambda g: (g["metric"], g["group"]))))
+            panels.append((a, sorted(gs, key=lambda g: order.index(str(g["group"]))) if order is not None
+                           else sorted(gs, key=lambda g: (g["metric"], g["group"]))))
     return panels
 
 
@@ -397,7 +414,8 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
         fig, axes = plt.subplots(len(panels), 1, figsize=(3.3, height), squeeze=False, sharex=True,
                                  layout="constrained", gridspec_kw={"height_ratios": rows})
         axes = axes[:, 0]
-        for ax, (_, gs), ls in zip(axes, panels, labels, strict=True):
+        for ax, (attribute, gs), ls in zip(axes, panels, labels, strict=True):
+            ax.set_gid(attribute)  # the panel's attribute, recorded with the figure's facts
             vals = np.array([g["metric"] for g in gs])
             lo = np.array([g["ci"][0] if g["ci"] else g["metric"] for g in gs])
             hi = np.array([g["ci"][1] if g["ci"] else g["metric"] for g in gs])
@@ -405,7 +423,7 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
             ax.errorbar(vals, pos, xerr=[np.maximum(vals - lo, 0), np.maximum(hi - vals, 0)], fmt="o", ms=3,
                         lw=1.0, capsize=2)
             if overall is not None:
-                ax.axvline(overall, ls=":", color="grey", lw=0.8)
+                ax.axvline(overall, ls=":", color="grey", lw=0.8, gid=REFERENCE)
             ax.set_yticks(pos, ls)
             ax.set_ylim(-0.7, len(gs) - 0.3)
         axes[-1].set_xlabel(f"{metric} (95% bootstrap CI)")
@@ -415,6 +433,8 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
     return fig
 
 
-def fairness_figure(audit_result: dict[str, Any], path: Path, attributes: list[str] | None = None) -> None:
-    """Primary metric per reliable group with its 95% CI, one panel per attribute (intersections left out)."""
-    save_figure(fairness_plot(audit_result, attributes), path)
+def fairness_figure(audit_result: dict[str, Any], path: Path, attributes: list[str] | None = None
+                    ) -> dict[str, Any]:
+    """Primary metric per reliable group with its 95% CI, one panel per attribute (intersections left out); saved
+    as PDF and PNG; returns what the drawn figure shows (figures.figure_facts)."""
+    return save_figure(fairness_plot(audit_result, attributes), path)

@@ -10,14 +10,36 @@ import yaml
 
 from .bibliography import parse_bibtex
 from .errors import EdmArsError
-from .registry import Registry, find_question, is_excluded, is_temporally_valid, temporal_order_note, wave_of
+from .registry import (
+    Registry,
+    early_warning_waves,
+    find_question,
+    is_excluded,
+    is_temporally_valid,
+    temporal_order_note,
+    wave_of,
+)
 
 MIN_PREDICTORS, MAX_PREDICTORS, MIN_NOVELTY = 3, 30, 3.0
+
+
+def allowed_waves(spec: dict[str, Any], reg: Registry) -> list[str] | None:
+    """The waves an early-warning study may draw predictors from: the specification's own record
+    (`early_warning.waves`) and the registry question it answers (`question_id`), whichever restricts; None
+    when neither marks the study as early warning."""
+    marks = [early_warning_waves(spec)]
+    qid = spec.get("question_id")
+    marks += [early_warning_waves(q) for q in reg.questions if qid and q.get("id") == qid]
+    marks = [m for m in marks if m is not None]
+    if not marks:
+        return None
+    return [w for w in marks[0] if all(w in m for m in marks[1:])]
 
 
 def validate_spec(spec: dict[str, Any], reg: Registry, data_columns: set[str] | None = None) -> list[str]:
     """Every violation of the registry's rules, each naming the variable (empty when the spec passes)."""
     violations = []
+    allowed = allowed_waves(spec, reg)
     outcome = spec.get("outcome", {}).get("name")
     rec = reg.variable(outcome) if outcome else None
     if not outcome:
@@ -52,6 +74,11 @@ def validate_spec(spec: dict[str, Any], reg: Registry, data_columns: set[str] | 
             pw, ow = wave_of(reg, name), wave_of(reg, outcome)
             kind = "same wave (leakage)" if pw == ow else "a later wave" if pw and ow else "an unknown wave"
             violations.append(f"predictor {name} ({pw}) does not strictly precede outcome {outcome} ({ow}): {kind}")
+            continue
+        if allowed is not None and wave_of(reg, name) not in allowed:
+            violations.append(f"predictor {name} is from the {wave_of(reg, name) or 'unknown'} wave, but question "
+                              f"{spec.get('question_id')} is an early-warning question restricted to the waves "
+                              f"{allowed}")
     novelty = spec.get("novelty_score")
     if not isinstance(novelty, (int, float)) or novelty < MIN_NOVELTY:
         violations.append(f"novelty score {novelty} is under the minimum {MIN_NOVELTY:g}")
@@ -96,9 +123,13 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
     if orec is None:
         raise EdmArsError(f"canonical question {q['id']}: outcome {outcome} is not in the registry")
     predictors = []
+    allowed = early_warning_waves(q)
     for name, rationale in q["predictors"].items():
-        # The canonical lists are curated, but the rule is enforced here as well.
+        # The canonical lists are curated, but the rules are enforced here as well: time order, and the waves
+        # an early-warning question allows.
         if is_excluded(reg, name) or not is_temporally_valid(reg, name, outcome):
+            continue
+        if allowed is not None and wave_of(reg, name) not in allowed:
             continue
         rec = reg.variable(name) or {}
         predictors.append({"name": name, "label": rec.get("label", name), "wave": wave_of(reg, name),
@@ -138,6 +169,8 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
         "revision_notes": list(revision_notes or []),
         "topics": list(q.get("topics", [])),
     }
+    if allowed is not None:
+        spec["early_warning"] = {"waves": list(allowed)}
     note = temporal_order_note(reg)
     if note:
         spec["temporal_order_note"] = note

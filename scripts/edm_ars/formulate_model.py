@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import SpecError
 from .formulate import task_of, validate_spec
-from .registry import Registry, rules_text, temporal_order_note, wave_of
+from .registry import Registry, early_warning_waves, rules_text, temporal_order_note, wave_of
 
 ROLES = ("innovator", "pragmatist", "contrarian")
 
@@ -42,7 +42,9 @@ def registry_context(reg: Registry, literature: dict[str, Any] | None = None) ->
     variables = "\n".join(f"{n} | {v.get('label', '')} | {v.get('wave')} | {v.get('type')} | {v.get('role')}"
                           for n, v in reg.tier1.items() if (v.get("pct_missing") or 0) < 99)
     pitfalls = "\n".join(f"- [{p['severity']}] {p['description']} ({p['check']})" for p in reg.pitfalls)
-    questions = "\n".join(f"- {q['id']}: {' '.join(q['question'].split())} (outcome {q['outcome']})"
+    questions = "\n".join(f"- {q['id']}: {' '.join(q['question'].split())} (outcome {q['outcome']}"
+                          + (f"; early warning: predictors from the waves {early_warning_waves(q)} only"
+                             if early_warning_waves(q) else "") + ")"
                           for q in reg.questions)
     papers = (literature or {}).get("papers", [])
     lit = "\n".join(f"- {p['title']} ({p.get('year')})" for p in papers[:12]) or "- (none yet)"

@@ -20,6 +20,9 @@ import yaml
 
 from .errors import EdmArsError
 
+# What a canonical question may say about why its outcome is predicted (else the data set's prose says it).
+QUESTION_PROSE = ("purpose", "actors", "decision_time")
+
 
 @dataclass
 class Registry:
@@ -47,9 +50,17 @@ class Registry:
             "agency": given.get("agency", ""), "about": given.get("about", ""),
             "source": given.get("source", ""), "design": given.get("design", ""),
             "used_for": given.get("used_for", ""),
+            # why prediction from these data matters: what it serves, who acts on it and when (a question
+            # may say it for its own outcome: questions[].purpose, actors, decision_time)
+            "purpose": given.get("purpose", ""), "actors": given.get("actors", ""),
+            "decision_time": given.get("decision_time", ""),
+            "measures": given.get("measures", ""), "collected_for": given.get("collected_for", ""),
+            "question_prose": {str(q["id"]): {k: q[k] for k in QUESTION_PROSE if q.get(k)}
+                               for q in self.questions if q.get("id") and any(q.get(k) for k in QUESTION_PROSE)},
             "unit": given.get("unit", "student"), "units": given.get("units", given.get("unit", "student") + "s"),
             "weights_note": given.get("weights_note", ""),
             "waves": {w["key"]: w.get("prose", w.get("label", w["key"])) for w in self.waves},
+            "wave_labels": {w["key"]: w.get("label", w.get("prose", w["key"])) for w in self.waves},
             "wave_order": [w["key"] for w in sorted(self.waves, key=lambda w: int(w["order"]))],
             "group_phrases": dict(given.get("group_phrases") or {}),
             "expected_groups": list(given.get("expected_groups") or []),
@@ -211,6 +222,85 @@ def provenance_problems(reg: Registry) -> list[str]:
         errors.append(f"dataset.provenance: unknown key(s) {unknown} (known: kind, citation, statement)")
     return errors
 
+#: The literal prefix `edm-ars init-registry` puts on every placeholder it drafts (prose, labels, questions,
+#: rationales, value labels, the provenance statement). A registry that still holds it anywhere is refused by
+#: validate_registry (so by the `dataset` rule and `edm-ars validate-registry`), naming each key to edit.
+DRAFT_MARKER = "[DRAFT]"
+
+
+def _marker_paths(node: Any, path: str) -> list[str]:
+    if isinstance(node, str):
+        return [path] if DRAFT_MARKER in node else []
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _marker_paths(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _marker_paths(v, f"{path}[{i}]")]
+    return []
+
+
+def draft_marker_keys(reg: Registry) -> list[str]:
+    """The keys of a registry whose text still holds :data:`DRAFT_MARKER` (a placeholder init-registry drafted),
+    in file order: `dataset.prose.short`, `variables[sex].values.0`, `questions[passed_prediction].predictors.x`."""
+    keys = _marker_paths(reg.dataset, "dataset")
+    for name, rec in reg.tier1.items():
+        keys += [f"variables[{name}]" + p[len("v"):] for p in _marker_paths(rec, "v")]
+    for q in reg.questions:
+        keys += [f"questions[{q.get('id', '?')}]" + p[len("q"):] for p in _marker_paths(q, "q")]
+    keys += _marker_paths(reg.pitfalls, "pitfalls") + _marker_paths(reg.tier3, "tier3")
+    return keys
+
+
+def code_key(value: Any) -> str:
+    """A value code as text, float-coded integers normalised ('1.0', 1.0 and 1 all give '1'), so that value labels
+    match whatever type the data were read as and '0.0/1.0' never reaches the paper."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    text = str(value).strip()
+    if re.fullmatch(r"[+-]?\d+\.0*", text):
+        return str(int(float(text)))
+    return text
+
+
+def value_labels(reg: Registry, name: str) -> dict[str, str]:
+    """The readable labels of a variable's codes (`values: {code: label}` in the registry), keyed by code_key."""
+    values = (reg.variable(name) or {}).get("values") or {}
+    return {code_key(k): " ".join(str(v).split()) for k, v in values.items()} if isinstance(values, dict) else {}
+
+
+# ---- timing words: the one rule the paper's "early", "prior" and "before the outcome" follow ----------------
+
+EARLY, PRIOR = "early", "prior"
+
+
+def timing_class(wave_order: list[str], predictor_wave: Any, outcome_wave: Any) -> str | None:
+    """How a predictor's wave stands to the outcome's, in the words the paper may use: 'early' when it is in
+    the first wave or at least two waves before the outcome; 'prior' when it is in any earlier wave; None for
+    the same wave, a later one, an unknown wave or data without waves (no timing word may be used)."""
+    if predictor_wave not in wave_order or outcome_wave not in wave_order:
+        return None
+    p, o = wave_order.index(predictor_wave), wave_order.index(outcome_wave)
+    if p >= o:
+        return None
+    return EARLY if p == 0 or o - p >= 2 else PRIOR
+
+
+def common_timing(classes: list[str | None]) -> str | None:
+    """The timing word that holds for every one of several predictors: 'early' only if all are early, 'prior' if
+    all are at least prior, else None (also for none at all)."""
+    if not classes or any(c is None for c in classes):
+        return None
+    return EARLY if all(c == EARLY for c in classes) else PRIOR
+
+
+def early_warning_waves(question: dict[str, Any] | None) -> list[str] | None:
+    """The waves an early-warning question restricts its predictors to (`early_warning: {waves: [...]}`), or None."""
+    ew = (question or {}).get("early_warning")
+    if not ew:
+        return None
+    return [str(w) for w in (ew.get("waves") if isinstance(ew, dict) else ew) or []]
+
 
 def validate_registry(reg: Registry) -> list[str]:
     """Every inconsistency inside a registry, each naming the wave, variable or question (empty: valid)."""
@@ -231,6 +321,8 @@ def validate_registry(reg: Registry) -> list[str]:
             errors.append(f"variable {name} is the identifier column and cannot be a {rec['role']}")
         if rec.get("derive") and not rec["derive"].get("from"):
             errors.append(f"variable {name}: derive needs 'from' (the source column)")
+        if rec.get("values") is not None and not (isinstance(rec["values"], dict) and rec["values"]):
+            errors.append(f"variable {name}: values must be a mapping of codes to labels ({{code: label}})")
     for attr in reg.protected_default + [a for pair in reg.protected_intersections for a in pair]:
         if attr not in reg.tier1:
             errors.append(f"protected attribute {attr} is not a variable of the registry")
@@ -258,9 +350,22 @@ def validate_registry(reg: Registry) -> list[str]:
         for attr in q.get("subgroups") or []:
             if attr not in reg.tier1:
                 errors.append(f"question {qid}: subgroup attribute {attr} is not a variable of the registry")
+        allowed = early_warning_waves(q)
+        if allowed is not None:
+            unknown = [w for w in allowed if w not in reg.wave_order]
+            if not allowed or unknown:
+                errors.append(f"question {qid}: early_warning.waves {allowed} must name waves of the registry "
+                              f"({keys})")
+            for pred in (q.get("predictors") or {}):
+                if pred in reg.tier1 and wave_of(reg, pred) not in allowed:
+                    errors.append(f"question {qid}: predictor {pred} ({wave_of(reg, pred)}) is not from the "
+                                  f"early-warning waves {allowed}")
     if not reg.questions:
         errors.append("questions: the registry has no research question (the offline formulator needs one)")
     errors += provenance_problems(reg)
+    for key in draft_marker_keys(reg):
+        errors.append(f"{key}: still the {DRAFT_MARKER} text init-registry drafted; replace it with what is true "
+                      "of your data")
     return errors
 
 

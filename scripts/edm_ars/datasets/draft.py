@@ -1,8 +1,12 @@
 """`edm-ars init-registry DATA.csv`: a draft registry for a researcher's own CSV, to edit before a run.
 
 Every decision is a stated suspicion from the column's name and values (identifier, weight or flag,
-missing code, cluster, protected attribute, outcome with its task); the draft loads, passes
-`validate_registry` and matches its own file, and its header lists each suspicion for the user to check.
+missing code, cluster, protected attribute, outcome with its task); the draft loads and matches its own file,
+and its header lists each suspicion for the user to check. Every text the paper would print that the draft
+can only guess (names, population, source, variable labels, value labels, questions, rationales, the
+provenance statement) starts with the literal DRAFT_MARKER, and `validate_registry` refuses the registry, naming
+each key, until the user has replaced them all. Prose is drafted without leading articles ("mathplacement data"),
+since the paper's sentences add their own.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pandas as pd
 import yaml
 
 from ..errors import DataError
+from ..registry import DRAFT_MARKER, Registry, code_key, draft_marker_keys
 
 MISSING_LABELS = ("NA", "N/A", "n/a", "na", "Missing", "missing", "MISSING", "Refused", "refused",
                   "Don't know", "Don't Know", "don't know", "DK", ".", "")
@@ -33,6 +38,31 @@ OUTCOME = re.compile(r"(score|scores|exam|exams|gpa|grade|grades|achieve|achieve
 PRIOR = re.compile(r"^(prior\w*|pre|pre(test|score|exam)s?|baseline|intake|entry|previous|prev|lag\w*|initial|start)$")
 MAX_PREDICTORS = 30
 MAX_LEVELS = 50  # a text column with more levels (free text, timestamps) is left out of the predictors
+VALUE_LEVELS = {"protected": 12, "predictor": 6}  # codes with at most this many levels get drafted value labels
+
+
+def draft(text: str) -> str:
+    """A placeholder the user must replace: the text behind the draft marker."""
+    return f"{DRAFT_MARKER} {text}"
+
+
+def _yaml_code(value: Any) -> Any:
+    """A code as a YAML key: an integer for float-coded integers (1.0 -> 1), else the text."""
+    key = code_key(value)
+    return int(key) if re.fullmatch(r"-?\d+", key) else key
+
+
+def _draft_values(values: pd.Series, role: str) -> dict[Any, str] | None:
+    """Value labels to edit for a column of a few codes: every protected attribute (its groups are named in the
+    paper) and numeric codes of a predictor (0/1, 1-5...), whose meaning the draft cannot know."""
+    present = values.dropna()
+    numeric = pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present)
+    if role not in VALUE_LEVELS or present.nunique() > VALUE_LEVELS[role] or (role == "predictor" and not numeric):
+        return None
+    if numeric and not _integer_like(present):
+        return None
+    codes = sorted(present.unique(), key=lambda v: (float(v), "") if numeric else (0.0, str(v)))
+    return {_yaml_code(c): draft(f"what {code_key(c)} means") for c in codes}
 
 
 def tokens(name: Any) -> list[str]:
@@ -131,7 +161,7 @@ def _cluster_word(name: str, clean: pd.Series) -> str | None:
 
 
 def _variable(col: Any, values: pd.Series) -> dict[str, Any]:
-    return {"name": col, "label": " ".join(tokens(col)).capitalize() or str(col), "role": "predictor",
+    return {"name": col, "label": draft(" ".join(tokens(col)).capitalize() or str(col)), "role": "predictor",
             "type": column_type(values), "pct_missing": round(float(values.isna().mean() * 100), 2)}
 
 
@@ -233,6 +263,9 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
             notes.append(f"text column with {present.nunique()} distinct values (free text, dates?): {col}; "
                          "left out of the predictors")
             continue
+        labels_to_edit = _draft_values(values, rec["role"])
+        if labels_to_edit:
+            rec["values"] = labels_to_edit
         variables.append(rec)
 
     grouping = {"unit": "school", "columns": [], "reconstructed": False}
@@ -301,18 +334,32 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
         "question": f"How accurately can {col} be predicted from the other variables of {file}{across}",
         "outcome": col,
         "keywords": tokens(col),
-        "population": f"The students whose records make up {file}, with a recorded {col}.",
+        "population": draft(f"Students whose records make up {file}, with a recorded {col}."),
         "subgroups": list(protected),
-        "predictors": {p: "Drafted by init-registry: check that it is measured before the outcome and is not part "
-                          "of it." for p in predictors},
+        "predictors": {p: draft("why it may predict the outcome; keep it only if it is measured before the "
+                                "outcome and is not part of it.") for p in predictors},
     } for i, col in enumerate(outcomes)]
+    for q in questions:
+        q["question"] = draft(q["question"])
     words = " ".join(tokens(Path(str(source)).stem)) or dname
     dataset = {
-        "name": dname, "title": f"{words.capitalize()} data ({file})",
+        "name": dname, "title": draft(f"{words.capitalize()} data ({file})"),
         "id_column": ids[0] if len(ids) == 1 else ids, "require_all_variables": True,
-        "prose": {"short": f"{words} data", "long": f"the {words} data ({file})",
-                  "about": f"the students whose records make up {file}", "source": f"the data file {file}",
-                  "design": "", "unit": "student", "units": "students"},
+        # no leading articles: the paper's sentences add their own ("Using the {long}, ...")
+        "prose": {"short": draft(f"{words} data"), "long": draft(f"{words} data ({file})"),
+                  "about": draft(f"students whose records make up {file}"), "source": draft(f"data file {file}"),
+                  "design": "", "unit": "student", "units": "students",
+                  # why a prediction from these data matters (registry/README.md, "The paper's words"); '' leaves a
+                  # neutral sentence chosen by the task
+                  "measures": draft(f"what {file} records for each student, as a noun phrase"),
+                  "purpose": draft("what a prediction of the outcome would be used for, as a verb phrase without "
+                                   "'to' (e.g. offer support to students likely to fall behind)"),
+                  "actors": draft("who would act on the prediction, plural (e.g. teachers)"),
+                  "decision_time": draft("when they would act, as an adverbial phrase (e.g. early in the school "
+                                         "year); '' when predictors and outcome were recorded together")},
+        "provenance": {"kind": "local_file",
+                       "statement": draft(f"where the rows of {file} come from: who collected them, when and for "
+                                          "what, and under which licence or agreement you use them.")},
         "grouping": grouping,
         "waves": [],
         "sentinels": {"numeric": sorted(codes), "labels": sorted(labels)},
@@ -322,23 +369,32 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
     }
     if not ids:
         notes.append("no identifier column found (dataset.id_column: []); name one if rows have an ID")
-    draft = {"dataset": dataset, "variables": variables, "tier3": {"exact": ids + excluded}, "pitfalls": [],
-             "questions": questions}
-    return draft, notes
+    doc = {"dataset": dataset, "variables": variables, "tier3": {"exact": ids + excluded}, "pitfalls": [],
+           "questions": questions}
+    return doc, notes
 
 
 HEADER = """\
 # DRAFT registry written by `edm-ars init-registry` from {source}. It loads and matches that file as written,
 # but every entry is a guess from column names and values: check each one before you trust a paper.
+# Every text the paper prints that the draft could only guess starts with {marker}: a run refuses the registry
+# (naming each key) until you have replaced every {marker} text with what is true of your data. Edit these keys:
+{keys}
 # Format: registry/README.md of EDM-ARS. Check and edit at least:
-#   - dataset.title, dataset.prose: the names, population (about), source and design the paper states;
+#   - dataset.title, dataset.prose: the names (without a leading "the": the paper adds it), population (about),
+#     source ("We used <source>") and design (e.g. "longitudinal survey"; '' says nothing) the paper states,
+#     and measures, purpose, actors, decision_time: what the data record, what a prediction would serve, who acts
+#     on it and when ('' for any of them: the paper says something neutral instead);
+#   - dataset.provenance: kind (public_use_file, restricted_use_file, generated, package_export or local_file), an
+#     optional citation (a bibliography key) and the statement of where the rows come from;
 #   - dataset.id_column and tier3.exact: identifiers, weights, flags and clusters, never predictors;
 #   - dataset.sentinels: missing codes and labels apply to EVERY column; drop one that is a real value anywhere;
 #   - dataset.grouping: the cluster the split keeps on one side (columns: [] when rows are independent);
 #   - dataset.waves: [] declares one cross-section (the paper then says time order could not be checked). If the
 #     data have a time order, add waves [{{key, order, label, prose}}] and a `wave` on every variable, so that
 #     each predictor strictly precedes the outcome;
-#   - variables: labels, types and roles; a binary outcome whose values are not 0/1 or No/Yes needs its positive
+#   - variables: labels, types and roles; values: the readable name of each code (group names in the paper);
+#     a binary outcome whose values are not 0/1 or No/Yes needs its positive
 #     label (research_spec outcome.positive_label, or derive: {{from: COLUMN, map: {{LABEL: 1, OTHER: 0}}}});
 #   - questions: one per candidate outcome, the first is the default; keep a predictor only when it is measured
 #     before the outcome and is not a part or a proxy of it, and replace the drafted rationales.
@@ -347,8 +403,32 @@ HEADER = """\
 """
 
 
-def render_yaml(draft: dict[str, Any], notes: list[str], source: str | None = None) -> str:
-    """The draft as YAML text, under a header comment that says it is a draft and lists each suspicion."""
-    body = yaml.safe_dump(draft, sort_keys=False, allow_unicode=True, width=110)
+def keys_to_edit(doc: dict[str, Any]) -> list[str]:
+    """The draft's keys that hold the draft marker, grouped for the header: one line per section, variable
+    labels and value labels together, a question's rationales together."""
+    reg = Registry(dataset=doc["dataset"], tier1={str(v["name"]): v for v in doc["variables"]}, tier3=doc["tier3"],
+                   pitfalls=doc["pitfalls"], questions=doc["questions"])
+    keys = draft_marker_keys(reg)
+    lines = [", ".join(k for k in keys if k.startswith("dataset."))]
+    for what in ("label", "values"):
+        names = list(dict.fromkeys(k.split("]")[0].removeprefix("variables[") for k in keys
+                                   if k.startswith("variables[") and k.split("]", 1)[1].startswith("." + what)))
+        if names:
+            lines.append(f"variables[NAME].{what} of " + ", ".join(names))
+    for q in doc["questions"]:
+        mine = [k for k in keys if k.startswith(f"questions[{q['id']}]")]
+        rationales = [k for k in mine if ".predictors." in k]
+        rest = [k.split("]", 1)[1].lstrip(".") for k in mine if k not in rationales]
+        lines.append(f"questions[{q['id']}]: " + ", ".join(rest)
+                     + (f" and the rationales of its {len(rationales)} predictors" if rationales else ""))
+    return [line for line in lines if line]
+
+
+def render_yaml(doc: dict[str, Any], notes: list[str], source: str | None = None) -> str:
+    """The draft as YAML text, under a header comment that says it is a draft, lists the keys to edit and each
+    suspicion."""
+    body = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110)
     lines = "\n".join(f"# {n}" for n in notes) or "# (nothing)"
-    return HEADER.format(source=source or draft["dataset"]["prose"]["source"], notes=lines) + body
+    keys = "\n".join(f"#   - {line}" for line in keys_to_edit(doc))
+    return HEADER.format(source=source or Path(str(doc["dataset"]["prose"]["source"]).split()[-1]).name,
+                         notes=lines, keys=keys, marker=DRAFT_MARKER) + body

@@ -138,22 +138,26 @@ def evaluate(smk: Any) -> None:
     fig_dir = Path(smk.output.figures)
     labels = {n: models[n]["label"] for n in models}
     figs = []
+
+    def figure(kind: str, drawn: dict[str, Any], caption: str) -> None:
+        """A figure entry: the PDF (for the paper), its PNG rendering and what the drawn figure shows."""
+        figs.append({"path": f"figures/evaluate/{kind}.pdf", "kind": kind, "caption": caption,
+                     "png": f"figures/evaluate/{kind}.png", "drawn": drawn})
+
     if task == "binary_classification":
-        figures.roc_figure(y, preds, labels, {n: models[n]["metrics"]["auc"] for n in models}, fig_dir / "roc.pdf")
-        figs.append({"path": "figures/evaluate/roc.pdf", "kind": "roc",
-                     "caption": "ROC curves of all models on the held-out test students."})
-        figures.calibration_figure(y, preds[best], labels[best], fig_dir / "calibration.pdf")
-        figs.append({"path": "figures/evaluate/calibration.pdf", "kind": "calibration",
-                     "caption": f"Calibration of the selected model ({labels[best]}) by decile of predicted "
-                                "probability on the held-out test students."})
+        figure("roc", figures.roc_figure(y, preds, labels, {n: models[n]["metrics"]["auc"] for n in models},
+                                         fig_dir / "roc.pdf"),
+               "ROC curves of all models on the held-out test students.")
+        figure("calibration", figures.calibration_figure(y, preds[best], labels[best], fig_dir / "calibration.pdf"),
+               f"Calibration of the selected model ({labels[best]}) by decile of predicted probability on the "
+               "held-out test students.")
     else:
-        figures.observed_predicted_figure(y, preds[best], labels[best], fig_dir / "observed_predicted.pdf")
-        figs.append({"path": "figures/evaluate/observed_predicted.pdf", "kind": "observed_predicted",
-                     "caption": f"Observed against predicted values of the selected model ({labels[best]}) on the "
-                                "held-out test students."})
-        figures.residual_figure(y, preds[best], labels[best], fig_dir / "residuals.pdf")
-        figs.append({"path": "figures/evaluate/residuals.pdf", "kind": "residuals",
-                     "caption": f"Residuals of the selected model ({labels[best]}) on the held-out test students."})
+        figure("observed_predicted",
+               figures.observed_predicted_figure(y, preds[best], labels[best], fig_dir / "observed_predicted.pdf"),
+               f"Observed against predicted values of the selected model ({labels[best]}) on the held-out test "
+               "students.")
+        figure("residuals", figures.residual_figure(y, preds[best], labels[best], fig_dir / "residuals.pdf"),
+               f"Residuals of the selected model ({labels[best]}) on the held-out test students.")
     rows = [{"model": n, "label": models[n]["label"], **models[n]["metrics"],
              **{f"{k}_low": v[0] for k, v in models[n]["ci"].items()},
              **{f"{k}_high": v[1] for k, v in models[n]["ci"].items()}} for n in models]
@@ -204,6 +208,7 @@ def fairness(smk: Any) -> None:
 
     from ..fairness import audit, fairness_figure
     from ..phases import recorded
+    from ..registry import value_labels
     from ..reuse import earlier_record, same_inputs
     from ..rule_io import registry_of
 
@@ -222,11 +227,12 @@ def fairness(smk: Any) -> None:
     if task == "regression":
         scale = float(np.std(y)) or 1.0
     labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
+    values = {name: value_labels(reg, name) for name in reg.tier1 if value_labels(reg, name)}
     errors: list[dict[str, Any]] = []
     result = None
     # the audit depends on the audited predictions, the groups and the specification's attributes
     inputs = {"model": best, "predictions": hashlib.sha256(pred.tobytes()).hexdigest(),
-              "protected": smk.input.test_protected, "spec": smk.input.spec}
+              "protected": smk.input.test_protected, "spec": smk.input.spec, "values": values}
     kept = earlier_record(smk)
     if same_inputs(kept, inputs) and kept["audit"] is not None:
         log.info("audit of %s kept from the previous round (same predictions, same groups)", best)
@@ -235,18 +241,21 @@ def fairness(smk: Any) -> None:
         result = result or audit(task, y / scale if task == "regression" else y,
                                  pred / scale if task == "regression" else pred, protected, attributes,
                                  intersections=pairs, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed,
-                                 min_group=cfg["min_group"], gap_threshold=cfg["gap_threshold"], labels=labels)
+                                 min_group=cfg["min_group"], gap_threshold=cfg["gap_threshold"], labels=labels,
+                                 values=values)
     fig_dir = Path(smk.output.figures)
     fig_dir.mkdir(parents=True, exist_ok=True)
     figs, rows = [], []
     if result is not None:
         result["model"] = best
         result["error_scale"] = "outcome standard deviations" if task == "regression" else None
-        fairness_figure(result, fig_dir / "fairness.pdf", attributes=[a for a in attributes if a in result["attributes"]])
+        drawn = fairness_figure(result, fig_dir / "fairness.pdf",
+                                attributes=[a for a in attributes if a in result["attributes"]])
         metric = result["primary_metric"].upper()
         figs.append({"path": "figures/fairness/fairness.pdf", "kind": "fairness",
                      "caption": f"Held-out {metric} of the selected model by student subgroup with 95% bootstrap "
-                                "intervals; the dotted line marks the whole test set."})
+                                "intervals; the dotted line marks the whole test set.",
+                     "png": "figures/fairness/fairness.png", "drawn": drawn})
         for attr, info in result["attributes"].items():
             for g in info["groups"]:
                 rows.append({"attribute": attr, **{k: v for k, v in g.items() if not isinstance(v, (dict, list))}})

@@ -90,7 +90,11 @@ def write(smk: Any) -> None:
     write_json(smk.output.verification, report.to_json())
     log.info("%s", report.summary())
     if not report.ok:
-        raise EdmArsError("the paper does not reconcile with the artifacts:\n" + report.summary())
+        consistency = [f for f in report.failures if ": consistency: " in f]
+        what = ("its claims are not consistent with each other or with the evidence (edm_ars.writer.consistency)"
+                if consistency and len(consistency) == len(report.failures)
+                else "the paper does not reconcile with the artifacts")
+        raise EdmArsError(what + ":\n" + report.summary())
 
 
 def _optional(smk: Any, key: str) -> dict[str, Any] | None:

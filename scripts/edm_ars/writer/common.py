@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..conventions import STACKING
+from ..registry import EARLY, PRIOR, common_timing, timing_class
 from ..texescape import escape_latex
 from .context import Ctx, Figure
 from .macros import METRIC_LABEL, macro_name
@@ -70,13 +71,39 @@ def feature_names(ctx: Ctx, k: int = 3, with_values: bool = False) -> list[str]:
 def automation_note(ctx: Ctx) -> str:
     backend = escape_latex(ctx.spec.get("backend", "offline"))
     if ctx.offline:
-        return ctx.ph("common.automation_offline")
-    return ctx.ph("common.automation_model", backend=backend)
+        return ctx.ph("common.automation_offline", short=data_name(ctx))
+    return ctx.ph("common.automation_model", backend=backend, short=data_name(ctx))
 
 
 def information(ctx: Ctx) -> str:
     """What the predictors are, in the abstract's words."""
     return ctx.ph("common.information_before_outcome") if ctx.has_waves else ctx.ph("common.information_background")
+
+
+def timing(ctx: Ctx, variables: list[str] | None = None) -> str | None:
+    """The timing word that is true of every named predictor (default: all of the study's), by the registry's one
+    rule (registry.timing_class on the waves the specification records): 'early' (first wave, or at least two
+    waves before the outcome), 'prior' (some earlier wave), or None (one cross-section, a predictor of unknown
+    wave, or one that is not a predictor of the study): the paper then uses no timing word for them."""
+    waves = {p.get("name"): p.get("wave") for p in ctx.spec.get("predictors", [])}
+    names = list(waves) if variables is None else list(variables)
+    order = list(ctx.ds.get("wave_order") or [])
+    outcome_wave = (ctx.spec.get("outcome") or {}).get("wave")
+    return common_timing([timing_class(order, waves.get(n), outcome_wave) for n in names])
+
+
+def feature_timing(ctx: Ctx, k: int = 5) -> str | None:
+    """The timing word true of the source variables of the top k features."""
+    sources = ctx.data.get("feature_sources") or {}
+    names = [sources.get(f["feature"], f["feature"]) for f in ctx.top_features[:k]]
+    return timing(ctx, list(dict.fromkeys(names))) if names else None
+
+
+def timing_adjective(ctx: Ctx, variables: list[str] | None = None) -> str:
+    """'early ', 'earlier ' or '' (with its space) before a noun that stands for the predictors."""
+    word = timing(ctx, variables)
+    return ctx.ph("common.timing_early") + " " if word == EARLY else (
+        ctx.ph("common.timing_prior") + " " if word == PRIOR else "")
 
 
 def has_reserve_codes(ctx: Ctx) -> bool:
@@ -191,3 +218,48 @@ def attr_label(ctx: Ctx, attr: str) -> str:
     if label == attr:
         return ctx.label_tex(attr, f"results.json:fairness.attributes.{attr}.label")
     return ctx.t(clean_label(label), f"results.json:fairness.attributes.{attr}.label")
+
+
+# -- the data set's own words (registry prose): why prediction matters and what the data record ------------
+def _prose_text(value: object) -> str:
+    return escape_latex(" ".join(str(value or "").split()))
+
+
+def use_prose(ctx: Ctx) -> dict[str, str]:
+    """Why a prediction from these data matters: {purpose, actors, decision_time}, each '' when the registry
+    does not say it. The study's question (registry questions[].purpose, ...) overrides the data set's prose."""
+    d = ctx.dataset or {}
+    q = (d.get("question_prose") or {}).get(str(ctx.spec.get("question_id") or ""), {})
+    return {k: _prose_text(q.get(k) or d.get(k)) for k in ("purpose", "actors", "decision_time")}
+
+
+def measures(ctx: Ctx) -> str:
+    """What the data record for each unit, in the registry's words ('' when it does not say)."""
+    return _prose_text((ctx.dataset or {}).get("measures"))
+
+
+def collected_for(ctx: Ctx) -> str:
+    """Why the data were collected, in the registry's words ('' when it does not say)."""
+    return _prose_text((ctx.dataset or {}).get("collected_for"))
+
+
+def predictor_groups(ctx: Ctx) -> list[str]:
+    """The registry groups of the study's predictors, in the order the specification lists them."""
+    out: list[str] = []
+    for p in ctx.spec.get("predictors") or []:
+        g = ctx.registry_groups.get(p.get("name") if isinstance(p, dict) else p)
+        if g and g not in out:
+            out.append(g)
+    return out
+
+
+def group_phrases(ctx: Ctx, groups: list[str]) -> list[str]:
+    """What each registry group means for the units (the registry's group_phrases), where it says."""
+    phrases = (ctx.dataset or {}).get("group_phrases") or {}
+    return [_prose_text(phrases[g]) for g in groups if phrases.get(g)]
+
+
+def data_name(ctx: Ctx) -> str:
+    """The data set's short name as a noun for 'the ...': 'Project STAR data', 'London exam data'."""
+    short = ctx.short
+    return short if short.lower().endswith(("data", "data set", "dataset")) else short + " data"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,7 @@ class Ctx:
     outline: dict[str, Any] = field(default_factory=dict)  # writer.outline.choose
     registry_groups: dict[str, str] = field(default_factory=dict)  # variable -> registry group
     dataset: dict[str, Any] = field(default_factory=dict)  # the registry's prose (names, design, unit, waves)
+    notation: frozenset[str] = frozenset()  # the template's label macros (\Rsq): text, not numbers
     provenance: dict[str, Any] = field(default_factory=dict)  # output/paper/provenance.json (rule provenance)
     recovery: dict[str, Any] = field(default_factory=dict)  # output/paper/recovery.json (generated data only)
 
@@ -190,9 +192,10 @@ class Ctx:
 
     @property
     def full_name(self) -> str:
-        """The long name with the short one in parentheses, or the short name alone."""
-        long, short = self.ds["long"], self.ds["short"]
-        return long if not long or long.startswith(short) else f"{long} ({short})"
+        """The long name with the short one in parentheses unless the long one holds it, without a leading article
+        (every sentence that names the data set adds its own: "Using the ...")."""
+        long, short = re.sub(r"^(the|a|an)\s+", "", self.ds["long"], flags=re.I), self.ds["short"]
+        return long if not long or short.lower() in long.lower() else f"{long} ({short})"
 
     @property
     def dataset_topic(self) -> str:
@@ -494,10 +497,7 @@ def register_numbers(ctx: Ctx) -> None:
             n[f"feat|{i}"] = m.metric(macro_name("Feature", spell_digits(str(i + 1)), "Importance"),
                                       f[key], f"results.json:top_features.{i}.{key}")
     # review
-    rv = ctx.review
-    if isinstance(rv.get("overall_score"), (int, float)):
-        n["ReviewScore"] = m.add("ReviewScore", f"{float(rv['overall_score']):.1f}",
-                                 float(rv["overall_score"]), "review_report.json:overall_score")
+    rv = ctx.review  # the review's scores are not printed (the paper says whether it passed and lists its issues)
     n["NIssues"] = m.count("NReviewIssues", len(rv.get("issues") or []),
                            "len(review_report.json:issues)", derived=True)
     excluded = [p for p in ctx.lit.get("papers", []) or [] if p.get("status") != "VERIFIED"]

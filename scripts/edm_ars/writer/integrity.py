@@ -17,7 +17,7 @@
   themselves (``%%PLACEHOLDER:NAME%%``, and a ``%(name)s`` that cuts the rest of its line off).
 - :func:`unverified_reasons`: why a review leaves the paper unverified (the UNVERIFIED block is then due).
 - :func:`lint`: placeholder text, empty sections, section lengths outside 50-150% of their word
-  targets, causal verbs in result sentences (from a word list), and "subjects" for students.
+  targets, causal verbs in result sentences (:func:`causal_wording`, from a word list), and "subjects" for students.
 """
 
 from __future__ import annotations
@@ -262,6 +262,19 @@ def plain_words(tex: str) -> int:
     return len(re.findall(r"[A-Za-z0-9][A-Za-z0-9'.,-]*", t))
 
 
+def causal_wording(text: str) -> list[tuple[str, str]]:
+    """(causal verb, sentence) of every causal verb of `text` (:data:`CAUSAL`) that is not negated shortly before
+    it (:data:`NEGATED`) in a sentence that does not state the predictive framing itself (:data:`FRAMING`). The
+    lint flags these in result sentences; tests/test_phrases.py holds every fixed phrase to it."""
+    out = []
+    for sentence in _sentences(text):
+        for m in CAUSAL.finditer(sentence):
+            if NEGATED.search(sentence[: m.start()]) or FRAMING.search(sentence):
+                continue
+            out.append((m.group(0), " ".join(sentence.split())))
+    return out
+
+
 def lint(sections: dict[str, str], *, lines: dict[str, int] | None = None) -> list[LintFinding]:
     """Lint the filled sections (slot name -> LaTeX). `lines`: the first line of each slot in the .tex."""
     out: list[LintFinding] = []
@@ -282,10 +295,7 @@ def lint(sections: dict[str, str], *, lines: dict[str, int] | None = None) -> li
                 out.append(LintFinding("length", name, f"{words} words, outside 50-150% of the target {lo}-{hi}",
                                        lines.get(name)))
         if name in RESULT_SECTIONS:
-            for sentence in _sentences(body):
-                for m in CAUSAL.finditer(sentence):
-                    if NEGATED.search(sentence[: m.start()]) or FRAMING.search(sentence):
-                        continue
-                    out.append(LintFinding("causal", name, f"causal verb {m.group(0)!r} in a result sentence: "
-                                           f"{' '.join(sentence.split())[:160]}", lines.get(name)))
+            for verb, sentence in causal_wording(body):
+                out.append(LintFinding("causal", name, f"causal verb {verb!r} in a result sentence: "
+                                       f"{sentence[:160]}", lines.get(name)))
     return out

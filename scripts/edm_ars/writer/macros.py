@@ -32,6 +32,19 @@ METRIC_LABEL = {
 LOWER_IS_BETTER = {"rmse", "mae", "brier", "log_loss"}
 
 
+#: a definition of a command: \newcommand{\Name}[n]{...}, \providecommand, \renewcommand, \DeclareRobustCommand
+_DEFINITION = re.compile(r"\\(?:(?:new|renew|provide)command|DeclareRobustCommand)\*?\s*\{?\s*\\([A-Za-z]+)\s*\}?"
+                         r"\s*(\[\s*\d+\s*\])?")
+
+
+def template_macros(template: str) -> frozenset[str]:
+    """The notation (label) macros a paper template defines: argument-free commands such as \\Rsq that print
+    fixed text, not numbers. The generated text may use them as `\\Rsq{}` like a number macro; they come from
+    the template itself (its comments are not read), so a new notation macro needs no list kept in code."""
+    text = re.sub(r"(?<!\\)%.*", "", template)
+    return frozenset(m.group(1) for m in _DEFINITION.finditer(text) if not m.group(2))
+
+
 def spell_digits(text: str) -> str:
     return "".join(_DIGITS[int(c)] if c.isdigit() else c for c in text)
 

@@ -38,7 +38,9 @@ def check(ctx: Ctx, section: str, text: str) -> tuple[str | None, str]:
         text, removed = repair_citations(text, frozenset(ctx.cites.keys_all))
     except CitationError as exc:
         return None, str(exc)
-    unknown = sorted({name for name in re.findall(r"\\([A-Za-z]+)\{\}", text) if name not in ctx.m})
+    # \Name{} is a number macro of the table or a label macro the template defines (\Rsq{}); nothing else
+    unknown = sorted({name for name in re.findall(r"\\([A-Za-z]+)\{\}", text)
+                      if name not in ctx.m and name not in ctx.notation})
     if unknown:
         return None, "unknown number macro(s): " + ", ".join(unknown)
     literal = _literal_numbers(text)
@@ -47,6 +49,9 @@ def check(ctx: Ctx, section: str, text: str) -> tuple[str | None, str]:
     problems = [f for f in lint({section: text}) if f.kind in ("causal", "placeholder", "empty_section")]
     if problems:
         return None, "; ".join(str(p) for p in problems)
+    inconsistent = _inconsistent_claims(ctx, text)
+    if inconsistent:
+        return None, "inconsistent comparative claim(s): " + "; ".join(inconsistent[:3])
     lo, hi = WORD_TARGETS[section]
     words = plain_words(text)
     if words < 0.5 * lo or words > 1.5 * hi:
@@ -55,6 +60,16 @@ def check(ctx: Ctx, section: str, text: str) -> tuple[str | None, str]:
     if removed:
         note += "; unknown citation key(s) removed: " + ", ".join(removed)
     return text, note
+
+
+def _inconsistent_claims(ctx: Ctx, text: str) -> list[str]:
+    """The comparisons of a model-written section that name one model only, contradict each other or the evidence
+    of results.json (writer.consistency, on this section alone; the whole paper is checked again by verify-paper)."""
+    from .consistency import ConsistencyReport, check_claims, parse
+
+    report = ConsistencyReport(paper="model text")
+    check_claims(parse("\\begin{document}\n" + text + "\n\\end{document}\n"), ctx.results, report, ctx.claims_doc)
+    return [f"{f.reason}: {f.sentence[:120]!r}" for f in report.findings]
 
 
 def _claims_text(ctx: Ctx) -> str:

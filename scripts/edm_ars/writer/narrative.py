@@ -8,8 +8,19 @@ themselves are phrases (config/prompts/phrases.yaml, section ``narrative``)."""
 
 from __future__ import annotations
 
+from ..registry import EARLY, PRIOR
 from ..texescape import escape_latex
-from .common import metric_name
+from .common import (
+    data_name,
+    feature_names,
+    feature_timing,
+    group_phrases,
+    has_reserve_codes,
+    metric_name,
+    predictor_groups,
+    timing_adjective,
+    use_prose,
+)
 from .context import Ctx
 from .text import clean_label, join_list, lc_first
 
@@ -29,15 +40,15 @@ def archetype(ctx: Ctx) -> str:
 def title(ctx: Ctx, label: str) -> str:
     a = archetype(ctx)
     if a == "limits_of_prediction":
-        return ctx.ph("narrative.title_limits_of_prediction", earlier=_earlier(ctx), label=label, short=ctx.short)
+        return ctx.ph("narrative.title_limits_of_prediction", earlier=_earlier(ctx), label=label, short=data_name(ctx))
     if a == "fairness_audit":
-        return ctx.ph("narrative.title_fairness_audit", label=label, short=ctx.short)
+        return ctx.ph("narrative.title_fairness_audit", label=label, short=data_name(ctx))
     if a == "surprising_predictor":
-        return ctx.ph("narrative.title_surprising_predictor", label=label, short=ctx.short)
+        return ctx.ph("narrative.title_surprising_predictor", label=label, short=data_name(ctx))
     if a == "complexity_pays":
-        return ctx.ph("narrative.title_complexity_pays", label=label, short=ctx.short)
+        return ctx.ph("narrative.title_complexity_pays", label=label, short=data_name(ctx))
     if a == "policy_brief":
-        return ctx.ph("narrative.title_policy_brief", label=label, short=ctx.short)
+        return ctx.ph("narrative.title_policy_brief", label=label, short=data_name(ctx))
     raise KeyError(a)
 
 
@@ -54,18 +65,46 @@ def motivation(ctx: Ctx) -> str:
     c = ctx.cites
     a = archetype(ctx)
     if a == "fairness_audit":
-        return (ctx.ph("narrative.motivation_fairness_audit") + f"{c.citep('fairness', limit=3)}. "
-                + ctx.ph("narrative.motivation_fairness_audit_evidence"))
+        actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
+        labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+        groups = join_list(labels) if labels else ctx.ph("narrative.groups_default")
+        return (ctx.ph("narrative.motivation_fairness_audit", actors=actors, units=ctx.units)
+                + f"{c.citep('fairness', limit=3)}. "
+                + ctx.ph("narrative.motivation_fairness_audit_evidence", short=data_name(ctx), groups=groups))
     if a == "surprising_predictor":
-        return ctx.ph("narrative.motivation_surprising_predictor") + f"{c.citep('shap', limit=2)}."
+        return _motivation_surprising(ctx) + f"{c.citep('shap', limit=2)}."
     if a == "complexity_pays":
         return (ctx.ph("narrative.motivation_complexity_pays")
                 + f"{c.citep('xgboost', 'random_forest', 'linear', limit=3)}. "
                 + ctx.ph("narrative.motivation_complexity_pays_answer", data=_data(ctx)))
     if a == "limits_of_prediction":
-        return ctx.ph("narrative.motivation_limits_of_prediction") + f"{c.citep('leakage', 'bootstrap', limit=2)}."
-    return (ctx.ph("narrative.motivation_policy_brief") + f"{c.citep('early_warning', 'dropout', limit=3)}. "
-            + ctx.ph("narrative.motivation_policy_brief_indicators"))
+        return (ctx.ph("narrative.motivation_limits_of_prediction", early=timing_adjective(ctx))
+                + f"{c.citep('leakage', 'bootstrap', limit=2)}.")
+    groups = group_phrases(ctx, predictor_groups(ctx))
+    indicators = join_list(groups[:4]) if groups else ctx.ph("narrative.indicators_default")
+    actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
+    if not ctx.has_waves:
+        return (ctx.ph("narrative.motivation_cross_section", units=ctx.units, actors=actors)
+                + f"{c.citep('methods', 'leakage', limit=2)}. "
+                + ctx.ph("narrative.motivation_cross_section_indicators", indicators=indicators, units=ctx.units,
+                         unit=ctx.cluster))
+    return (ctx.ph("narrative.motivation_policy_brief", units=ctx.units, actors=actors, unit=ctx.ds["unit"])
+            + f"{c.citep('early_warning', 'dropout', limit=3)}. "
+            + ctx.ph("narrative.motivation_policy_brief_indicators", indicators=indicators, actors=actors))
+
+
+def _motivation_surprising(ctx: Ctx) -> str:
+    """Which predictors would be expected to lead (the registry's expected groups) and which would surprise
+    (the other groups among the study's predictors); the general wording when the registry does not say."""
+    expected = [g for g in (ctx.dataset or {}).get("expected_groups") or []]
+    used = predictor_groups(ctx)
+    lead = group_phrases(ctx, [g for g in expected if g in used])
+    other = group_phrases(ctx, [g for g in used if g not in expected])
+    if not lead or not other:
+        return ctx.ph("narrative.motivation_surprising_predictor")
+    actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
+    return ctx.ph("narrative.motivation_surprising_predictor_registry", short=data_name(ctx), expected=join_list(lead[:3]),
+                  actors=actors, other=join_list(other[:3], "or"))
 
 
 def _data(ctx: Ctx) -> str:
@@ -75,8 +114,18 @@ def _data(ctx: Ctx) -> str:
 def gap(ctx: Ctx) -> str:
     c = ctx.cites
     data = ctx.ph("narrative.longitudinal_surveys") if ctx.survey else _data(ctx)
-    return (ctx.ph("narrative.gap", data=data) + f"{c.citep('stability', 'leakage', limit=2)}. "
-            + ctx.ph("narrative.gap_addressed"))
+    handled = ([ctx.ph("narrative.gap_reserve_codes")] if has_reserve_codes(ctx) else []) + (
+        [ctx.ph("narrative.gap_clusters", units=ctx.units, unit=ctx.cluster)] if ctx.grouping["columns"] else []) + [
+        ctx.ph("narrative.gap_missing"), ctx.ph("narrative.gap_categorical")]
+    return (ctx.ph("narrative.gap", data=data, handled=join_list(handled), groups=_subgroups(ctx))
+            + f"{c.citep('stability', 'leakage', limit=2)}. "
+            + ctx.ph("narrative.gap_addressed", short=data_name(ctx)))
+
+
+def _subgroups(ctx: Ctx) -> str:
+    """The study's subgroups by their labels ('students' when it names none)."""
+    labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+    return join_list(labels) if labels else ctx.ph("narrative.groups_default")
 
 
 def related_extra(ctx: Ctx) -> list[str]:
@@ -87,10 +136,14 @@ def related_extra(ctx: Ctx) -> list[str]:
     if ew:
         paras.append(ctx.ph("narrative.related_early_warning") + f"{c.citep(keys=ew[:4])}. "
                      + ctx.ph("narrative.related_early_warning_findings"))
-    ev = c.keys("roc", "stability", "software", "metrics")
+    # the metrics paragraph by task type: ROC/AUC for a binary outcome, RMSE and R2 for a continuous one
+    ev = (c.keys("roc", "stability", "software", "metrics") if ctx.binary
+          else c.keys("methods", "stability", "software"))
     if ev:
-        paras.append(ctx.ph("narrative.related_evaluation") + f"{c.citep(keys=ev[:4])}. "
-                     + ctx.ph("narrative.related_evaluation_veridical"))
+        head = (ctx.ph("narrative.related_evaluation") if ctx.binary
+                else ctx.ph("narrative.related_evaluation_regression"))
+        paras.append(head + f"{c.citep(keys=ev[:4])}. "
+                     + ctx.ph("narrative.related_evaluation_veridical", short=data_name(ctx)))
     return paras
 
 
@@ -98,13 +151,14 @@ def methods_review(ctx: Ctx) -> str:
     counts = {s: sum(1 for v in ctx.claims.values() if v == s) for s in ("supported", "inconclusive",
                                                                          "unsupported")}
     k = sum(counts.values())
-    text = ctx.ph("narrative.review_process")
+    text = ctx.ph("narrative.review_process", short=data_name(ctx))
     if k:
         n = {s: ctx.m.count(f"NClaims{s.capitalize()}", v, f"count(claims.json:claims[status={s}])", derived=True)
              for s, v in counts.items()}
         total = ctx.m.count("NClaims", k, "len(claims.json:claims)", derived=True)
-        text += "; " + ctx.ph("narrative.review_claim_counts", total=total, supported=n["supported"],
-                              inconclusive=n["inconclusive"], unsupported=n["unsupported"])
+        return text + "; " + ctx.ph("narrative.review_claims_policy", total=total, outcome=ctx.outcome_label,
+                                    supported=n["supported"], inconclusive=n["inconclusive"],
+                                    unsupported=n["unsupported"])
     return text + ". " + ctx.ph("narrative.review_policy")
 
 
@@ -119,9 +173,18 @@ def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
         other = cid.removeprefix("outperforms_")
         if other not in ctx.results["models"]:
             return None
+        from ..conventions import STACKING
+        from .consistency import stacking_base
+
+        if (ctx.best == STACKING and other == stacking_base(ctx.results)
+                and ctx.claim("stacking_improves") == ctx.claim(cid)):
+            return None  # the same comparison as stacking_improves, stated there
         return ctx.ph("narrative.claim_outperforms", best=best, other=ctx.model_phrase(other))
     if cid == "stacking_improves":
-        return ctx.ph("narrative.claim_stacking_improves")
+        from .consistency import stacking_base
+
+        base = stacking_base(ctx.results)
+        return ctx.ph("narrative.claim_stacking_improves", base=ctx.model_phrase(base)) if base else None
     if cid == "strongest_predictor" and ctx.top_features:
         return ctx.ph("narrative.claim_strongest_predictor", feature=ctx.feature_label(0))
     if cid == "ranking_robust":
@@ -178,23 +241,37 @@ def meaning(ctx: Ctx) -> str:
             parts.append(ctx.ph("narrative.meaning_feature", feature=ctx.feature_label(i), meaning=meaning_))
     if not parts:
         return ""
-    lead = ctx.ph("narrative.meaning_lead", meanings="; ".join(parts))
+    lead = ctx.ph("narrative.meaning_lead", short=data_name(ctx), meanings="; ".join(parts))
     if len(seen) > 1:
         lead += " " + ctx.ph("narrative.meaning_several_kinds")
-    if ctx.has_waves:
-        lead += " " + ctx.ph("narrative.meaning_timing")
-    else:
-        lead += " " + ctx.ph("narrative.meaning_cross_section")
-    return lead
+    if not ctx.has_waves:
+        return lead + " " + ctx.ph("narrative.meaning_cross_section")
+    when = feature_timing(ctx)  # the timing word true of every indicator described (registry.timing_class)
+    key = {EARLY: "meaning_timing", PRIOR: "meaning_timing_prior"}.get(when or "", "meaning_timing_unknown")
+    return lead + " " + ctx.ph(f"narrative.{key}")
 
 
 def practice(ctx: Ctx) -> str:
     a = archetype(ctx)
     if a == "limits_of_prediction":
-        return ctx.ph("narrative.practice_limits_of_prediction")
+        return ctx.ph("narrative.practice_limits_of_prediction", early=timing_adjective(ctx))
     if a == "fairness_audit":
-        return ctx.ph("narrative.practice_fairness_audit")
-    text = ctx.ph("narrative.practice_flags")
+        use = use_prose(ctx)
+        return ctx.ph("narrative.practice_fairness_audit", groups=_subgroups(ctx),
+                      actors=use["actors"] or ctx.ph("narrative.practice_default_actors"),
+                      purpose=use["purpose"] or ctx.ph("narrative.practice_default_purpose"),
+                      units=ctx.units, unit=ctx.ds["unit"])
+    use = use_prose(ctx)
+    actors = use["actors"] or ctx.ph("narrative.practice_default_actors")
+    purpose = use["purpose"] or ctx.ph("narrative.practice_default_purpose")
+    if not ctx.has_waves:  # one cross-section: nothing is known in advance of the outcome
+        return ctx.ph("narrative.practice_cross_section", actors=actors, purpose=purpose, units=ctx.units)
+    if use["decision_time"]:
+        text = ctx.ph("narrative.practice_flags_timed", actors=actors, decision_time=use["decision_time"],
+                      purpose=purpose, units=ctx.units, unit=ctx.ds["unit"])
+    else:
+        text = ctx.ph("narrative.practice_flags", actors=actors, purpose=purpose, units=ctx.units,
+                      unit=ctx.ds["unit"])
     if ctx.claim("ranking_robust") == "supported":
         text += " " + ctx.ph("narrative.practice_stable_indicators")
     return text
@@ -203,17 +280,23 @@ def practice(ctx: Ctx) -> str:
 def limits(ctx: Ctx) -> str:
     if archetype(ctx) != "limits_of_prediction":
         return ""
+    if not ctx.has_waves:  # no waves: no "earlier waves" or "last predictor wave" to speak of
+        return ctx.ph("narrative.limits_explanations_cross_section")
     return ctx.ph("narrative.limits_explanations")
 
 
 def future(ctx: Ctx) -> str:
     c = ctx.cites
-    text = ctx.ph("narrative.future_lead") + " "
+    text = ctx.ph("narrative.future_lead", short=data_name(ctx)) + " "
     if ctx.survey:
         text += ctx.ph("narrative.future_weights")
     else:
         text += ctx.ph("narrative.future_representative", units=ctx.units)
-    text += " " + ctx.ph("narrative.future_transfer", units=ctx.units) + f"{c.citep('stability', limit=1)}."
+    top = ctx.ph("narrative.future_top", feature=feature_names(ctx, 1)[0]) if ctx.top_features else ""
+    text += (" " + ctx.ph("narrative.future_transfer", units=ctx.units, short=data_name(ctx), top=top)
+             + f"{c.citep('stability', limit=1)}.")
     if ctx.fairness:
-        text += " " + ctx.ph("narrative.future_subgroups")
+        labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+        text += " " + ctx.ph("narrative.future_subgroups", units=ctx.units,
+                             groups=join_list(labels) if labels else ctx.ph("narrative.groups_default"))
     return text

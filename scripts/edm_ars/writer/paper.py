@@ -14,7 +14,7 @@ from ..errors import EdmArsError
 from . import outline, provenance
 from .context import Citations, Ctx, Figure, register_numbers
 from .integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
-from .macros import MacroTable
+from .macros import MacroTable, template_macros
 from .phrases import Phrases
 from .sections import abstract, appendix, discussion, front, introduction, limitations, methods, related_work
 from .sections import provenance as availability
@@ -170,7 +170,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                     ph=phrases if isinstance(phrases, Phrases) else Phrases.load(phrases),
                     claims={c["id"]: c["status"] for c in claims["claims"]}, claims_doc=claims,
                     registry_groups=dict(registry_groups or {}), dataset=dict(dataset or {}),
-                    provenance=dict(provenance_record or {}), recovery=dict(recovery or {}))
+                    provenance=dict(provenance_record or {}), recovery=dict(recovery or {}),
+                    notation=template_macros(template.read_text(encoding="utf-8")))
     provenance.add_citation(ctx)
     ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
                                  expected=(dataset or {}).get("expected_groups"))

@@ -10,8 +10,10 @@ functions here: the abstract (`abstract_dataset`, `abstract_sentence`), the data
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ..registry import DRAFT_MARKER  # init-registry's mark: such a statement is never printed
 from ..texescape import escape_latex
 from .context import Ctx
 from .macros import macro_name
@@ -20,7 +22,6 @@ from .text import clean_label, join_list, lc_first
 #: how the availability statement names each package
 PACKAGE_NAMES = {"python": "Python", "snakemake": "Snakemake", "pandas": "pandas", "scikit-learn": "scikit-learn",
                  "xgboost": "XGBoost", "shap": "SHAP"}
-DRAFT_MARKER = "[DRAFT]"  # `edm-ars init-registry` marks what it drafted; such a statement is never printed
 
 
 def data(ctx: Ctx) -> dict[str, Any]:
@@ -66,6 +67,12 @@ def package(ctx: Ctx) -> tuple[str, str, str]:
             clause)
 
 
+def source(ctx: Ctx) -> str:
+    """The registry's source of the rows as a noun phrase with its article ('the public-use student file ...')."""
+    text = ctx.ds.get("source") or ctx.full_name
+    return text if re.match(r"(the|a|an|these|this|our)\s", text, re.I) else "the " + text
+
+
 def _statement(ctx: Ctx) -> str:
     text = str(data(ctx).get("statement") or "").strip()
     if not text or text.startswith(DRAFT_MARKER):
@@ -102,14 +109,14 @@ def data_sentences(ctx: Ctx) -> list[str] | None:
     if k is None:
         return None
     agency = ctx.ds.get("agency") or ""
-    source = ctx.ds.get("source") or ctx.full_name
     if k == "generated":
         sents = [ctx.ph("provenance.data_generated", long=ctx.full_name, cluster=ctx.cluster)]
-        sents.append(ctx.ph("provenance.data_generated_not_collected", source=source, cite=cite(ctx), agency=agency)
-                     if agency else ctx.ph("provenance.data_generated_stand_in", source=source, cite=cite(ctx)))
+        sents.append(ctx.ph("provenance.data_generated_not_collected", source=source(ctx), cite=cite(ctx),
+                            agency=agency)
+                     if agency else ctx.ph("provenance.data_generated_stand_in", source=source(ctx), cite=cite(ctx)))
         return sents
     collected = (", " + ctx.ph("methods.collected_by", agency=agency)) if agency else ""
-    sents = [ctx.ph("methods.data_source", source=source, agency=collected)]
+    sents = [ctx.ph("methods.data_source", source=source(ctx), agency=collected)]
     statement = _statement(ctx)
     if statement:
         sents.append(statement)

@@ -7,8 +7,10 @@ are expanded (scientific notation too: 1.2e-3, 1.2 \\times 10^{-3}, 1.2\\cdot10^
 - **exempt**: years (1900-2100) and small integers (|n| <= 100) printed without decimals, and confidence levels
   ("95\\% CI"); any other integer percentage ("84 per cent") is a share of something and is reconciled;
 - **matched**: a number printed through a macro agrees, at its printed precision, with the value at the
-  macro's recorded source (a JSON path in an artifact, a simple derivation such as ``len(...)`` or
-  ``|a - b|``, or the artifact text a number was quoted from); a literal number agrees with some value of
+  macro's recorded source (a JSON path in an artifact or a derivation of such paths, ``len(...)``,
+  ``count(...[filter])``, ``|a - b|``, a ratio ``a / b``, ``100 * a``: every form the Writer emits is evaluated
+  by writer/sources.py, and a computed macro whose source cannot be evaluated is unmatched; or the artifact
+  text a number was quoted from); a literal number agrees with some value of
   the artifacts: a leaf, a list length, or a sum or difference of sibling values (values of one object,
   or the same key across the objects of one list or mapping). A percentage (84.4\\%, 84.4~\\%, 84.4 percent,
   84 per cent, \\SI{84.4}{\\percent}) also matches a value 100 times smaller at the same printed precision
@@ -36,8 +38,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..claims import is_number, lookup
+from ..claims import is_number
 from ..errors import EdmArsError
+from . import sources
 from .integrity import (
     CITE_NAME,
     PLACEHOLDER_KEY,
@@ -223,45 +226,23 @@ def metric_context(before: str) -> set[str] | None:
 
 
 # ---- macro sources ---------------------------------------------------------------------------------
-_PATH = r"([A-Za-z_]+\.json):([^\s|\[\]()]+)"
-
-
 def source_values(source: str, artifacts: dict[str, Any]) -> list[float] | None:
-    """The value(s) a macro's recorded source denotes, or None when the form is not one evaluated here."""
-    def get(name: str, path: str) -> Any:
-        if name not in artifacts:
-            raise KeyError(name)
-        return lookup(artifacts[name], path)
-
+    """The value(s) a macro's recorded source denotes (writer/sources.py evaluates every form the Writer emits),
+    or None when it cannot be evaluated."""
     try:
-        if m := re.fullmatch(_PATH, source):
-            v = get(*m.groups())
-            if is_number(v):
-                return [float(v)]
-            if isinstance(v, list) and all(is_number(x) for x in v):
-                return [float(x) for x in v]
-            return None
-        if m := re.fullmatch(rf"len\({_PATH}\)", source):
-            return [float(len(get(*m.groups())))]
-        if m := re.fullmatch(rf"\|{_PATH} - {_PATH}\|", source):
-            a, b = get(m.group(1), m.group(2)), get(m.group(3), m.group(4))
-            return [abs(float(a) - float(b))]
-        if m := re.fullmatch(rf"{_PATH} / sum\(([A-Za-z_.]+)\)", source):
-            whole = get(m.group(1), m.group(3))
-            total = sum(float(x) for x in (whole.values() if isinstance(whole, dict) else whole))
-            return [float(get(m.group(1), m.group(2))) / total]
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return sources.source_values(source, artifacts)
+    except sources.SourceError:
         return None
-    return None
 
 
 def quoted_text(source: str, artifacts: dict[str, Any]) -> str | None:
-    m = re.fullmatch(_PATH, source)
-    if not m or m.group(1) not in artifacts:
+    m = re.fullmatch(sources.PATH, source)
+    if not m:
         return None
+    file, path = source.split(":", 1)
     try:
-        v = lookup(artifacts[m.group(1)], m.group(2))
-    except KeyError:
+        v = sources.resolve(artifacts, file, path)[0]
+    except (KeyError, sources.SourceError):
         return None
     return v if isinstance(v, str) else None
 
@@ -498,8 +479,13 @@ def reconcile(n: Number, artifacts: dict[str, Any], macros: dict[str, dict[str, 
             if text is not None and (digits in text or digits.replace(",", "") in text.replace(",", "")):
                 n.status, n.how = "matched", f"quoted from {info['source']}"
                 return
-        values = source_values(info["source"], artifacts)
-        if values is not None:
+        try:
+            values = sources.source_values(info["source"], artifacts)
+        except sources.SourceError as exc:
+            if not info.get("quoted"):  # a computed number whose source cannot be evaluated is not verified
+                n.status, n.how = "unmatched", f"\\{n.macro} prints {n.text} but its source cannot be evaluated: {exc}"
+                return
+        else:
             if _agrees(n, values):
                 n.status, n.how = "matched", f"{info['source']}"
                 return
@@ -561,6 +547,9 @@ def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
         else:
             report.warnings.append(where)
     _check_text(tex_path, report, artifacts)
+    from .consistency import check_paper  # claims consistent with each other and with the evidence
+
+    report.failures += check_paper(tex_path, artifacts).failures()
     return report
 
 

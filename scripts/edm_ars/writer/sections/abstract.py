@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ...conventions import STACKING
-from ...texescape import escape_latex
 from .. import provenance
 from ..common import (
     feature_names,
@@ -85,9 +84,8 @@ def write(ctx: Ctx) -> str:
     elif ctx.claim("predicts_above_chance") == "inconclusive":
         parts.append((2, ctx.ph("abstract.inconclusive", information=information(ctx), outcome=_predicted(ctx),
                                 metric=metric_name(ctx))))
-    backend = ctx.ph("abstract.backend_offline") if ctx.offline else escape_latex(ctx.spec["backend"])
-    parts.append((0, ctx.ph("abstract.disclosure_unverified", backend=backend) if ctx.unverified
-                  else ctx.ph("abstract.disclosure", backend=backend)))
+    if ctx.unverified:  # the automation itself is disclosed once, in the Methods
+        parts.append((0, ctx.ph("abstract.unverified_draft")))
 
     def words(ps: list[tuple[int, str]]) -> int:
         return word_count(" ".join(p for _, p in ps))

@@ -40,7 +40,8 @@ def hyperparameter_table(ctx: Ctx) -> str:
             + ctx.ph("appendix.hyperparameters_table"))
     if cv:
         text += " " + ctx.ph("appendix.hyperparameters_cv", metric=metric_name(ctx), scores=join_list(cv))
-    return (text + "\n\n\\begin{table}[tbp]\n"
+    # [htbp]: the table stays below the appendix heading on the appendix's own page (Section A comes first)
+    return (text + "\n\n\\begin{table}[htbp]\n"
             f"\\caption{{{ctx.ph('appendix.hyperparameters_caption')}}}\n"
             "\\label{tab:hyperparameters}\n\\small\n"
             "\\begin{tabularx}{\\columnwidth}{@{}ll"
@@ -53,19 +54,10 @@ def review_appendix(ctx: Ctx) -> str:
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
     rnd = ctx.m.count("ReviewRound", rv.get("round", 0), "review_report.json:round")
-    score = (" " + ctx.ph("appendix.review_score", score=ctx.n["ReviewScore"])) if "ReviewScore" in ctx.n else ""
+    # the verdict and the issues; the review's overall and dimension scores are not quoted
     text = (f"\\section{{{ctx.ph('appendix.review_title')}}}\\label{{app:review}}\n"
             + ctx.ph("appendix.review_verdict", round=rnd, backend=escape_latex(rv.get("backend", "")),
-                     verdict=verdict, score=score))
-    dims = rv.get("dimension_scores") or {}
-    if dims:
-        parts = []
-        for k, v in dims.items():
-            if isinstance(v, (int, float)):
-                mac = ctx.m.add(macro_name("ReviewDim", k), f"{float(v):.1f}", float(v),
-                                f"review_report.json:dimension_scores.{k}")
-                parts.append(f"{escape_latex(k.replace('_', ' '))} {mac}")
-        text += " " + ctx.ph("appendix.review_dimensions", scores="; ".join(parts))
+                     verdict=verdict))
     issues = rv.get("issues") or []
     if not issues:
         return text + " " + ctx.ph("appendix.review_no_issues")

@@ -5,9 +5,27 @@ from __future__ import annotations
 from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative, provenance
-from ..common import CI_LEVEL, feature_names, information, outcome_sentence_np, primary_stmt, strength
+from ..common import (
+    CI_LEVEL,
+    feature_names,
+    group_phrases,
+    information,
+    outcome_sentence_np,
+    primary_stmt,
+    strength,
+    use_prose,
+)
+from ..consistency import (
+    BETTER,
+    INDISTINCT,
+    WORSE,
+    comparison_evidence,
+    evidence_for,
+    record_comparison,
+    stacking_base,
+)
 from ..context import Ctx
-from ..text import cap_first, clean_label, join_list, lc_first, model_family
+from ..text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
 
 #: the Discussion's blocks that read findings as facts about students (what the features mean, practical use, the
 #: groups, further studies of the population): left out when the rows were generated
@@ -46,34 +64,54 @@ def write(ctx: Ctx) -> str:
         ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
                statement=primary_stmt(ctx), units=units, unseen=unseen)
         + " " + (ctx.ph("provenance.discussion_performance", units=units) if ctx.generated
-                 else ctx.ph("discussion.performance_fair_guide", units=units, scope=scope)))
+                 else ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_label, units=units,
+                             scope=scope)))
     fam = model_family(best)
-    if "contrast" in n and fam == "tree" and ctx.claim(f"outperforms_{n['contrast']}") != "supported":
+    # the selected model against the best model of the other family: the sentence follows the comparison evidence
+    # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it
+    evidence = comparison_evidence(ctx.results)
+    contrast = evidence_for(evidence, best, n["contrast"]) if "contrast" in n else None
+    # a linear model "matched or exceeded" a tree model only when its point estimate is not lower
+    matched = (fam == "linear" and contrast is not None and contrast.verdict != WORSE
+               and ctx.metric_value(best, ctx.primary) is not None
+               and (ctx.metric_value(best, ctx.primary) >= ctx.metric_value(n["contrast"], ctx.primary))
+               == higher_better(ctx.primary))
+    if contrast is not None and fam in ("tree", "linear") and contrast.verdict == INDISTINCT and not matched:
         other = n["contrast"]
         add("models", ctx.ph("discussion.models_overlap", best=cap_first(ctx.model_phrase(best)),
                              other=ctx.model_phrase(other), margin=n["MarginContrast"], level=CI_LEVEL))
-    elif "contrast" in n:
+        record_comparison(ctx.outline, best, other, "indistinct", "discussion.models_overlap", contrast.kind)
+    elif contrast is not None:
         raw = float(n["MarginContrast:raw"])
         other = n["contrast"]
-        if fam == "tree" and raw < 0.02:
-            add("models", ctx.ph("discussion.models_tree_small_gain", other=ctx.model_phrase(other),
-                                 margin=n["MarginContrast"]))
-        elif fam == "tree":
-            add("models", ctx.ph("discussion.models_tree_gain", other=ctx.model_phrase(other),
-                                 margin=n["MarginContrast"]))
-        elif fam == "linear":
+        gain = contrast.verdict == BETTER and ctx.claim(f"outperforms_{other}") == "supported"
+        if fam == "tree" and gain and raw < 0.02:
+            add("models", ctx.ph("discussion.models_tree_small_gain", best=ctx.model_phrase(best),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"]))
+            record_comparison(ctx.outline, best, other, "better", "discussion.models_tree_small_gain", contrast.kind)
+        elif fam == "tree" and gain:
+            add("models", ctx.ph("discussion.models_tree_gain", best=ctx.model_phrase(best),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"]))
+            record_comparison(ctx.outline, best, other, "better", "discussion.models_tree_gain", contrast.kind)
+        elif fam == "tree" and contrast.verdict == BETTER and ctx.claim(f"outperforms_{other}") == "inconclusive":
+            # the intervals decide it, but the results debate left it open (a design objection): say so
+            add("models", ctx.ph("discussion.models_unsettled", best=cap_first(ctx.model_phrase(best)),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"],
+                                 best_again=ctx.model_phrase(best)))
+            record_comparison(ctx.outline, best, other, "open", "discussion.models_unsettled", contrast.kind)
+        elif matched:
             add("models", ctx.ph("discussion.models_linear_matches", best=ctx.model_phrase(best),
                                  other=ctx.model_phrase(other), margin=n["MarginContrast"]))
-    ev = (ctx.results.get("selection_evidence") or {}).get("stacking_minus_selected") or {}
-    ci = ev.get("ci") if isinstance(ev, dict) else None
-    if (model_family(best) != STACKING and isinstance(ci, list) and len(ci) == 2
-            and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= 0 <= ci[1]):
-        add("models", ctx.ph("discussion.stacking_no_gain"))
+            record_comparison(ctx.outline, best, other, "at_least", "discussion.models_linear_matches",
+                              contrast.kind)
+    base = stacking_base(ctx.results)
+    stacked = evidence_for(evidence, STACKING, base, "paired") if base else None
+    if model_family(best) != STACKING and stacked is not None and stacked.verdict != BETTER:
+        add("models", ctx.ph("discussion.stacking_no_gain", base=ctx.model_phrase(base)))
+        record_comparison(ctx.outline, STACKING, base, "not_better", "discussion.stacking_no_gain", "paired")
     if ctx.top_features:
-        feats = feature_names(ctx, 3)
-        add("features",
-            ctx.ph("discussion.features_consistent", features=join_list(feats))
-            + f"{c.citep(ctx.dataset_topic, 'edm', limit=2)}. " + ctx.ph("discussion.features_associations"))
+        add("features", _features(ctx) + " " + ctx.ph("discussion.features_associations",
+                                                       feature=feature_names(ctx, 1)[0]))
     if ctx.binary:
         text = ctx.ph("discussion.practice_threshold")
         if ctx.mac(best, "brier"):
@@ -99,16 +137,15 @@ def write(ctx: Ctx) -> str:
         elif st.get("unstable"):
             add("stability", ctx.ph("discussion.stability_unstable"))
         else:
-            add("stability", ctx.ph("discussion.stability_stable"))
+            top = feature_names(ctx, 1)[0] if ctx.top_features else ctx.ph("discussion.stability_top_unknown")
+            add("stability", ctx.ph("discussion.stability_stable", top=top))
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
-    score = n.get("ReviewScore")
-    if ctx.unverified:
+    if ctx.unverified:  # the review's score is never quoted: its verdict and (in the appendix) its issues
         add("review", ctx.ph("discussion.review_unverified", verdict=verdict.lower(),
-                             with_score=" " + ctx.ph("discussion.review_score", score=score) if score else "",
                              marked=" " + ctx.ph("discussion.review_marked") if rv.get("unverified") else ""))
-    elif score:
-        add("review", ctx.ph("discussion.review_passed", score=score))
+    else:
+        add("review", ctx.ph("discussion.review_passed"))
     add("meaning", narrative.meaning(ctx))
     add("practice", narrative.practice(ctx))
     add("limits", narrative.limits(ctx))
@@ -121,6 +158,27 @@ def write(ctx: Ctx) -> str:
         blocks.update({k: [v] for k, v in recovery.items()})
         order = ["performance", *recovery, *[k for k in order if k not in ("performance", *recovery)]]
     return "\n\n".join(t for key in [*order, *[k for k in blocks if k not in order]] for t in blocks.get(key, []))
+
+
+def _features(ctx: Ctx) -> str:
+    """The leading features, read against the registry as the outline reads them: whether the strongest one
+    belongs to a group the registry expects to lead (prose.expected_groups); without expected groups or a
+    group phrase for the strongest feature, the features alone."""
+    feats, c = join_list(feature_names(ctx, 3)), ctx.cites
+    sources = ctx.data.get("feature_sources") or {}
+    top = ctx.top_features[0]["feature"]
+    group = ctx.registry_groups.get(sources.get(top, top))
+    expected = set((ctx.dataset or {}).get("expected_groups") or [])
+    meaning = group_phrases(ctx, [group]) if group else []
+    if not expected or not meaning:
+        return ctx.ph("discussion.features_plain", features=feats)
+    if group in expected:
+        # studies that used the data set or predicted such outcomes, not the data set's own documentation
+        studies = list((ctx.dataset or {}).get("study_topics") or [])
+        cite = c.citep(*studies, "performance_prediction", "edm", limit=2)
+        return ctx.ph("discussion.features_expected", features=feats) + f"{cite}."
+    return ctx.ph("discussion.features_unexpected", features=feats, feature=feature_names(ctx, 1)[0],
+                  meaning=meaning[0])
 
 
 def _discussion_fairness(ctx: Ctx) -> str:
@@ -137,7 +195,9 @@ def _discussion_fairness(ctx: Ctx) -> str:
     extra = (" " + ctx.ph("discussion.fairness_inconclusive", groups=join_list(names(unsettled)))
              if unsettled else "")
     if flagged:
-        text = ctx.ph("discussion.fairness_gaps", groups=join_list(labels)) + f"{c.citep('fairness', limit=2)}."
+        actors = use_prose(ctx)["actors"] or ctx.ph("discussion.fairness_default_actors")
+        text = (ctx.ph("discussion.fairness_gaps", groups=join_list(labels), units=ctx.units,
+                       outcome=ctx.outcome_label, actors=actors) + f"{c.citep('fairness', limit=2)}.")
     else:
         text = ctx.ph("discussion.fairness_no_gap") + f"{c.citep('fairness', limit=2)}."
     return text + extra

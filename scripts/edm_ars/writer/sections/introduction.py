@@ -4,20 +4,40 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from .. import narrative
-from ..common import automation_note, has_reserve_codes, outcome_sentence_np
+from ..common import (
+    collected_for,
+    data_name,
+    group_phrases,
+    has_reserve_codes,
+    measures,
+    outcome_sentence_np,
+    predictor_groups,
+    timing_adjective,
+    use_prose,
+)
 from ..context import Ctx
-from ..text import cap_first, join_list, model_family
+from ..text import cap_first, join_list, lc_first, model_family
 
 
 def write(ctx: Ctx) -> str:
     c, n, spec = ctx.cites, ctx.n, ctx.spec
     o = spec["outcome"]
     paras = []
-    opening = ctx.ph("introduction.opening", cite=c.citep("edm", limit=3))
-    if ctx.binary:
+    opening = ctx.ph("introduction.opening_outcome", outcome=ctx.outcome_label, cite=c.citep("edm", limit=3))
+    use = use_prose(ctx)
+    if use["purpose"]:  # the registry says what the prediction serves, who acts on it and when
+        actors = use["actors"] or ctx.ph("introduction.actors_default")
+        why = (ctx.ph("introduction.purpose_timed", decision_time=cap_first(use["decision_time"]), actors=actors,
+                      purpose=use["purpose"]) if use["decision_time"] else
+               cap_first(ctx.ph("introduction.purpose", actors=actors, purpose=use["purpose"])))
+        useful = (ctx.ph("introduction.useful_for", actors=actors) if use["decision_time"]
+                  else ctx.ph("introduction.useful_for_cross_section", units=ctx.units))
+        paras.append(" ".join([opening, why, useful]))
+    elif ctx.binary:
         paras.append(" ".join([opening, ctx.ph("introduction.early_warning"), ctx.ph("introduction.useful_binary")]))
     else:
-        models = ctx.ph("introduction.later_achievement") if ctx.has_waves else ctx.ph("introduction.background")
+        models = (ctx.ph("introduction.later_achievement", early=timing_adjective(ctx)) if ctx.has_waves
+                  else ctx.ph("introduction.background"))
         paras.append(" ".join([opening, models, ctx.ph("introduction.useful_regression")]))
     paras.append(data_pitfalls(ctx))
     paras += [narrative.motivation(ctx), narrative.gap(ctx)]
@@ -41,21 +61,28 @@ def write(ctx: Ctx) -> str:
     recode = ctx.ph("introduction.recode_reserve_codes") + " " if has_reserve_codes(ctx) else ""
     items = [
         ctx.ph("introduction.item_pipeline", dataset=ctx.short, recode=recode, split_by=ctx.split_by),
-        ctx.ph("introduction.item_comparison", n_models=n["NModels"], test_n=n["TestN"]),
+        ctx.ph("introduction.item_comparison", n_models=n["NModels"], outcome=ctx.outcome_label, test_n=n["TestN"],
+               units=ctx.units),
     ]
     if ctx.top_features:
         if ctx.importance_key == "mean_abs_shap":
             how = ctx.ph("introduction.how_shap") + c.citep("shap", limit=2)
         else:
             how = ctx.ph("introduction.how_importance")
-        items.append(ctx.ph("introduction.item_interpretation_families", how=how) if len(ctx.shap_by_model) > 1
-                     else ctx.ph("introduction.item_interpretation", how=how))
+        groups = group_phrases(ctx, predictor_groups(ctx))
+        if len(groups) > 1:
+            items.append(ctx.ph("introduction.item_interpretation_groups", how=how, groups=join_list(groups[:4])))
+        else:
+            items.append(ctx.ph("introduction.item_interpretation_families", how=how) if len(ctx.shap_by_model) > 1
+                         else ctx.ph("introduction.item_interpretation", how=how))
     else:
         items.append(ctx.ph("introduction.item_transparency"))
     if ctx.fairness or ctx.stability.get("runs"):
         what = []
         if ctx.fairness:
-            what.append(ctx.ph("introduction.audit_subgroups"))
+            labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+            what.append(ctx.ph("introduction.audit_subgroups_named", units=ctx.units, groups=join_list(labels))
+                        if labels else ctx.ph("introduction.audit_subgroups"))
         if ctx.stability.get("runs"):
             what.append(ctx.ph("introduction.audit_stability"))
         items.append(cap_first(join_list(what)) + ".")
@@ -67,7 +94,7 @@ def write(ctx: Ctx) -> str:
         tail = (ctx.ph("introduction.expected_contribution",
                        contribution=ctx.t(ec, "research_spec.json:expected_contribution"))
                 + ("" if ec.endswith(".") else ".") + " ")
-    tail += f"{automation_note(ctx)} {ctx.ph('introduction.roadmap')}"
+    tail += ctx.ph("introduction.roadmap")  # the automation is disclosed once, in the Methods
     paras.append(tail)
     return "\n\n".join(paras)
 
@@ -78,12 +105,18 @@ def data_pitfalls(ctx: Ctx) -> str:
     about = f", {ds['about']}," if ds.get("about") else ""
     cite = c.citep(ctx.dataset_topic, limit=3) if ctx.dataset_topic else ""
     # The citation follows a word, so it cannot be a slot: the phrase ends there and the code goes on.
+    what = measures(ctx) or ctx.ph("introduction.measures_default", units=units, unit=unit)
     if ctx.survey and ctx.has_waves:
         text = (ctx.ph("introduction.data_survey", dataset=ctx.full_name, about=about) + cite + ". "
-                + ctx.ph("introduction.data_survey_waves", units=units, unit=unit))
+                + ctx.ph("introduction.data_survey_waves", units=units, measures=what))
     else:
         text = (ctx.ph("introduction.data_records", dataset=ctx.full_name, about=about) + cite + ": "
-                + ctx.ph("introduction.data_records_what", units=units, unit=unit))
+                + ctx.ph("introduction.data_records_what", measures=what))
+    design, why = ds.get("design", ""), collected_for(ctx)
+    if design and not ctx.survey:  # a survey's design is named above; other designs are stated here
+        text += " " + ctx.ph("introduction.design", article="an" if design[:1].lower() in "aeiou" else "a",
+                             design=design, collected_for=", " + ctx.ph("introduction.collected_for", why=why)
+                             if why else "")
     pitfalls = []
     if has_reserve_codes(ctx):
         pitfalls.append(ctx.ph("introduction.pitfall_reserve_codes"))
@@ -94,8 +127,15 @@ def data_pitfalls(ctx: Ctx) -> str:
         pitfalls.append(ctx.ph("introduction.pitfall_suppressed_clusters", units=units, unit=unit))
     elif g["columns"]:
         pitfalls.append(ctx.ph("introduction.pitfall_nested", units=units, unit=unit))
-    pitfalls.append(ctx.ph("introduction.pitfall_nonresponse") if ctx.survey
-                    else ctx.ph("introduction.pitfall_missing", units=units))
+    miss = ctx.data.get("missingness")
+    if ctx.survey:
+        pitfalls.append(ctx.ph("introduction.pitfall_nonresponse"))
+    elif miss is None or any((r or {}).get("pct_missing") for r in miss.values()):  # only when values are missing
+        pitfalls.append(ctx.ph("introduction.pitfall_missing", units=units))
     listed = "; ".join(pitfalls[:-1]) + "; and " + pitfalls[-1] if len(pitfalls) > 1 else pitfalls[0]
+    if len(pitfalls) == 1:
+        return text + " " + ctx.ph("introduction.pitfalls_one", pitfall=listed,
+                                   cite=c.citep("missing_data", "leakage", limit=3), short=data_name(ctx),
+                                   population=f"{units} or {unit}s" if g["columns"] else units)
     return text + " " + ctx.ph("introduction.pitfalls", pitfalls=listed, cite=c.citep("missing_data", "leakage", limit=3),
-                               population=f"{units} or {unit}s" if g["columns"] else units)
+                               short=data_name(ctx), population=f"{units} or {unit}s" if g["columns"] else units)

@@ -6,8 +6,9 @@ import re
 
 from ...texescape import escape_latex
 from .. import provenance
+from ..common import data_name, suspiciously_high
 from ..context import Ctx
-from ..text import cap_first, join_list, sentence
+from ..text import cap_first, join_list, lc_first, sentence
 
 
 def write(ctx: Ctx) -> str:
@@ -24,20 +25,21 @@ def write(ctx: Ctx) -> str:
         items.append(ctx.ph("limitations.data_warning",
                             warning=sentence(ctx.t(text.strip(), f"data_report.json:warnings.{i}"))))
 
-    for extra in (errors_sentence(ctx), other_flags_sentence(ctx)):
+    for extra in (failed_checks_sentence(ctx), leakage_sentence(ctx), errors_sentence(ctx), other_flags_sentence(ctx)):
         if extra:
             items.append(extra)
     unreliable = [g for r in ctx.fairness.get("attributes", {}).values() if r.get("kind") != "intersection"
                   for g in r.get("groups") or [] if not g.get("reliable", True)]
     if unreliable:
-        items.append(ctx.ph("limitations.small_groups"))
+        labels = [lc_first(ctx.label_tex(a, "research_spec.json:subgroups")) for a in ctx.spec.get("subgroups") or []]
+        items.append(ctx.ph("limitations.small_groups", groups=join_list(labels) if labels else ctx.units))
     g, unit = ctx.grouping, ctx.cluster
     if ctx.school_split_ok and g["reconstructed"]:
         items.append(cap_first(ctx.ph("limitations.clusters_reconstructed", unit=unit)))
     elif not ctx.school_split_ok:
         items.append(cap_first(ctx.ph("limitations.clusters_shared", units=ctx.units, unit=unit)))
-    items.append(ctx.ph("limitations.single_split_stability") if ctx.stability.get("runs")
-                 else ctx.ph("limitations.single_split"))
+    items.append(ctx.ph("limitations.single_split_stability", short=data_name(ctx)) if ctx.stability.get("runs")
+                 else ctx.ph("limitations.single_split", short=data_name(ctx)))
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         items.append(ctx.ph("limitations.subgroups_not_evaluated"))
@@ -51,8 +53,24 @@ def write(ctx: Ctx) -> str:
         items.append(ctx.ph("limitations.excluded_reference", n=n["NExcludedRefs"]) if k == 1
                      else ctx.ph("limitations.excluded_references", n=n["NExcludedRefs"]))
     items.append(ctx.ph("limitations.not_reviewed"))
-    return (ctx.ph("limitations.intro") + "\n\\begin{itemize}\n"
+    return (ctx.ph("limitations.intro", short=data_name(ctx)) + "\n\\begin{itemize}\n"
             + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
+
+
+def failed_checks_sentence(ctx: Ctx) -> str:
+    """The data checks that failed, by name: the Methods say this section discusses them."""
+    failed = [str(ch["name"]) for ch in ctx.data.get("checks") or [] if not ch.get("passed")]
+    if not failed:
+        return ""
+    checks = join_list([f"\\texttt{{{escape_latex(x)}}}" for x in failed])
+    return (ctx.ph("limitations.failed_checks_many", checks=checks) if len(failed) > 1
+            else ctx.ph("limitations.failed_checks_one", checks=checks))
+
+
+def leakage_sentence(ctx: Ctx) -> str:
+    """Possible leakage, when the Results flag it (and send the reader here)."""
+    flagged = any(str(f).startswith("possible_leakage") for f in ctx.results.get("flags") or [])
+    return ctx.ph("limitations.leakage") if flagged or suspiciously_high(ctx) else ""
 
 
 def errors_sentence(ctx: Ctx) -> str:

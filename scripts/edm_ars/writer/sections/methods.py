@@ -11,6 +11,7 @@ from ..common import (
     CI_LEVEL,
     attr_label,
     automation_note,
+    data_name,
     floor_macro,
     has_reserve_codes,
     metric_name,
@@ -21,9 +22,19 @@ from ..common import (
     perturbation_kinds,
     stability_rule,
 )
+from ..consistency import record_promise
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
+
+
+def wave_label(ctx: Ctx, key: object) -> str:
+    """A wave as Table 1 prints it: the registry's label (`waves[].label`, else its prose), never its key."""
+    if not key:
+        return "--"
+    labels = (ctx.dataset or {}).get("wave_labels") or {}
+    text = labels.get(str(key)) or (ctx.dataset or {}).get("waves", {}).get(str(key))
+    return escape_latex(" ".join(str(text).split())) if text else ctx.wave(key)
 
 
 def predictor_table(ctx: Ctx) -> str:
@@ -32,7 +43,7 @@ def predictor_table(ctx: Ctx) -> str:
         name = p["name"]
         label = ctx.t(clean_label(p.get("label") or ctx.var_label(name)),
                       f"research_spec.json:predictors.{i}.label")
-        wave = escape_latex(str(p.get("wave") or "").replace("_", " ")) or "--"
+        wave = wave_label(ctx, p.get("wave"))
         miss = ctx.n.get(f"miss:{name}", "--")
         rows.append(f"\\texttt{{{escape_latex(name)}}} & {label} & {wave} & {miss} \\\\")
     return (f"\\begin{{table}}[tbp]\n\\caption{{{ctx.ph('methods.predictor_table_caption')}}}\n"
@@ -66,7 +77,7 @@ def split_sentences(ctx: Ctx, method: str) -> str:
     share = ctx.ph("methods.split_share", pct=n["TestFractionPct"], seed=n["SplitSeed"])
     row = units[:-1] if units.endswith("s") else units
     if ctx.school_split_ok:
-        leak = cap_first(ctx.ph("methods.cluster_leak", units=units, unit=unit, row=row))
+        leak = cap_first(ctx.ph("methods.cluster_leak", units=units, unit=unit, row=row, short=data_name(ctx)))
         if g["reconstructed"]:
             count = (" " + ctx.ph("methods.n_clusters", n=n["NClusters"])) if "NClusters" in n else ""
             how = (ctx.ph("methods.split_reconstructed", unit=unit) + count + " "
@@ -92,7 +103,9 @@ def data_text(ctx: Ctx) -> str:
     sents = provenance.data_sentences(ctx)  # what the rows are, who collected them, how they reached us
     if sents is None:  # no provenance record: the registry's source alone
         agency = (", " + ctx.ph("methods.collected_by", agency=ctx.ds["agency"])) if ctx.ds.get("agency") else ""
-        source = ctx.ds.get("source") or f"the {ctx.full_name}"
+        source = ctx.ds.get("source") or ctx.full_name
+        if not re.match(r"(the|a|an|these|this|our)\s", source, re.I):  # "We used {source}": the sentence's article
+            source = "the " + source
         sents = [ctx.ph("methods.data_source", source=source, agency=agency)]
     pop = (spec.get("population") or "").strip().rstrip(".")
     if pop:
@@ -174,6 +187,9 @@ def preprocessing_text(ctx: Ctx) -> str:
         checks = join_list([f"\\texttt{{{escape_latex(x)}}}" for x in failed])
         sents.append(ctx.ph("methods.checks_failed_many", checks=checks) if len(failed) > 1
                      else ctx.ph("methods.checks_failed_one", checks=checks))
+        # the Limitations name each failed check (limitations.failed_checks): a promise the consistency check holds
+        record_promise(ctx.outline, "sec:methods", "sec:limitations", [str(x) for x in failed],
+                       "methods.checks_failed_many" if len(failed) > 1 else "methods.checks_failed_one")
     return f"\\subsection{{{ctx.ph('methods.preprocessing_title')}}}\n" + " ".join(sents)
 
 
@@ -363,7 +379,8 @@ def methods_fairness(ctx: Ctx) -> str:
         by_inters = " " + (ctx.ph("methods.fairness_intersections", attributes=names) if len(inters) > 1
                            else ctx.ph("methods.fairness_intersection", attributes=names))
     sents = [ctx.ph("methods.fairness_audit", model=model_text, groups=groups, intersections=by_inters),
-             ctx.ph("methods.fairness_membership")]
+             ctx.ph("methods.fairness_membership",
+                    attributes=join_list([f"\\texttt{{{escape_latex(a)}}}" for a in singles]))]
     nres = fa.get("n_resamples")
     boot = (" " + ctx.ph("methods.fairness_resamples",
                          k=m.count("FairNResamples", nres, "results.json:fairness.n_resamples"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...texescape import escape_latex
 from ..context import Ctx
-from ..provenance import PACKAGE_NAMES, cite, data, kind, package, quoted
+from ..provenance import PACKAGE_NAMES, cite, data, kind, package, quoted, source
 from ..text import join_list
 
 
@@ -17,13 +17,13 @@ def write(ctx: Ctx) -> str:
     k = kind(ctx)
     if not rec or k is None:
         return ""
-    source = ctx.ds.get("source") or ctx.full_name
+    named = source(ctx)
     if k == "package_export" and data(ctx).get("package"):
         pkg, item, joined = package(ctx)
         rows = ctx.ph("provenance.availability_package_export", package=pkg, item=item, joined=joined,
                       cite=cite(ctx))
     elif k in ("generated", "public_use_file", "restricted_use_file"):
-        rows = ctx.ph(f"provenance.availability_{k}", source=source, cite=cite(ctx))
+        rows = ctx.ph(f"provenance.availability_{k}", source=named, cite=cite(ctx))
     else:  # a local file, or a package export the workflow did not make
         rows = ctx.ph("provenance.availability_local_file", cite=cite(ctx))
     wf = rec.get("workflow") or {}

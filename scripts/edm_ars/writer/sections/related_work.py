@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import narrative
+from ..common import data_name
 from ..context import Citations, Ctx
 from ..text import join_list, lc_first
 
@@ -15,14 +16,15 @@ def write(ctx: Ctx) -> str:
     edm, hsls = c.keys("edm"), c.keys(ctx.dataset_topic)
     if edm or hsls:
         text = _paragraph(ctx.ph("related_work.heading_prediction"))
-        if edm:
+        if len(edm) >= 2:
+            text += " " + ctx.ph("related_work.edm_history_examples", cite=_cite(c, edm), first=c.citet(edm[0]),
+                                 second=c.citet(edm[1]), outcome=ctx.outcome_label)
+        elif edm:
             text += " " + ctx.ph("related_work.edm_history", cite=_cite(c, edm))
-            if len(edm) >= 2:
-                text += " " + ctx.ph("related_work.edm_examples", first=c.citet(edm[0]), second=c.citet(edm[1]))
         if hsls:
             used_for = ctx.ds.get("used_for") or ctx.ph("related_work.dataset_used_default")
             text += " " + ctx.ph("related_work.dataset_used", dataset=ctx.short, used_for=used_for, cite=_cite(c, hsls))
-        text += " " + ctx.ph("related_work.edm_reproducibility")
+        text += " " + ctx.ph("related_work.edm_reproducibility", short=data_name(ctx))
         paras.append(text)
     en, rf, xg, st = (c.keys("elastic_net"), c.keys("random_forest"), c.keys("xgboost"),
                       c.keys("stacking"))
@@ -37,13 +39,14 @@ def write(ctx: Ctx) -> str:
     if st:
         algo.append(ctx.ph("related_work.stacking", cite=_cite(c, st)))
     if algo:
-        algo.append(ctx.ph("related_work.families_compared"))
+        algo.append(ctx.ph("related_work.families_compared", short=data_name(ctx)))
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_algorithms")), *algo]))
     shap = c.keys("shap")
     if shap:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_interpretation")),
-                               ctx.ph("related_work.shap_attribution", cite=_cite(c, shap)),
-                               ctx.ph("related_work.shap_ranking"), ctx.ph("related_work.shap_not_causal")]))
+                               ctx.ph("related_work.shap_attribution", cite=_cite(c, shap), units=ctx.units,
+                                      outcome=ctx.outcome_label),
+                               ctx.ph("related_work.shap_not_causal", outcome=ctx.outcome_label)]))
     fair = c.keys("fairness")
     if fair:
         groups = [ctx.label_tex(g, "research_spec.json:subgroups") for g in ctx.spec.get("subgroups", [])]
@@ -59,7 +62,7 @@ def write(ctx: Ctx) -> str:
     if lk:
         safe.append(ctx.ph("related_work.leakage", cite=_cite(c, lk)))
     if bs:
-        safe.append(ctx.ph("related_work.bootstrap", cite=_cite(c, bs)))
+        safe.append(ctx.ph("related_work.bootstrap", cite=_cite(c, bs), short=data_name(ctx)))
     if safe:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_safeguards")), *safe]))
     paras += narrative.related_extra(ctx)
@@ -70,7 +73,7 @@ def write(ctx: Ctx) -> str:
         paras.append(ctx.ph("related_work.further_one", works=works) if len(cited) == 1
                      else ctx.ph("related_work.further_many", works=works))
     if ctx.lit.get("source") == "curated" or ctx.lit.get("retrieval_failed"):
-        paras.append(ctx.ph("related_work.curated"))
+        paras.append(ctx.ph("related_work.curated", short=data_name(ctx)))
     return "\n\n".join(paras)
 
 

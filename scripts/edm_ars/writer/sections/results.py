@@ -27,6 +27,7 @@ from ..common import (
     strength,
     suspiciously_high,
 )
+from ..consistency import record_comparison, record_promise, stacking_base
 from ..context import Ctx
 from ..macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
 from ..text import (
@@ -189,6 +190,8 @@ def selection_text(ctx: Ctx) -> str:
             else:
                 text = ctx.ph("results.selection_overlap_one", top=model_np(ctx, top), level=CI_LEVEL, count=k,
                               others=join_list([model_np(ctx, x) for x in others]))
+            for x in others:
+                record_comparison(ctx.outline, top, x, "indistinct", "results.selection_overlap", "intervals")
             if best in tied and best == tied[0]:
                 text += " " + ctx.ph("results.selection_simplest", model=model_np(ctx, best))
             elif best in tied:
@@ -205,7 +208,7 @@ def selection_text(ctx: Ctx) -> str:
         src = "results.json:selection_evidence.stacking_minus_selected"
         d = m.add("StackingMinusSelected", fmt_metric(diff["mean"], 4), float(diff["mean"]), src + ".mean")
         d_ci = m.add("StackingMinusSelectedCI", fmt_ci(ci[0], ci[1], 4), [float(ci[0]), float(ci[1])], src + ".ci")
-        base = tied[0] if tied else (top or best)
+        base = stacking_base(res) or best
         better = ci[0] > 0 if higher_better(metric) else ci[1] < 0
         worse = ci[1] < 0 if higher_better(metric) else ci[0] > 0
         if ci[0] <= 0 <= ci[1]:
@@ -217,13 +220,16 @@ def selection_text(ctx: Ctx) -> str:
         if best == stack:
             parts.append(ctx.ph("results.stacking_selected", base=model_np(ctx, base), metric=metric_name(ctx),
                                 diff=d, ci=d_ci, where=where))
+            record_comparison(ctx.outline, stack, base, "better", "results.stacking_selected", "paired")
         elif better:
             parts.append(ctx.ph("results.stacking_difference", metric=metric_name(ctx), base=model_np(ctx, base),
                                 diff=d, ci=d_ci))
+            record_comparison(ctx.outline, stack, base, "difference", "results.stacking_difference", "paired")
         else:
             verdict = ctx.ph("results.stacking_not_better") if worse else ctx.ph("results.stacking_not_clearly_better")
             parts.append(ctx.ph("results.stacking_no_gain", verdict=verdict, metric=metric_name(ctx),
                                 base=model_np(ctx, base), diff=d, ci=d_ci, where=where))
+            record_comparison(ctx.outline, stack, base, "not_better", "results.stacking_no_gain", "paired")
     return " ".join(parts)
 
 
@@ -269,8 +275,10 @@ def quality_text(ctx: Ctx, sec: str) -> str:
         else:
             auc = ctx.ph("results.leakage_auc", models=names)
         text += " " + ctx.ph("results.leakage_flagged", auc=auc, kind=_kind_of_prediction(ctx))
+        record_promise(ctx.outline, "sec:comparison", "sec:limitations", ["leakage"], "results.leakage_flagged")
     elif suspiciously_high(ctx):
         text += " " + ctx.ph("results.leakage_unusual", kind=_kind_of_prediction(ctx))
+        record_promise(ctx.outline, "sec:comparison", "sec:limitations", ["leakage"], "results.leakage_unusual")
     return text.strip()
 
 
@@ -359,7 +367,8 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
     summ = fig_of(ctx, "shap_summary")
     text = ""
     if summ:
-        text += ctx.ph("results.shap_summary_figure", figure=fig_ref(ctx, summ, sec)) + " "
+        text += ctx.ph("results.shap_summary_figure", figure=fig_ref(ctx, summ, sec), unit=ctx.ds["unit"],
+                       outcome=ctx.outcome_label) + " "
     if ctx.binary:
         up, down = ctx.ph("results.higher_probability", outcome=_outcome_np(ctx)), ctx.ph("results.lower_probability")
     else:
@@ -377,7 +386,7 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
         text += " " + ctx.ph("results.categorical_mixed_one", features=join_list(cat_mixed))
     if mixed:
         text += " " + ctx.ph("results.not_monotone", features=join_list(mixed))
-    text += " " + ctx.ph("results.attributions_are_predictive")
+    text += " " + ctx.ph("results.attributions_are_predictive", unit=ctx.ds["unit"], outcome=ctx.outcome_label)
     return text.strip()
 
 
@@ -623,7 +632,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         attributes = ctx.ph("results.audit_attributes_one", count=number_word(len(singles)))
     text = ctx.ph("results.audit", model=model_t, attributes=attributes,
                   refs=f" ({join_list(refs)})" if refs else "")
-    text += " " + ctx.ph("results.audit_not_causal")
+    text += " " + ctx.ph("results.audit_not_causal", outcome=ctx.outcome_label, units=ctx.units)
     overall = (fa.get("overall") or {}).get(primary)
     if isnum(overall):
         text += " " + ctx.ph("results.audit_overall", metric=FAIR_LABEL.get(primary, escape_latex(primary)),
@@ -775,7 +784,8 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         if not thr:
             verdict += " " + stability_rule(ctx)
     elif unstable is False:
-        verdict = ctx.ph("results.stability_stable", rule=rule)
+        top = feature_names(ctx, 1)[0] if ctx.top_features else ctx.ph("results.stability_top_unknown")
+        verdict = ctx.ph("results.stability_stable", rule=rule, top=top)
     else:
         verdict = ctx.ph("results.stability_no_verdict")
     paras.append(verdict)
