@@ -17,6 +17,7 @@ rule provenance:
 rule recovery:
     input:
         unpack(recovery_inputs),
+        unpack(write_gates),
     output:
         recovery="output/paper/recovery.json",
     log:
