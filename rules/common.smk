@@ -427,6 +427,42 @@ def paper_inputs(wildcards):
     }
 
 
+def provenance_inputs(wildcards):
+    """What the Writer states about the data and the run (output/paper/provenance.json),
+    and for generated rows the recovery check against the truth (output/paper/recovery.json).
+    """
+    out = {"provenance": "output/paper/provenance.json"}
+    if ADAPTER.kind == "synthetic" and verdict_of(final_round()) != "ABORT":
+        out["recovery"] = "output/paper/recovery.json"
+    return out
+
+
+def recovery_inputs(wildcards):
+    """The truth of the generated data and the final round's specification and results; the round's
+    review too, so that the engine re-evaluates these inputs when a redone review adds a round.
+    """
+    r = final_round()
+    return {
+        "dgp": "output/data/dgp.json",
+        "spec": spec_for(wildcards_for(r))["spec"],
+        "results": f"output/round_{r}/results.json",
+        "review": review_file(r),
+    }
+
+
+def generated_truth(wildcards=None):
+    """The data-generating process, for the Critic's provenance check, when the workflow generates the rows."""
+    return {"dgp": "output/data/dgp.json"} if ADAPTER.kind == "synthetic" else {}
+
+
+def run_config():
+    """The run's configuration without any key that could hold a secret (edm_ars.runinfo): its hash is printed in
+    the paper, so a change of any setting rewrites the availability statement."""
+    from edm_ars.runinfo import config_snapshot
+
+    return config_snapshot(config)
+
+
 def final_round_name(wildcards=None):
     """The report's subcategory of the paper (or abort report): the round it was written from."""
     return f"round {final_round()}"

@@ -3,6 +3,8 @@ checkpoint critique:
         unpack(spec_for),
         unpack(engineered_for),
         unpack(critique_gate),
+        unpack(generated_truth),
+        manifest="output/data/dataset.json",
         results="output/round_{round}/results.json",
         claims="output/round_{round}/claims.json",
         tier2="output/registry/tier2.json",

@@ -57,6 +57,7 @@ rule dataset:
     params:
         dataset=lookup(dpath="dataset", within=config),
         min_rows=lookup(dpath="engineer/min_analytic_n", within=config),
+        source=ADAPTER.provenance_source,
     script:
         "../scripts/dataset.py"
 

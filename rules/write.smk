@@ -1,7 +1,38 @@
+rule provenance:
+    input:
+        manifest="output/data/dataset.json",
+        bibliography=BIBLIOGRAPHY[0],
+    output:
+        provenance="output/paper/provenance.json",
+    log:
+        "logs/provenance.log",
+    conda:
+        "../envs/writer.yaml"
+    params:
+        config=run_config(),
+    script:
+        "../scripts/provenance.py"
+
+
+rule recovery:
+    input:
+        unpack(recovery_inputs),
+        unpack(write_gates),
+    output:
+        recovery="output/paper/recovery.json",
+    log:
+        "logs/recovery.log",
+    conda:
+        "../envs/writer.yaml"
+    script:
+        "../scripts/recovery.py"
+
+
 rule write:
     input:
         unpack(paper_inputs),
         unpack(write_gates),
+        unpack(provenance_inputs),
         registry=REGISTRY_FILES,
         prompts=prompt_file("write"),
         phrases=prompt_file("phrases"),

@@ -114,14 +114,18 @@ def good(reg):
     claims = {"claims": [{"id": "outperforms_xgboost", "statement": "The selected model (logistic) predicts better "
                           "than xgboost.", "status": "inconclusive", "reason": "", "evidence": [], "source": "code",
                           "compares": {"a": "logistic", "b": "xgboost", "assertion": "better"}}]}
-    return {"spec": spec, "report": report, "results": results, "claims": claims}
+    # generated rows (a data-generating process) declared as generated in the data manifest
+    manifest = {"dataset": "hsls09_synthetic", "provenance": {"kind": "generated", "source_kind": "synthetic"}}
+    return {"spec": spec, "report": report, "results": results, "claims": claims, "manifest": manifest,
+            "dgp": {"seed": 42}}
 
 
 def artifacts(good, reg, mutate=None):
     a = dict(copy.deepcopy(good), reg=reg)
     if mutate:
         mutate(a)
-    return Artifacts(a["spec"], a["report"], a["results"], a["reg"], claims=a["claims"])
+    return Artifacts(a["spec"], a["report"], a["results"], a["reg"], claims=a["claims"], manifest=a["manifest"],
+                     dgp=a["dgp"])
 
 
 def _drafted(a):
@@ -274,7 +278,7 @@ def test_broken_rubrics_are_refused(tmp_path):
 # ------------------------------------------------------------------------------------------ the code checks
 def test_every_code_check_passes_on_good_artifacts(good, reg, rubric):
     checks, issues = rubric_checks(good["spec"], good["report"], good["results"], reg, rubric=rubric,
-                                   claims=good["claims"])
+                                   claims=good["claims"], manifest=good["manifest"], dgp=good["dgp"])
     assert issues == [] and all(c["passed"] is True for c in checks)
     assert len(checks) == len([i for i in rubric["items"] if i["check"] == "code"])
 
@@ -300,6 +304,7 @@ FAILURES = {
     "top_features": lambda a: a["results"].update(top_features=[]),
     "subgroup_results": lambda a: a["results"].update(fairness={}),
     "fairness_flags": lambda a: a["results"]["flags"].append("fairness: X1RACE: AUC gap 0.126 between A and B"),
+    "generated_data_disclosed": lambda a: a["manifest"]["provenance"].update(kind="public_use_file"),
     "stability": lambda a: a["results"]["stability"].update(unstable=True, top5_overlap={"mean": 0.4}),
     "phase_errors": lambda a: a["results"]["errors"].append({"phase": "fairness", "what": None, "type": "ValueError",
                                                              "message": "boom"}),
@@ -482,7 +487,8 @@ def test_skipped_checks_raise_no_issue(good, reg, rubric):
     a["results"]["stability"] = {}
     checks, issues = rubric_checks(a["spec"], a["report"], a["results"], None, rubric=rubric)
     skipped = {c["id"] for c in checks if c["passed"] is None}
-    assert skipped == {"pf_spec_gate", "pf_registry_final", "sv_stability", "sv_claims_consistent"} and issues == []
+    assert skipped == {"pf_spec_gate", "pf_registry_final", "sv_stability", "sv_claims_consistent",
+                       "sv_generated_data_disclosed"} and issues == []
 
 
 # ------------------------------------------------------------------------------------------ applied thresholds

@@ -123,6 +123,8 @@ class Artifacts:
     results: dict[str, Any]
     reg: Registry | None = None
     claims: dict[str, Any] | None = None  # the results debate's claims.json of the round
+    manifest: dict[str, Any] | None = None  # output/data/dataset.json: what the rows are (provenance)
+    dgp: dict[str, Any] | None = None  # output/data/dgp.json when the workflow generated the rows
 
 
 @dataclass(frozen=True)
@@ -401,6 +403,45 @@ def check_claims_consistent(a: Artifacts, p: dict[str, Any]) -> Finding:
                    + ".")
 
 
+def generated_evidence(manifest: dict[str, Any] | None, dgp: dict[str, Any] | None) -> list[str]:
+    """What shows that the rows were generated, whatever the manifest declares: a data-generating process, or a
+    source the workflow generates."""
+    found = []
+    if dgp is not None:
+        found.append("output/data/dgp.json records the data-generating process of the rows (rule synthesize)")
+    prov = (manifest or {}).get("provenance")
+    if isinstance(prov, dict) and prov.get("source_kind") == "synthetic":
+        found.append("the data manifest records the source kind synthetic (registry/datasets.yaml)")
+    if isinstance(prov, dict) and prov.get("generator"):
+        found.append("the data manifest names the rule that generated the rows")
+    return found
+
+
+@code_check("generated_data_disclosed")
+def check_generated_data_disclosed(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """Generated rows must be declared as such in the data manifest (provenance.kind generated), the one fact the
+    Writer states in the abstract, the data section, the limitations and the availability statement."""
+    evidence = generated_evidence(a.manifest, a.dgp)
+    if not evidence:
+        return Finding(None, None, "not applicable: nothing shows that the rows were generated"
+                       if a.manifest is not None else "skipped: no data manifest was given")
+    why = "; ".join(evidence)
+    prov = (a.manifest or {}).get("provenance")
+    declared = prov.get("kind") if isinstance(prov, dict) else None
+    detail = {"evidence": evidence, "declared_kind": declared}
+    if a.manifest is None:
+        return Finding(False, detail, f"The rows were generated ({why}), but no data manifest "
+                       "(output/data/dataset.json) discloses their provenance.")
+    if not declared:
+        return Finding(False, detail, f"The rows were generated ({why}), but the data manifest "
+                       "output/data/dataset.json does not disclose it (no provenance.kind): the paper would present "
+                       "generated rows as collected data.")
+    return Finding(declared == "generated", detail,
+                   f"The rows were generated ({why}), but the data manifest output/data/dataset.json declares "
+                   f"provenance.kind '{declared}': the paper would present generated rows as a {declared} "
+                   "data set.")
+
+
 def _issue(id_: str, severity: str, dimension: str, stage: str, description: str, recommendation: str,
            unfixable: bool = False, source: str = "code", actions: tuple | list = (),
            caps: bool = False) -> dict[str, Any]:
@@ -440,9 +481,10 @@ def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str
 def rubric_checks(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None,
                   *, min_models: int | None = None, min_analytic_n: int | None = None,
                   rubric: dict[str, Any] | str | Path | None = None,
-                  claims: dict[str, Any] | None = None) -> tuple[list[dict], list[dict]]:
+                  claims: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
+                  dgp: dict[str, Any] | None = None) -> tuple[list[dict], list[dict]]:
     """Run the code-checked rubric items; return (checks, issues)."""
-    return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg, claims=claims),
+    return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg, claims=claims, manifest=manifest, dgp=dgp),
                       {"min_models": min_models, "min_analytic_n": min_analytic_n})
 
 
@@ -608,14 +650,16 @@ def forced_actions(stage: str, report: dict[str, Any], results: dict[str, Any]) 
 def review(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None, *,
            round_: int, max_revisions: int, force_revise: str | None = None, min_models: int | None = None,
            min_analytic_n: int | None = None, rubric: dict[str, Any] | str | Path | None = None,
-           force_rounds: int = 1, claims: dict[str, Any] | None = None) -> dict[str, Any]:
+           force_rounds: int = 1, claims: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
+           dgp: dict[str, Any] | None = None) -> dict[str, Any]:
     """The offline Critic: the rubric's code checks, scores and the verdict by rule (model_verdict None).
 
     `min_models` and `min_analytic_n` override the rubric's parameters when given; `force_revise` (in the
     first `force_rounds` rounds, with revision rounds allowed) forces REVISE targeting that stage. `claims` is the
-    round's claims.json (the results debate), which the check of consistent claims reads."""
+    round's claims.json (the results debate), which the check of consistent claims reads. `manifest` (the data
+    manifest) and `dgp` (the data-generating process of generated rows) feed the provenance check."""
     rub = _rubric(rubric)
-    checks, issues = run_checks(rub, Artifacts(spec, report, results, reg, claims=claims),
+    checks, issues = run_checks(rub, Artifacts(spec, report, results, reg, claims=claims, manifest=manifest, dgp=dgp),
                                 {"min_models": min_models, "min_analytic_n": min_analytic_n})
     forced = bool(force_revise) and round_ < force_rounds and max_revisions > 0
     if forced:

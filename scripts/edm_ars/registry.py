@@ -199,6 +199,28 @@ def load_registry(path: str | Path, tier2: dict[str, Any] | None = None) -> Regi
 
 
 TASK_TYPES = {"continuous": "regression", "binary": "binary_classification"}
+#: What the rows of a data set are (`dataset.provenance.kind`): stated in the paper's abstract, data section,
+#: limitations and availability statement.
+PROVENANCE_KINDS = ("public_use_file", "restricted_use_file", "generated", "package_export", "local_file")
+
+
+def provenance_problems(reg: Registry) -> list[str]:
+    """What is wrong with `dataset.provenance` (absent is allowed: the source kind then decides), naming the key."""
+    prov = reg.dataset.get("provenance")
+    if prov is None:
+        return []
+    if not isinstance(prov, dict):
+        return ["dataset.provenance must be a mapping with kind (and optional citation, statement)"]
+    errors = []
+    if prov.get("kind") not in PROVENANCE_KINDS:
+        errors.append(f"dataset.provenance.kind {prov.get('kind')!r} is not one of {list(PROVENANCE_KINDS)}")
+    for key in ("citation", "statement"):
+        if prov.get(key) is not None and not isinstance(prov.get(key), str):
+            errors.append(f"dataset.provenance.{key} must be text (got {type(prov.get(key)).__name__})")
+    unknown = sorted(set(prov) - {"kind", "citation", "statement"})
+    if unknown:
+        errors.append(f"dataset.provenance: unknown key(s) {unknown} (known: kind, citation, statement)")
+    return errors
 
 #: The literal prefix `edm-ars init-registry` puts on every placeholder it drafts (prose, labels, questions,
 #: rationales, value labels, the provenance statement). A registry that still holds it anywhere is refused by
@@ -340,6 +362,7 @@ def validate_registry(reg: Registry) -> list[str]:
                                   f"early-warning waves {allowed}")
     if not reg.questions:
         errors.append("questions: the registry has no research question (the offline formulator needs one)")
+    errors += provenance_problems(reg)
     for key in draft_marker_keys(reg):
         errors.append(f"{key}: still the {DRAFT_MARKER} text init-registry drafted; replace it with what is true "
                       "of your data")

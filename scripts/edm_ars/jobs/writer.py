@@ -1,4 +1,4 @@
-"""The Writer's jobs (envs/writer.yaml): write, abort_report, compile_pdf."""
+"""The Writer's jobs (envs/writer.yaml): provenance, recovery, write, abort_report, compile_pdf."""
 
 from __future__ import annotations
 
@@ -13,6 +13,36 @@ from ..rule_io import log, registry_of
 # the artifacts a paper is written from (verify-paper finds them through sources.json) -> the rule's input names
 ARTIFACTS = {"research_spec.json": "spec", "literature_context.json": "literature", "data_report.json": "report",
              "results.json": "results", "review_report.json": "review", "claims.json": "claims"}
+# ... and those it is written from when the run has them (the availability statement, the recovery check)
+OPTIONAL_ARTIFACTS = {"provenance.json": "provenance", "recovery.json": "recovery"}
+
+
+def provenance(smk: Any) -> None:
+    """output/paper/provenance.json: the rows' provenance (from the data manifest), the data set's citation (its
+    curated bibliography entry), the workflow's commit, the configuration's hash and the package versions."""
+    from ..runinfo import provenance_record
+
+    bib = Path(smk.input.bibliography)
+    record = provenance_record(read_json(smk.input.manifest), config=dict(smk.params.config),
+                               workflow_dir=Path(smk.scriptdir).parent, bib_text=bib.read_text(encoding="utf-8"),
+                               bib_path=str(bib))
+    wf = record["workflow"]
+    log.info("data: %s; workflow: %s; configuration %s", record["data"]["kind"],
+             wf["short"] or wf["state"], record["config_hash"])
+    write_json(smk.output.provenance, record)
+
+
+def recovery(smk: Any) -> None:
+    """output/paper/recovery.json: the planted strong predictors among the interpreted model's top features and the
+    planted group effect in the subgroup audit (edm_ars.recovery)."""
+    from ..recovery import recovery_check
+
+    rec = recovery_check(read_json(smk.input.dgp, "dgp"), read_json(smk.input.spec, "research_spec"),
+                         read_json(smk.input.results, "results"))
+    p, g = rec["predictors"], rec["group"]
+    log.info("%s: %d of %d strongly planted predictors among the top %d; planted group effect recovered: %s",
+             rec["outcome"], p["n_recovered"], p["n_in_predictors"], p["top_k"], g.get("recovered"))
+    write_json(smk.output.recovery, rec)
 
 
 def write(smk: Any) -> None:
@@ -49,12 +79,13 @@ def write(smk: Any) -> None:
         read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures[0]).parent,
         template=Path(smk.input.template), out_dir=out, registry_labels=labels,
         authors=smk.params.authors, claims=claims, registry_groups=groups, rewriter=rewriter, dataset=reg.prose,
-        phrases=smk.input.phrases)
+        phrases=smk.input.phrases, provenance_record=_optional(smk, "provenance"), recovery=_optional(smk, "recovery"))
     for note in summary["model_prose"]:
         log.info("model prose: %s", note)
     log.info("paper written: %s", summary)
     # the artifacts the paper was written from, relative to it: verify-paper finds them there
-    write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in ARTIFACTS.items()})
+    given = {**ARTIFACTS, **{n: k for n, k in OPTIONAL_ARTIFACTS.items() if k in smk.input.keys()}}
+    write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in given.items()})
     report = verify_paper(smk.output.tex)
     write_json(smk.output.verification, report.to_json())
     log.info("%s", report.summary())
@@ -64,6 +95,10 @@ def write(smk: Any) -> None:
                 if consistency and len(consistency) == len(report.failures)
                 else "the paper does not reconcile with the artifacts")
         raise EdmArsError(what + ":\n" + report.summary())
+
+
+def _optional(smk: Any, key: str) -> dict[str, Any] | None:
+    return read_json(smk.input[key]) if key in smk.input.keys() else None
 
 
 def abort_report(smk: Any) -> None:

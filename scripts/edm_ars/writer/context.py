@@ -109,6 +109,14 @@ class Ctx:
     registry_groups: dict[str, str] = field(default_factory=dict)  # variable -> registry group
     dataset: dict[str, Any] = field(default_factory=dict)  # the registry's prose (names, design, unit, waves)
     notation: frozenset[str] = frozenset()  # the template's label macros (\Rsq): text, not numbers
+    provenance: dict[str, Any] = field(default_factory=dict)  # output/paper/provenance.json (rule provenance)
+    recovery: dict[str, Any] = field(default_factory=dict)  # output/paper/recovery.json (generated data only)
+
+    @property
+    def generated(self) -> bool:
+        """True when the rows were generated (provenance kind `generated`): the paper says so and reports the
+        recovery of the planted structure instead of substantive findings."""
+        return (self.provenance.get("data") or {}).get("kind") == "generated"
 
     def claim(self, id_: str) -> str:
         """The results debate's status of a claim ('unsupported' when the debate did not make it): the

@@ -11,17 +11,19 @@ from typing import Any
 from ..artifacts import atomic_write_text, validate
 from ..claims import code_claims, document
 from ..errors import EdmArsError
-from . import outline
+from . import outline, provenance
 from .context import Citations, Ctx, Figure, register_numbers
 from .integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from .macros import MacroTable, template_macros
 from .phrases import Phrases
 from .sections import abstract, appendix, discussion, front, introduction, limitations, methods, related_work
+from .sections import provenance as availability
 from .sections import results as results_section
 from .text import word_count
 
 SLOTS = ("TITLE", "AUTHORS", "ABSTRACT", "KEYWORDS", "MACROS", "UNVERIFIED", "INTRODUCTION",
-         "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION", "LIMITATIONS", "BIBLIOGRAPHY", "APPENDIX")
+         "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION", "LIMITATIONS", "AVAILABILITY", "BIBLIOGRAPHY",
+         "APPENDIX")
 # Sections whose word counts are reported in the summary.
 TEXT_SECTIONS = ("ABSTRACT", "INTRODUCTION", "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION",
                  "LIMITATIONS", "APPENDIX")
@@ -30,7 +32,7 @@ TEXT_SECTIONS = ("ABSTRACT", "INTRODUCTION", "RELATED_WORK", "METHODS", "RESULTS
 # papers the other sections cite.
 WRITTEN = (("ABSTRACT", abstract), ("INTRODUCTION", introduction), ("METHODS", methods),
            ("RESULTS", results_section), ("DISCUSSION", discussion), ("LIMITATIONS", limitations),
-           ("RELATED_WORK", related_work))
+           ("AVAILABILITY", availability), ("RELATED_WORK", related_work))
 FIGURE_EXTENSIONS = {".pdf", ".png", ".jpg", ".jpeg"}
 
 
@@ -128,12 +130,16 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                 authors: str | None = None, validate_inputs: bool = True,
                 claims: dict[str, Any] | None = None, registry_groups: dict[str, str] | None = None,
                 rewriter: Any = None, dataset: dict[str, Any] | None = None,
-                phrases: str | Path | Phrases) -> dict[str, Any]:
+                phrases: str | Path | Phrases, provenance_record: dict[str, Any] | None = None,
+                recovery: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
 
     `phrases` is the phrase file (config/prompts/phrases.yaml) or its loaded table: the fixed sentences.
     `dataset` is the registry's prose (Registry.prose: names, population, source, design, unit, waves,
-    grouping); without it the paper describes the data neutrally. Returns a summary: word counts per section, figure and table counts, cited keys, the number of
+    grouping); without it the paper describes the data neutrally. `provenance_record` is output/paper/provenance.json
+    (what the rows are, the data set's citation, commit, configuration hash, package versions: the availability
+    statement; without it the paper has none) and `recovery` output/paper/recovery.json (generated data: the
+    recovery check). Returns a summary: word counts per section, figure and table counts, cited keys, the number of
     macros, whether the paper is marked unverified, figures that could not be found, and any number
     literal that escaped the macro table (should be none).
     """
@@ -164,7 +170,9 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                     ph=phrases if isinstance(phrases, Phrases) else Phrases.load(phrases),
                     claims={c["id"]: c["status"] for c in claims["claims"]}, claims_doc=claims,
                     registry_groups=dict(registry_groups or {}), dataset=dict(dataset or {}),
+                    provenance=dict(provenance_record or {}), recovery=dict(recovery or {}),
                     notation=template_macros(template.read_text(encoding="utf-8")))
+    provenance.add_citation(ctx)
     ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
                                  expected=(dataset or {}).get("expected_groups"))
     register_numbers(ctx)
@@ -216,7 +224,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     atomic_write_text(out_dir / "paper.tex", tex)
     atomic_write_text(out_dir / "outline.json", json.dumps(ctx.outline, indent=2) + "\n")
 
-    leaks = {s: raw_numbers(content[s]) for s in TEXT_SECTIONS + ("TITLE",) if raw_numbers(content[s])}
+    leaks = {s: raw_numbers(content[s]) for s in TEXT_SECTIONS + ("TITLE", "AVAILABILITY")
+             if raw_numbers(content[s])}
     summary = {
         "paper": str(out_dir / "paper.tex"),
         "sections": {s.lower(): word_count(content[s]) for s in TEXT_SECTIONS},

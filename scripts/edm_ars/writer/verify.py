@@ -602,6 +602,41 @@ def _check_unverified(tex_path: Path, tex: str, report: Report, artifacts: dict[
                            "block (\\unverifiedbox{...})")
 
 
+#: words that say the rows themselves were generated ("This study was generated automatically" says nothing about
+#: the data, so `generated` counts only next to data, rows, records, students or stand-in)
+GENERATED_DATA = re.compile(
+    r"\b(?:synthetic|simulated|stand-in)\b"
+    r"|\bgenerated\s+(?:these\s+|the\s+)?(?:data|rows|records|students|stand-in)\b"
+    r"|\b(?:data|rows|records)\s+(?:were|are|was|is)\s+(?:\w+\s+)?generated\b", re.I)
+
+
+def _slot_line(tex: str, name: str) -> int:
+    return next((i for i, text in enumerate(tex.splitlines(), start=1) if f"%%BEGIN:{name}%%" in text), 1)
+
+
+def _check_generated_disclosure(tex_path: Path, tex: str, report: Report, artifacts: dict[str, Any]) -> None:
+    """A paper whose rows were generated (provenance.json among the artifacts: data.kind generated) says so in its
+    abstract and in the data section of its Methods (the first subsection whose title names the data, else the
+    first). Without provenance.json the check does not apply (older runs record no provenance)."""
+    from .paper import slot_content
+
+    prov = artifacts.get("provenance.json")
+    if not isinstance(prov, dict) or (prov.get("data") or {}).get("kind") != "generated":
+        return
+    why = ("the data are generated (provenance.json: data.kind generated) but {where} does not say so "
+           "(no 'synthetic', 'simulated', 'stand-in' or 'generated' data, rows or records)")
+    abstract = strip_comments(slot_content(tex, "ABSTRACT"))
+    if not GENERATED_DATA.search(" ".join(abstract.split())):
+        report.failures.append(f"{tex_path.name}:{_slot_line(tex, 'ABSTRACT')}: " + why.format(where="the abstract"))
+    methods = strip_comments(slot_content(tex, "METHODS"))
+    parts = re.split(r"\\subsection\*?\{", methods)[1:]
+    data = next((p for p in parts if re.match(r"[^}]*\bdata\b", p, re.I)), parts[0] if parts else methods)
+    if not GENERATED_DATA.search(" ".join(data.split())):
+        title = data.split("}", 1)[0] if parts else "Methods"
+        report.failures.append(f"{tex_path.name}:{_slot_line(tex, 'METHODS')}: "
+                               + why.format(where=f"the data section ({title})"))
+
+
 def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> None:
     """Citations (every key in references.bib, no placeholder), placeholders anywhere in the body, the UNVERIFIED
     block the review calls for, and the lint (empty sections and causal verbs fail; lengths warn)."""
@@ -612,6 +647,7 @@ def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> No
     _check_citations(tex_path, body, report)
     _check_placeholders(tex_path, tex, report)
     _check_unverified(tex_path, tex, report, artifacts)
+    _check_generated_disclosure(tex_path, tex, report, artifacts)
     lines = {}
     for i, line in enumerate(tex.splitlines(), start=1):
         if m := re.match(r"^\s*%%BEGIN:([A-Z_]+)%%", line):

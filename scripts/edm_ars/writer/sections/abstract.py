@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...conventions import STACKING
+from .. import provenance
 from ..common import (
     feature_names,
     has_reserve_codes,
@@ -33,11 +34,14 @@ def write(ctx: Ctx) -> str:
     parts.append((3, ctx.ph("abstract.question", question=question)
                   + ("" if ctx.spec["research_question"].rstrip().endswith("?") else ".")))
     parts.append((0, ctx.ph(
-        "abstract.data", dataset=ctx.full_name, analytic_n=n["AnalyticN"], units=ctx.units,
+        "abstract.data", dataset=provenance.abstract_dataset(ctx), analytic_n=n["AnalyticN"], units=ctx.units,
         n_predictors=n["NPredictors"], waves=ctx.waves_text,
         recode=ctx.ph("abstract.recode_reserve_codes") + " " if has_reserve_codes(ctx) else "",
         split_by=ctx.split_by, n_models=n["NModels"],
         models=model_list(ctx) if len(ctx.results["models"]) <= 4 else _families_phrase(ctx))))
+    rows = provenance.abstract_sentence(ctx)  # what the rows are: never dropped
+    if rows:
+        parts.append((0, rows))
     others = [x for x in ctx.results["models"] if x != ctx.best and ctx.mac(x, ctx.primary)]
     rest = ""
     if others:
@@ -51,6 +55,9 @@ def write(ctx: Ctx) -> str:
         feats = join_list(feature_names(ctx, 3))
         parts.append((1, ctx.ph("abstract.features_shap", features=feats) if ctx.importance_key == "mean_abs_shap"
                       else ctx.ph("abstract.features_importance", features=feats)))
+    recovered = provenance.abstract_recovery(ctx)  # generated rows: the planted structure found
+    if recovered:
+        parts.append((1, recovered))
     fair = _abstract_fairness(ctx)
     if fair:
         parts.append((2, fair))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative
+from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
     feature_names,
@@ -26,6 +26,10 @@ from ..consistency import (
 )
 from ..context import Ctx
 from ..text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
+
+#: the Discussion's blocks that read findings as facts about students (what the features mean, practical use, the
+#: groups, further studies of the population): left out when the rows were generated
+GENERATED_OMITS = ("features", "practice", "fairness", "meaning", "limits", "future")
 
 
 def write(ctx: Ctx) -> str:
@@ -59,7 +63,9 @@ def write(ctx: Ctx) -> str:
     add("performance",
         ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
                statement=primary_stmt(ctx), units=units, unseen=unseen)
-        + " " + ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_label, units=units, scope=scope))
+        + " " + (ctx.ph("provenance.discussion_performance", units=units) if ctx.generated
+                 else ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_label, units=units,
+                             scope=scope)))
     fam = model_family(best)
     # the selected model against the best model of the other family: the sentence follows the comparison evidence
     # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it
@@ -145,6 +151,12 @@ def write(ctx: Ctx) -> str:
     add("limits", narrative.limits(ctx))
     add("future", narrative.future(ctx))
     order = (ctx.outline or {}).get("discussion") or list(blocks)
+    if ctx.generated:  # a study on data with a known generating process: the recovery check, no substantive reading
+        for key in GENERATED_OMITS:
+            blocks.pop(key, None)
+        recovery = provenance.discussion_blocks(ctx)
+        blocks.update({k: [v] for k, v in recovery.items()})
+        order = ["performance", *recovery, *[k for k in order if k not in ("performance", *recovery)]]
     return "\n\n".join(t for key in [*order, *[k for k in blocks if k not in order]] for t in blocks.get(key, []))
 
 

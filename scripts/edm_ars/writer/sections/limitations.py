@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
+from .. import provenance
 from ..common import data_name, suspiciously_high
 from ..context import Ctx
 from ..text import cap_first, join_list, lc_first, sentence
@@ -13,6 +14,9 @@ from ..text import cap_first, join_list, lc_first, sentence
 def write(ctx: Ctx) -> str:
     n = ctx.n
     items = [ctx.ph("limitations.predictive")]
+    rows = provenance.limitation(ctx)  # what the rows are (generated, a package's copy, a local file)
+    if rows:
+        items.insert(0, rows)
     for i, text in enumerate(ctx.spec.get("limitations") or []):
         if re.search(r"\bcausal\b", text, re.I):
             continue  # the first item already says it

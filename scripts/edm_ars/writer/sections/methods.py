@@ -6,7 +6,7 @@ import re
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative
+from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
     attr_label,
@@ -100,14 +100,17 @@ def split_sentences(ctx: Ctx, method: str) -> str:
 
 def data_text(ctx: Ctx) -> str:
     n, spec = ctx.n, ctx.spec
-    agency = (", " + ctx.ph("methods.collected_by", agency=ctx.ds["agency"])) if ctx.ds.get("agency") else ""
-    source = ctx.ds.get("source") or ctx.full_name
-    if not re.match(r"(the|a|an|these|this|our)\s", source, re.I):  # "We used {source}": the sentence's article
-        source = "the " + source
-    sents = [ctx.ph("methods.data_source", source=source, agency=agency)]
+    sents = provenance.data_sentences(ctx)  # what the rows are, who collected them, how they reached us
+    if sents is None:  # no provenance record: the registry's source alone
+        agency = (", " + ctx.ph("methods.collected_by", agency=ctx.ds["agency"])) if ctx.ds.get("agency") else ""
+        source = ctx.ds.get("source") or ctx.full_name
+        if not re.match(r"(the|a|an|these|this|our)\s", source, re.I):  # "We used {source}": the sentence's article
+            source = "the " + source
+        sents = [ctx.ph("methods.data_source", source=source, agency=agency)]
     pop = (spec.get("population") or "").strip().rstrip(".")
     if pop:
-        sents.append(ctx.ph("methods.population", population=lc_first(ctx.t(pop, "research_spec.json:population"))))
+        pop = lc_first(ctx.t(pop, "research_spec.json:population"))
+        sents.append(provenance.population(ctx, pop) or ctx.ph("methods.population", population=pop))
     sents.append(ctx.ph("methods.analytic_sample", original=n["OriginalN"], units=ctx.units, analytic=n["AnalyticN"],
                         pct=n["RetentionPct"]))
     if ctx.binary and "NPositive" in n:

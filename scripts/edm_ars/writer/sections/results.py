@@ -6,7 +6,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative
+from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
     PERTURBATION_KIND,
@@ -825,8 +825,9 @@ def write(ctx: Ctx) -> str:
                     floats.append(env)
         body = paras[:1] + floats + paras[1:]
         out.append(f"\\subsection{{{title}}}\\label{{{label}}}\n" + "\n\n".join(body))
+    recovery = provenance.results_recovery(ctx)  # generated rows: the analysis against the planted truth
     summary = narrative.evidence_summary(ctx, ctx.claims_doc)
-    return "\n\n".join(out + ([summary] if summary else []))
+    return "\n\n".join(out + ([recovery] if recovery else []) + ([summary] if summary else []))
 
 
 def _kind_of_prediction(ctx: Ctx) -> str:
