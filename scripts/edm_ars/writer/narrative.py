@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..registry import EARLY, PRIOR
 from ..texescape import escape_latex
+from . import provenance
 from .common import (
     data_name,
     feature_names,
@@ -39,16 +40,18 @@ def archetype(ctx: Ctx) -> str:
 
 def title(ctx: Ctx, label: str) -> str:
     a = archetype(ctx)
+    short = (ctx.ph("narrative.title_generated_data", short=ctx.short) if provenance.kind(ctx) == "generated"
+             else data_name(ctx))
     if a == "limits_of_prediction":
-        return ctx.ph("narrative.title_limits_of_prediction", earlier=_earlier(ctx), label=label, short=data_name(ctx))
+        return ctx.ph("narrative.title_limits_of_prediction", earlier=_earlier(ctx), label=label, short=short)
     if a == "fairness_audit":
-        return ctx.ph("narrative.title_fairness_audit", label=label, short=data_name(ctx))
+        return ctx.ph("narrative.title_fairness_audit", label=label, short=short)
     if a == "surprising_predictor":
-        return ctx.ph("narrative.title_surprising_predictor", label=label, short=data_name(ctx))
+        return ctx.ph("narrative.title_surprising_predictor", label=label, short=short)
     if a == "complexity_pays":
-        return ctx.ph("narrative.title_complexity_pays", label=label, short=data_name(ctx))
+        return ctx.ph("narrative.title_complexity_pays", label=label, short=short)
     if a == "policy_brief":
-        return ctx.ph("narrative.title_policy_brief", label=label, short=data_name(ctx))
+        return ctx.ph("narrative.title_policy_brief", label=label, short=short)
     raise KeyError(a)
 
 

@@ -213,7 +213,9 @@ def write(ctx: Ctx) -> str:
     out = [data_text(ctx), outcome_text(ctx), preprocessing_text(ctx), methods_models(ctx), evaluation_text(ctx)]
     out += [extra for extra in (methods_fairness(ctx), methods_stability(ctx)) if extra]
     out.append(f"\\subsection{{{ctx.ph('methods.automation_title')}}}\n"
-               + " ".join([automation_note(ctx), ctx.ph("methods.automation_traceable", short=ctx.short),
+               + " ".join([automation_note(ctx), (ctx.ph("methods.automation_traceable_generated")
+                                                    if provenance.kind(ctx) == "generated"
+                                                    else ctx.ph("methods.automation_traceable", short=ctx.short)),
                            narrative.methods_review(ctx)]))
     return "\n\n".join(out)
 
