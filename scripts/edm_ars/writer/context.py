@@ -281,6 +281,11 @@ class Ctx:
                       "research_spec.json:outcome.label")
 
     @property
+    def outcome_phrase(self) -> str:
+        """The outcome's label inside a sentence ('ever attended college ...'; an acronym keeps its case)."""
+        return lc_first(self.outcome_label)
+
+    @property
     def positive(self) -> str:
         pos = self.spec["outcome"].get("positive_label")
         return self.t(pos, "research_spec.json:outcome.positive_label") if pos else self.ph("common.positive_class")

@@ -159,7 +159,7 @@ def methods_review(ctx: Ctx) -> str:
         n = {s: ctx.m.count(f"NClaims{s.capitalize()}", v, f"count(claims.json:claims[status={s}])", derived=True)
              for s, v in counts.items()}
         total = ctx.m.count("NClaims", k, "len(claims.json:claims)", derived=True)
-        return text + "; " + ctx.ph("narrative.review_claims_policy", total=total, outcome=ctx.outcome_label,
+        return text + "; " + ctx.ph("narrative.review_claims_policy", total=total, outcome=ctx.outcome_phrase,
                                     supported=n["supported"], inconclusive=n["inconclusive"],
                                     unsupported=n["unsupported"])
     return text + ". " + ctx.ph("narrative.review_policy")

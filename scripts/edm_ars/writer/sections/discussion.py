@@ -64,7 +64,7 @@ def write(ctx: Ctx) -> str:
         ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
                statement=primary_stmt(ctx), units=units, unseen=unseen)
         + " " + (ctx.ph("provenance.discussion_performance", units=units) if ctx.generated
-                 else ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_label, units=units,
+                 else ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_phrase, units=units,
                              scope=scope)))
     fam = model_family(best)
     # the selected model against the best model of the other family: the sentence follows the comparison evidence
@@ -197,7 +197,7 @@ def _discussion_fairness(ctx: Ctx) -> str:
     if flagged:
         actors = use_prose(ctx)["actors"] or ctx.ph("discussion.fairness_default_actors")
         text = (ctx.ph("discussion.fairness_gaps", groups=join_list(labels), units=ctx.units,
-                       outcome=ctx.outcome_label, actors=actors) + f"{c.citep('fairness', limit=2)}.")
+                       outcome=ctx.outcome_phrase, actors=actors) + f"{c.citep('fairness', limit=2)}.")
     else:
         text = ctx.ph("discussion.fairness_no_gap") + f"{c.citep('fairness', limit=2)}."
     return text + extra

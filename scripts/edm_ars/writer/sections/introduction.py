@@ -23,7 +23,7 @@ def write(ctx: Ctx) -> str:
     c, n, spec = ctx.cites, ctx.n, ctx.spec
     o = spec["outcome"]
     paras = []
-    opening = ctx.ph("introduction.opening_outcome", outcome=ctx.outcome_label, cite=c.citep("edm", limit=3))
+    opening = ctx.ph("introduction.opening_outcome", outcome=ctx.outcome_phrase, cite=c.citep("edm", limit=3))
     use = use_prose(ctx)
     if use["purpose"]:  # the registry says what the prediction serves, who acts on it and when
         actors = use["actors"] or ctx.ph("introduction.actors_default")
@@ -61,7 +61,7 @@ def write(ctx: Ctx) -> str:
     recode = ctx.ph("introduction.recode_reserve_codes") + " " if has_reserve_codes(ctx) else ""
     items = [
         ctx.ph("introduction.item_pipeline", dataset=ctx.short, recode=recode, split_by=ctx.split_by),
-        ctx.ph("introduction.item_comparison", n_models=n["NModels"], outcome=ctx.outcome_label, test_n=n["TestN"],
+        ctx.ph("introduction.item_comparison", n_models=n["NModels"], outcome=ctx.outcome_phrase, test_n=n["TestN"],
                units=ctx.units),
     ]
     if ctx.top_features:

@@ -154,8 +154,10 @@ def outcome_text(ctx: Ctx) -> str:
         elif used:
             sents.append(ctx.ph("methods.protected_some_used", attributes=labels,
                                 used=join_list([lc_first(ctx.label_tex(p, "registry label")) for p in used])))
+        elif len(protected) > 1:
+            sents.append(ctx.ph("methods.protected_unused", attributes=labels, units=ctx.units))
         else:
-            sents.append(ctx.ph("methods.protected_unused", attributes=labels))
+            sents.append(ctx.ph("methods.protected_unused_one", attributes=labels, units=ctx.units))
     return (f"\\subsection{{{ctx.ph('methods.outcome_title')}}}\n" + " ".join(sents) + "\n\n"
             + predictor_table(ctx))
 

@@ -18,7 +18,7 @@ def write(ctx: Ctx) -> str:
         text = _paragraph(ctx.ph("related_work.heading_prediction"))
         if len(edm) >= 2:
             text += " " + ctx.ph("related_work.edm_history_examples", cite=_cite(c, edm), first=c.citet(edm[0]),
-                                 second=c.citet(edm[1]), outcome=ctx.outcome_label)
+                                 second=c.citet(edm[1]), outcome=ctx.outcome_phrase)
         elif edm:
             text += " " + ctx.ph("related_work.edm_history", cite=_cite(c, edm))
         if hsls:
@@ -45,8 +45,8 @@ def write(ctx: Ctx) -> str:
     if shap:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_interpretation")),
                                ctx.ph("related_work.shap_attribution", cite=_cite(c, shap), units=ctx.units,
-                                      outcome=ctx.outcome_label),
-                               ctx.ph("related_work.shap_not_causal", outcome=ctx.outcome_label)]))
+                                      outcome=ctx.outcome_phrase),
+                               ctx.ph("related_work.shap_not_causal", outcome=ctx.outcome_phrase)]))
     fair = c.keys("fairness")
     if fair:
         groups = [ctx.label_tex(g, "research_spec.json:subgroups") for g in ctx.spec.get("subgroups", [])]

@@ -368,7 +368,7 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
     text = ""
     if summ:
         text += ctx.ph("results.shap_summary_figure", figure=fig_ref(ctx, summ, sec), unit=ctx.ds["unit"],
-                       outcome=ctx.outcome_label) + " "
+                       outcome=ctx.outcome_phrase) + " "
     if ctx.binary:
         up, down = ctx.ph("results.higher_probability", outcome=_outcome_np(ctx)), ctx.ph("results.lower_probability")
     else:
@@ -386,7 +386,7 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
         text += " " + ctx.ph("results.categorical_mixed_one", features=join_list(cat_mixed))
     if mixed:
         text += " " + ctx.ph("results.not_monotone", features=join_list(mixed))
-    text += " " + ctx.ph("results.attributions_are_predictive", unit=ctx.ds["unit"], outcome=ctx.outcome_label)
+    text += " " + ctx.ph("results.attributions_are_predictive", unit=ctx.ds["unit"], outcome=ctx.outcome_phrase)
     return text.strip()
 
 
@@ -632,7 +632,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         attributes = ctx.ph("results.audit_attributes_one", count=number_word(len(singles)))
     text = ctx.ph("results.audit", model=model_t, attributes=attributes,
                   refs=f" ({join_list(refs)})" if refs else "")
-    text += " " + ctx.ph("results.audit_not_causal", outcome=ctx.outcome_label, units=ctx.units)
+    text += " " + ctx.ph("results.audit_not_causal", outcome=ctx.outcome_phrase, units=ctx.units)
     overall = (fa.get("overall") or {}).get(primary)
     if isnum(overall):
         text += " " + ctx.ph("results.audit_overall", metric=FAIR_LABEL.get(primary, escape_latex(primary)),
