@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..conventions import STACKING
 from ..registry import EARLY, PRIOR, common_timing, timing_class
 from ..texescape import escape_latex
+from . import provenance
 from .context import Ctx, Figure
 from .macros import METRIC_LABEL, macro_name
 from .text import clean_label, isnum, join_list, model_family
@@ -260,6 +261,9 @@ def group_phrases(ctx: Ctx, groups: list[str]) -> list[str]:
 
 
 def data_name(ctx: Ctx) -> str:
-    """The data set's short name as a noun for 'the ...': 'Project STAR data', 'London exam data'."""
+    """The data set's short name as a noun for 'the ...': 'Project STAR data', 'London exam data'; generated rows
+    are named as such ('generated HSLS:09-like data')."""
     short = ctx.short
+    if provenance.kind(ctx) == "generated":
+        return ctx.ph("common.generated_data_name", short=short)
     return short if short.lower().endswith(("data", "data set", "dataset")) else short + " data"
