@@ -99,6 +99,10 @@ def write(ctx: Ctx) -> str:
     return "\n\n".join(paras)
 
 
+#: a survey's item nonresponse is called substantial when some variable misses at least this share (percent)
+SUBSTANTIAL_MISSING_PCT = 10.0
+
+
 def data_pitfalls(ctx: Ctx) -> str:
     """The introduction's paragraph on the data set and the pitfalls of modelling it."""
     c, ds, units, unit = ctx.cites, ctx.ds, ctx.units, ctx.cluster
@@ -128,9 +132,10 @@ def data_pitfalls(ctx: Ctx) -> str:
     elif g["columns"]:
         pitfalls.append(ctx.ph("introduction.pitfall_nested", units=units, unit=unit))
     miss = ctx.data.get("missingness")
-    if ctx.survey:
+    worst = max([(r or {}).get("pct_missing") or 0 for r in (miss or {}).values()], default=0)
+    if ctx.survey and worst >= SUBSTANTIAL_MISSING_PCT:  # "substantial" only when some predictor lacks that many
         pitfalls.append(ctx.ph("introduction.pitfall_nonresponse"))
-    elif miss is None or any((r or {}).get("pct_missing") for r in miss.values()):  # only when values are missing
+    elif miss is None or worst > 0:  # only when values are missing
         pitfalls.append(ctx.ph("introduction.pitfall_missing", units=units))
     listed = "; ".join(pitfalls[:-1]) + "; and " + pitfalls[-1] if len(pitfalls) > 1 else pitfalls[0]
     if len(pitfalls) == 1:
