@@ -354,11 +354,18 @@ def _floor_text(ctx: Ctx) -> str:
 def _direction_text(ctx: Ctx, sec: str) -> str:
     k = min(5, len(ctx.top_features))
     pos, neg, mixed, cat_mixed = [], [], [], []
+    pos_lv, neg_lv = [], []  # two-level categorical predictors, named with the level their column encodes
     for i in range(k):
         f = ctx.top_features[i]
         d = f["direction"]  # the schema's positive, negative or mixed
         name = f"\\emph{{{ctx.feature_label(i)}}}"
-        if d == "positive":
+        cols = f.get("columns") or []
+        if d in ("positive", "negative") and len(cols) == 1 and cols[0].startswith(f"{f['feature']}__"):
+            # one indicator column of a two-level categorical: its direction is that of the encoded level
+            level = escape_latex(cols[0].split("__", 1)[1].replace("_", " "))
+            (pos_lv if d == "positive" else neg_lv).append(ctx.ph("results.direction_level", feature=name,
+                                                                   level=level))
+        elif d == "positive":
             pos.append(name)
         elif d == "negative":
             neg.append(name)
@@ -380,6 +387,10 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
         sents.append(ctx.ph("results.direction", features=join_list(neg), prediction=down))
     if sents:
         text += cap_first(" and ".join(sents) if len(sents) == 2 else sents[0]) + "."
+    for levels, prediction in ((pos_lv, up), (neg_lv, down)):
+        if levels:
+            text += " " + cap_first(ctx.ph("results.direction_levels", features=join_list(levels),
+                                           prediction=prediction)) + "."
     if len(cat_mixed) > 1:
         text += " " + ctx.ph("results.categorical_mixed_many", features=join_list(cat_mixed))
     elif cat_mixed:
