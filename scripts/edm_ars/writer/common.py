@@ -260,10 +260,11 @@ def group_phrases(ctx: Ctx, groups: list[str]) -> list[str]:
     return [_prose_text(phrases[g]) for g in groups if phrases.get(g)]
 
 
-def data_name(ctx: Ctx) -> str:
-    """The data set's short name as a noun for 'the ...': 'Project STAR data', 'London exam data'; generated rows
-    are named as such ('generated HSLS:09-like data')."""
+def data_name(ctx: Ctx, *, studied: bool = True) -> str:
+    """The data set's short name as a noun for 'the ...': 'Project STAR data', 'London exam data'; the rows this
+    study analysed, when generated, are named as such ('generated HSLS:09-like data'), while `studied=False` names
+    the data set itself (what other studies used)."""
     short = ctx.short
-    if provenance.kind(ctx) == "generated":
+    if studied and provenance.kind(ctx) == "generated":
         return ctx.ph("common.generated_data_name", short=short)
     return short if short.lower().endswith(("data", "data set", "dataset")) else short + " data"

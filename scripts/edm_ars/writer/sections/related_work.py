@@ -73,7 +73,7 @@ def write(ctx: Ctx) -> str:
         paras.append(ctx.ph("related_work.further_one", works=works) if len(cited) == 1
                      else ctx.ph("related_work.further_many", works=works))
     if ctx.lit.get("source") == "curated" or ctx.lit.get("retrieval_failed"):
-        paras.append(ctx.ph("related_work.curated", short=data_name(ctx)))
+        paras.append(ctx.ph("related_work.curated", short=data_name(ctx, studied=False)))
     return "\n\n".join(paras)
 
 
