@@ -465,20 +465,21 @@ def _build(tmp_path: Path, binary: bool, passed: bool, name: str = "paper", **ch
     return summary, out
 
 
-@pytest.fixture
-def binary_paper(tmp_path):
-    return _build(tmp_path, binary=True, passed=False, name="binary")
+# The fixture papers are built once per module and only read by the tests (a test that changes a paper builds its
+# own with _build).
+@pytest.fixture(scope="module")
+def binary_paper(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("binary"), binary=True, passed=False, name="binary")
 
 
-@pytest.fixture
-def regression_paper(tmp_path):
-    return _build(tmp_path, binary=False, passed=True, name="regression")
+@pytest.fixture(scope="module")
+def regression_paper(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("regression"), binary=False, passed=True, name="regression")
 
 
-@pytest.fixture(params=["binary", "regression"])
-def any_paper(request, tmp_path):
-    binary = request.param == "binary"
-    return _build(tmp_path, binary=binary, passed=not binary)
+@pytest.fixture(scope="module", params=["binary", "regression"])
+def any_paper(request, binary_paper, regression_paper):
+    return binary_paper if request.param == "binary" else regression_paper
 
 
 def _bib_keys(path: Path) -> list[str]:
@@ -1280,10 +1281,10 @@ def test_no_paper_quotes_the_review_score_and_the_automation_is_disclosed_once(t
         assert "passed the automated review" in slot_content(tex, "DISCUSSION")
 
 
-def test_a_quoted_review_score_is_found(binary_paper):
+def test_a_quoted_review_score_is_found(tmp_path):
     """The helper above catches the score however it is printed: planted in the discussion as a sentence, or as a
     number macro of the review's score."""
-    _, out = binary_paper
+    _, out = _build(tmp_path, binary=True, passed=False, name="binary")
     tex = (out / "paper.tex").read_text()
     rv = review(False)
     for planted in ("An automated review passed it with an overall score of 9.9 out of ten.",
