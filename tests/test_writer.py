@@ -1156,6 +1156,8 @@ def test_writer_states_only_supported_claims(tmp_path):
     # the intervals of the two models do not overlap, so the paper says the debate left the comparison open
     assert "improved on" not in discussion and "left open whether XGBoost predicts better than" in discussion
     assert "the evidence on them is inconclusive" in discussion
+    # a gap above the threshold that the evidence does not settle is never "no gap above the threshold"
+    assert "found no gap above the flagging threshold," not in discussion
 
     refuted = _claims_with(res, {"predicts_above_chance": "unsupported", "subgroup_gap_": "unsupported"})
     _, out = _build(tmp_path, binary=True, passed=True, name="refuted", claims=refuted)

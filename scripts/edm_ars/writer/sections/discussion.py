@@ -198,6 +198,8 @@ def _discussion_fairness(ctx: Ctx) -> str:
         actors = use_prose(ctx)["actors"] or ctx.ph("discussion.fairness_default_actors")
         text = (ctx.ph("discussion.fairness_gaps", groups=join_list(labels), units=ctx.units,
                        outcome=ctx.outcome_phrase, actors=actors) + f"{c.citep('fairness', limit=2)}.")
+    elif unsettled:  # gaps above the threshold that the evidence does not settle: never "no gap above it"
+        text = ctx.ph("discussion.fairness_no_settled_gap") + f"{c.citep('fairness', limit=2)}."
     else:
         text = ctx.ph("discussion.fairness_no_gap") + f"{c.citep('fairness', limit=2)}."
     return text + extra
