@@ -770,11 +770,20 @@ def test_model_schema_refuses_an_unknown_target_stage():
         jsonschema.validate(bad, MODEL_REVIEW_SCHEMA)
 
 
+def _anthropic_critic(server, tmp_path):
+    """A real Anthropic client of the Critic, talking to the fake server."""
+    from edm_ars.llm import AgentSettings, LLMClient
+
+    settings = AgentSettings(agent="critique", backend="anthropic", model="claude-test", temperature=0.0,
+                             max_tokens=2000, timeout_s=5.0, max_retries=0, base_url=server.url)
+    return LLMClient(settings, run_round=0, cache_dir=tmp_path / "cache", ledger_path=tmp_path / "l.jsonl",
+                     transcript_dir=None)
+
+
 def test_real_client_sends_image_blocks_to_the_anthropic_api(good, reg, prompts, tmp_path, monkeypatch):
     """End to end through LLMClient and the fake Anthropic server: image blocks reach the request."""
     from fakes.llm_servers import FakeAnthropic
 
-    from edm_ars.llm import AgentSettings, LLMClient
 
     for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                 "http_proxy", "https_proxy", "all_proxy"):
@@ -785,10 +794,7 @@ def test_real_client_sends_image_blocks_to_the_anthropic_api(good, reg, prompts,
     code = review(good["spec"], good["report"], good["results"], reg, round_=0, max_revisions=2)
     reply = "<thinking>methodologist, skeptic, synthesizer</thinking>\n" + json.dumps(model_answer())
     with FakeAnthropic([reply]) as server:
-        settings = AgentSettings(agent="critique", backend="anthropic", model="claude-test", temperature=0.0,
-                                 max_tokens=2000, timeout_s=5.0, max_retries=0, base_url=server.url)
-        client = LLMClient(settings, run_round=0, cache_dir=tmp_path / "cache", ledger_path=tmp_path / "l.jsonl",
-                           transcript_dir=None)
+        client = _anthropic_critic(server, tmp_path)
         rv = review_with_model(client, prompts, good["spec"], good["report"], good["results"],
                                {"roc": tmp_path / "roc.pdf"}, code, images=True)
     sent = server.requests[0]["messages"][0]["content"]
@@ -809,7 +815,6 @@ def test_the_model_critic_sees_the_png_renderings_of_the_key_figures(good, reg, 
     from edm_ars import figures
     from edm_ars.explain import summary_figure
     from edm_ars.fairness import fairness_figure
-    from edm_ars.llm import AgentSettings, LLMClient
 
     for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                 "http_proxy", "https_proxy", "all_proxy"):
@@ -840,10 +845,7 @@ def test_the_model_critic_sees_the_png_renderings_of_the_key_figures(good, reg, 
     code = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2)
     reply = "<thinking>methodologist, skeptic, synthesizer</thinking>\n" + json.dumps(model_answer())
     with FakeAnthropic([reply]) as server:
-        settings = AgentSettings(agent="critique", backend="anthropic", model="claude-test", temperature=0.0,
-                                 max_tokens=2000, timeout_s=5.0, max_retries=0, base_url=server.url)
-        client = LLMClient(settings, run_round=0, cache_dir=tmp_path / "cache", ledger_path=tmp_path / "l.jsonl",
-                           transcript_dir=None)
+        client = _anthropic_critic(server, tmp_path)
         rv = review_with_model(client, prompts, a["spec"], a["report"], a["results"], paths, code, images=True)
     sent = server.requests[0]["messages"][0]["content"]
     images = [b for b in sent if b["type"] == "image"]
