@@ -309,6 +309,7 @@ def engineered_for(wildcards):
             "test_X",
             "test_y",
             "test_protected",
+            "test_groups",
         )
     } | {"report": f"{d}/data_report.json"}
 

@@ -14,6 +14,7 @@ rule engineer:
         test_X="output/round_{round}/data/test_X.csv",
         test_y="output/round_{round}/data/test_y.csv",
         test_protected="output/round_{round}/data/test_protected.csv",
+        test_groups="output/round_{round}/data/test_groups.csv",
         report=report(
             "output/round_{round}/data/data_report.json",
             caption="../report/data_report.rst",

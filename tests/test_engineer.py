@@ -110,6 +110,9 @@ def test_prepare_end_to_end_protocol(reg, layout):
     assert not any(c.startswith(("X4EVRATNDCLG", "W1")) for c in out.train_X.columns)
     # zero school overlap, about 20% test
     assert rep["split"]["group_overlap"] == 0
+    # the test rows' clusters are written for the cluster bootstrap, none of them a training cluster
+    assert len(out.test_groups) == rep["test_n"] and not set(out.test_groups) & set(out.train_groups)
+    assert rep["split"]["clustered"] and rep["split"]["test_clusters"] == out.test_groups.nunique() > 1
     assert 0.15 < rep["test_n"] / rep["analytic_n"] < 0.25
     assert rep["validation_passed"], [c for c in rep["checks"] if not c["passed"]]
     # protected snapshot keeps the original labels, test rows only

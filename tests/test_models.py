@@ -105,3 +105,16 @@ def test_the_evaluation_records_the_thresholds_it_applies():
     assert {f.split(":")[0] for f in flags_for(BINARY, models)} == {"possible_leakage", "below_quality_floor"}
     assert f"> {binary['leakage_auc']}" in next(f for f in flags_for(BINARY, models) if "leakage" in f)
     assert thresholds_for("regression") == {"quality_floor": QUALITY_FLOOR["r2"], "leakage_auc": None}
+
+
+def test_cluster_bootstrap_draws_whole_clusters():
+    from edm_ars.metrics import cluster_bootstrap_counts
+
+    groups = np.array([5, 5, 5, 2, 9, 9])
+    counts = cluster_bootstrap_counts(groups, 200, seed=3)
+    assert counts.shape == (200, 6)
+    # rows of one cluster always count alike, and each resample draws as many clusters as there are
+    assert (counts[:, 0] == counts[:, 1]).all() and (counts[:, 4] == counts[:, 5]).all()
+    per_cluster = counts[:, [0, 3, 4]]
+    assert (per_cluster.sum(axis=1) == 3).all()
+    assert (cluster_bootstrap_counts(groups, 200, seed=3) == counts).all()

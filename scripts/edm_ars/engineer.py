@@ -425,6 +425,9 @@ class Prepared:
     test_protected: pd.DataFrame
     train_groups: pd.Series
     report: dict[str, Any]
+    # cluster ids of the test rows (a cluster bootstrap resamples them); each row its own id when the split is
+    # not grouped, so the cluster bootstrap is then the ordinary one
+    test_groups: pd.Series
 
 
 def outcome_source(reg: Registry, outcome: str) -> str:
@@ -533,6 +536,11 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
                                                   proto.seed, group_label=label)
     split["school_reconstruction"] = school
     split["grouping"] = grouping
+    split["clustered"] = bool(use_groups)
+    if not use_groups:
+        groups = pd.Series(np.arange(len(data)), index=data.index, name="pseudo_school_id")
+    split["train_clusters"] = int(groups.iloc[train_idx].nunique())
+    split["test_clusters"] = int(groups.iloc[test_idx].nunique())
     X_train, X_test = X.iloc[train_idx], X.iloc[test_idx]
 
     # 5. imputation fitted on training rows only
@@ -600,4 +608,4 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
         "protected": present_sub,
     }
     return Prepared(train_X, train_y, test_X, test_y, test_protected, groups.iloc[train_idx].reset_index(drop=True),
-                    report)
+                    report, groups.iloc[test_idx].reset_index(drop=True))

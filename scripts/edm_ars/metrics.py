@@ -21,6 +21,17 @@ def bootstrap_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
     return rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
 
 
+def cluster_bootstrap_counts(groups: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """A (B x n) matrix for a cluster bootstrap: each resample draws as many clusters as there are, with
+    replacement, and every row counts as often as its cluster was drawn. With one row per cluster this is the
+    ordinary bootstrap (though not the same draws as bootstrap_counts)."""
+    _, codes = np.unique(np.asarray(groups), return_inverse=True)
+    k = int(codes.max()) + 1 if len(codes) else 0
+    rng = np.random.default_rng(seed)
+    drawn = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples).astype(np.float64)
+    return drawn[:, codes]
+
+
 def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(b > 0, a / np.where(b > 0, b, 1), 0.0)

@@ -107,6 +107,7 @@ def engineer(smk: Any) -> None:
     write_csv(smk.output.test_X, prepared.test_X)
     write_csv(smk.output.test_y, prepared.test_y.to_frame(outcome))
     write_csv(smk.output.test_protected, prepared.test_protected)
+    write_csv(smk.output.test_groups, prepared.test_groups.to_frame("pseudo_school_id"))
     write_json(smk.output.report, report, "data_report")
 
 
