@@ -148,7 +148,7 @@ def paired_comparisons(dist: dict[str, np.ndarray], selected: str, primary: str,
         recs.append({"a": selected, "b": b, "metric": primary, "mean": float(d.mean()),
                      "ci": [float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))], "p": bootstrap_p(d),
                      "family": "selected"})
-    for rec, ph in zip(recs, holm([r["p"] for r in recs])):
+    for rec, ph in zip(recs, holm([r["p"] for r in recs]), strict=True):
         rec["p_holm"] = ph
     for a, b in extra:
         if a == b or selected in (a, b) or a not in dist or b not in dist:

@@ -69,7 +69,7 @@ def associations(X: pd.DataFrame, y: np.ndarray) -> dict[str, float]:
     denom = np.sqrt((xc ** 2).sum(axis=0) * (yc ** 2).sum())
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(denom > 0, (xc * yc[:, None]).sum(axis=0) / np.where(denom > 0, denom, 1), 0.0)
-    return {c: float(abs(v)) for c, v in zip(X.columns, r)}
+    return {c: float(abs(v)) for c, v in zip(X.columns, r, strict=True)}
 
 
 def by_source(columns: list[str], sources: dict[str, str]) -> dict[str, list[str]]:
