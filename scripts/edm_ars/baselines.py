@@ -82,7 +82,7 @@ def by_source(columns: list[str], sources: dict[str, str]) -> dict[str, list[str
 
 def _plain(task: str) -> Any:
     if task == BINARY:
-        return make_pipeline(StandardScaler(), LogisticRegression(penalty=None, max_iter=5000))
+        return make_pipeline(StandardScaler(), LogisticRegression(C=np.inf, max_iter=5000))
     return make_pipeline(StandardScaler(), LinearRegression())
 
 
