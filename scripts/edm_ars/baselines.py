@@ -102,8 +102,7 @@ def fit_baselines(task: str, X: pd.DataFrame, y: np.ndarray, sources: dict[str, 
     models[CONSTANT] = ConstantModel(value)
     meta[CONSTANT] = {"label": "Base-rate baseline" if task == BINARY else "Training-mean baseline",
                       "kind": "constant", "predictors": [], "columns": [], "value": value,
-                      "chosen_by": "the outcome's " + ("base rate" if task == BINARY else "mean") + " in the "
-                                   "training rows, predicted for every test student"}
+                      "chosen_by": "training_rows"}
     declared = [v for v in (prior or []) if v in groups]
     if declared:
         var = max(declared, key=lambda v: (strength[v], -declared.index(v)))

@@ -303,6 +303,16 @@ def tuning_text(ctx: Ctx) -> str:
     return text
 
 
+def _variables(ctx: Ctx, names: list[str], source: str) -> list[str]:
+    """Labels of source variables in running text, each with its wave when the labels alone would repeat
+    (the same test score in two waves)."""
+    labels = [ctx.label_tex(v, source) for v in names]
+    waves = {p.get("name"): p.get("wave") for p in ctx.spec.get("predictors", [])}
+    repeated = {x for x in labels if labels.count(x) > 1}
+    return [f"{x} ({wave_label(ctx, waves.get(v))})" if x in repeated and waves.get(v) else x
+            for x, v in zip(labels, names, strict=True)]
+
+
 def baselines_text(ctx: Ctx) -> str:
     """The baselines (results.json baselines): what each is and how its predictors were chosen."""
     b = ctx.baselines
@@ -316,17 +326,14 @@ def baselines_text(ctx: Ctx) -> str:
             parts.append(ctx.ph("methods.baselines_constant",
                                 mean_or_rate=ctx.ph("methods.base_rate") if ctx.binary else ctx.ph("methods.mean")))
         elif rec.get("kind") == "one_predictor" and rec.get("predictors"):
-            var = rec["predictors"][0]
-            predictor = ctx.label_tex(var, f"{src}.predictors.0")
+            predictor = _variables(ctx, rec["predictors"][:1], f"{src}.predictors")[0]
             if rec.get("chosen_by") == "registry":
-                declared = join_list([ctx.label_tex(v, f"{src}.declared") for v in rec.get("declared") or []])
-                parts.append(ctx.ph("methods.baselines_prior_registry", plain=plain, predictor=predictor,
-                                    declared=declared))
+                parts.append(ctx.ph("methods.baselines_prior_registry", plain=plain, predictor=predictor))
             else:
                 parts.append(ctx.ph("methods.baselines_prior_best", plain=plain, predictor=predictor))
         elif rec.get("kind") == "core_linear" and rec.get("predictors"):
             k = ctx.m.count("NCoreBaseline", len(rec["predictors"]), f"len({src}.predictors)", derived=True)
-            names = join_list([ctx.label_tex(v, f"{src}.predictors") for v in rec["predictors"]])
+            names = join_list(_variables(ctx, rec["predictors"], f"{src}.predictors"))
             parts.append(ctx.ph("methods.baselines_core", plain=plain, k=k, predictors=names))
     if not parts:
         return ""

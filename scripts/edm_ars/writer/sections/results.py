@@ -116,10 +116,11 @@ def paired_table(ctx: Ctx) -> str | None:
     if not recs:
         return None
     rows = []
-    for c in recs:
+    for i, c in enumerate(recs):
         key = f"pair|{c['b']}"
-        mark = " (" + ctx.ph("results.paired_table_baseline_mark") + ")" if c["b"] in ctx.baselines else ""
-        rows.append(" & ".join([ctx.model_label(c["b"]) + mark, ctx.n[key],
+        if c["b"] in ctx.baselines and (i == 0 or recs[i - 1]["b"] not in ctx.baselines):
+            rows.append("\\midrule")  # the baselines below a rule, as in the model table
+        rows.append(" & ".join([ctx.model_label(c["b"]), ctx.n[key],
                                 f"[{ctx.n[key + '|lo']}, {ctx.n[key + '|hi']}]", ctx.n.get(key + "|holm", "--")])
                     + " \\\\")
     head = [ctx.ph("results.paired_table_other"), ctx.ph("results.paired_table_difference", metric=metric_name(ctx)),
