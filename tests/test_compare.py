@@ -193,3 +193,67 @@ def test_better_fails_when_the_holm_adjusted_comparison_does_not_distinguish():
     found = _findings("Logistic regression was clearly better than random forest.")
     assert found and "not distinguishable" in found[0] and "Holm-adjusted p 0.0600" in found[0]
     assert _findings("Logistic regression could not be distinguished from random forest.") == []
+
+
+# ---- the Writer ----------------------------------------------------------------------------------------------
+def _with_comparisons(res: dict) -> dict:
+    """The writer fixture's results with baselines, cluster-bootstrap resampling and the selected model's paired
+    comparisons computed from bootstrap distributions planted around each model's metric (the tied models of
+    the fixture stay indistinguishable from the top one; every baseline is clearly worse)."""
+    import copy
+
+    res = copy.deepcopy(res)
+    primary = res["primary_metric"]
+    rng = np.random.default_rng(0)
+    common = rng.normal(0, 0.008, 1000)
+    dist = {m: v["metrics"][primary] + common + rng.normal(0, 0.01, 1000) for m, v in res["models"].items()}
+    binary = res["task"] == BINARY
+    centres = {CONSTANT: 0.5 if binary else -0.001, PRIOR: 0.68 if binary else 0.30, CORE: 0.80 if binary else 0.45}
+    labels = {CONSTANT: "Base-rate baseline" if binary else "Training-mean baseline",
+              PRIOR: "Prior-achievement baseline", CORE: "Core logistic baseline" if binary else "Core linear baseline"}
+    kinds = {CONSTANT: "constant", PRIOR: "one_predictor", CORE: "core_linear"}
+    preds = {CONSTANT: [], PRIOR: ["X1TXMTSCOR"], CORE: ["X1TXMTSCOR", "X1SES"]}
+    res["baselines"] = {}
+    for b, c in centres.items():
+        dist[b] = np.full(1000, c) if b == CONSTANT else c + common + rng.normal(0, 0.01, 1000)
+        ci = [float(np.percentile(dist[b], 2.5)), float(np.percentile(dist[b], 97.5))]
+        res["baselines"][b] = {"label": labels[b], "kind": kinds[b], "predictors": preds[b],
+                               "chosen_by": "registry" if b == PRIOR else "training_association",
+                               "metrics": {primary: c}, "ci": {primary: ci}}
+    res["paired_comparisons"] = paired_comparisons(dist, res["best_model"], primary)
+    res |= {"interval_method": "cluster_bootstrap", "test_clusters": 189, "comparison_alpha": 0.05}
+    res["selection_evidence"]["tie_test"] = "paired"
+    return res
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_the_writer_reports_baselines_and_paired_comparisons_and_verify_paper_reconciles_them(tmp_path, regression):
+    import test_writer
+
+    from edm_ars.writer.consistency import check_paper
+    from edm_ars.writer.paper import slot_content
+    from edm_ars.writer.verify import verify_paper
+
+    arts = test_writer.real_artifacts()
+    if regression:
+        arts = test_writer.regression_variant(arts)
+    arts["results"] = _with_comparisons(arts["results"])
+    figs = test_writer._real_figures(tmp_path / "round_0", arts["results"])
+    out = tmp_path / "paper"
+    test_writer.build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
+                            figures_dir=figs, template=test_writer.TEMPLATE, out_dir=out, phrases=test_writer.PHRASES,
+                            registry_labels=test_writer.REAL_LABELS, dataset=test_writer.HSLS_PROSE)
+    tex = (out / "paper.tex").read_text()
+    results_tex, methods = slot_content(tex, "RESULTS"), slot_content(tex, "METHODS")
+    assert "\\emph{Baselines}" in results_tex and "\\label{tab:paired}" in results_tex
+    assert "was clearly better than the strongest baseline, the core" in results_tex
+    assert "Holm procedure" in methods and "\\TestClusters{}" in methods and "Three baselines" in methods
+    by_name = test_writer._artifacts_by_name(arts)
+    report = check_paper(out / "paper.tex", by_name)
+    assert report.ok, "\n".join(report.failures())
+    assert verify_paper(out / "paper.tex", artifacts=by_name).ok
+    # the comparison with the strongest baseline, said the other way round, fails the check
+    (out / "paper.tex").write_text(tex.replace("was clearly better than the strongest baseline",
+                                               "could not be distinguished from the strongest baseline"))
+    bad = check_paper(out / "paper.tex", by_name)
+    assert any("not distinguishable from" in f and CORE in f for f in bad.failures()), bad.failures()
