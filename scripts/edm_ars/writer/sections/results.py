@@ -27,7 +27,7 @@ from ..common import (
     strength,
     suspiciously_high,
 )
-from ..consistency import record_comparison, record_promise, stacking_base
+from ..consistency import comparison_evidence, evidence_for, record_comparison, record_promise, stacking_base
 from ..context import Ctx
 from ..macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
 from ..text import (
@@ -293,7 +293,15 @@ def selection_text(ctx: Ctx) -> str:
             where = ctx.ph("results.interval_above_zero")
         else:
             where = ctx.ph("results.interval_below_zero")
-        if best == stack:
+        # the Holm-adjusted verdict of the selected stacked ensemble against that model (paired_comparisons)
+        adjusted = evidence_for(comparison_evidence(res), stack, base, "paired") if best == stack else None
+        if best == stack and adjusted is not None and adjusted.verdict != "better" and f"pair|{base}|holm" in ctx.n:
+            parts.append(ctx.ph("results.stacking_selected_unadjusted", base=model_np(ctx, base), level=CI_LEVEL,
+                                metric=metric_name(ctx), diff=d, ci=d_ci, base_again=model_np(ctx, base),
+                                holm=ctx.n[f"pair|{base}|holm"]))
+            record_comparison(ctx.outline, stack, base, "indistinct", "results.stacking_selected_unadjusted",
+                              "paired")
+        elif best == stack:
             parts.append(ctx.ph("results.stacking_selected", base=model_np(ctx, base), metric=metric_name(ctx),
                                 diff=d, ci=d_ci, where=where))
             record_comparison(ctx.outline, stack, base, "better", "results.stacking_selected", "paired")
