@@ -306,7 +306,7 @@ def tuning_text(ctx: Ctx) -> str:
 def _variables(ctx: Ctx, names: list[str], source: str) -> list[str]:
     """Labels of source variables in running text, each with its wave when the labels alone would repeat
     (the same test score in two waves)."""
-    labels = [ctx.label_tex(v, source) for v in names]
+    labels = [lc_first(ctx.label_tex(v, source)) for v in names]
     waves = {p.get("name"): p.get("wave") for p in ctx.spec.get("predictors", [])}
     repeated = {x for x in labels if labels.count(x) > 1}
     return [f"{x} ({wave_label(ctx, waves.get(v))})" if x in repeated and waves.get(v) else x
