@@ -516,9 +516,11 @@ def register_numbers(ctx: Ctx) -> None:
         if isinstance(c.get("p_holm"), (int, float)):
             n[key + "|holm"] = m.add(macro_name("Pair", c["b"], "Holm"), fmt_p(c["p_holm"]), float(c["p_holm"]),
                                      src + ".p_holm")
-    n["NPairs"] = m.count("NPairedComparisons", sum(1 for c in r.get("paired_comparisons") or []
-                                                   if isinstance(c, dict) and c.get("family", "selected") == "selected"),
-                          "count(results.json:paired_comparisons[family=selected])", derived=True)
+    n_pairs = sum(1 for c in r.get("paired_comparisons") or []
+                  if isinstance(c, dict) and c.get("family", "selected") == "selected")
+    if n_pairs:
+        n["NPairs"] = m.count("NPairedComparisons", n_pairs, "count(results.json:paired_comparisons[family=selected])",
+                              derived=True)
     best = ctx.best
     for metric, value in (r["models"][best].get("metrics") or {}).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
