@@ -8,10 +8,12 @@ promises it writes), four things are checked:
    "could not be distinguished", "does not settle whether", "similar to", "differed by", ...) names the models it
    compares (two at least: "the best single model" alone does not name one) and says what the comparison
    evidence of those two models shows. The evidence (:func:`comparison_evidence`) is read from results.json:
-   paired bootstrap differences (``selection_evidence.stacking_minus_selected``: stacking against the single model
-   the selection rule chose) and, for any two models with intervals of the primary metric, whether those
-   intervals overlap. A paired comparison is preferred to the intervals when both exist. "Clearly better than B"
-   needs evidence that excludes zero in A's favour; "could not be distinguished" needs evidence that does not.
+   the paired comparisons of the selected model with every other model and baseline (``paired_comparisons``:
+   bootstrap difference, interval, Holm-adjusted p), then ``selection_evidence.stacking_minus_selected``, and -
+   only for results without paired comparisons - whether two models' intervals of the primary metric overlap.
+   "Clearly better than B" needs a paired interval that excludes zero in A's favour and a Holm-adjusted p below
+   ``comparison_alpha``; "could not be distinguished" needs evidence that does not; a comparison of two models
+   that no paired comparison covers has no evidence and fails.
    A comparison against chance, a floor or a threshold is not a comparison of models and is left alone.
 2. **Contradictions.** No two claims about the same two models disagree (A better than B against "does not settle
    whether A predicts better than B", or B better than A).
