@@ -1,5 +1,6 @@
-# Stacking is a model of the others: its own rule, never a fit_model job.
+# Stacking is a model of the others, the baselines are not tuned: their own rules, never fit_model jobs.
 ruleorder: fit_stacking > fit_model
+ruleorder: fit_baselines > fit_model
 
 
 rule fit_model:
@@ -43,9 +44,30 @@ rule fit_stacking:
         "../scripts/fit_stacking.py"
 
 
+rule fit_baselines:
+    input:
+        unpack(training_for),
+        unpack(analysis_gate),
+        registry=REGISTRY_FILES,
+    output:
+        model="output/round_{round}/models/baselines.joblib",
+        meta="output/round_{round}/models/baselines.json",
+    log:
+        "logs/fit_baselines/round_{round}.log",
+    benchmark:
+        "benchmarks/fit_baselines/round_{round}.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        core_k=lookup(dpath="analysis/baselines/core_k", within=config),
+    script:
+        "../scripts/fit_baselines.py"
+
+
 rule evaluate:
     input:
         unpack(fitted_models),
+        unpack(baseline_fits),
         unpack(engineered_for),
     output:
         evaluation="output/round_{round}/analysis/evaluation.json",

@@ -353,6 +353,16 @@ def fitted_models(wildcards):
     }
 
 
+def baseline_fits(wildcards):
+    """The baselines round r uses: fitted in the round whose prepared data serve it (they depend on nothing else),
+    so a revision round that keeps the data reuses them by path."""
+    r = producing_round("engineer", int(wildcards.round))
+    return {
+        "baselines": f"output/round_{r}/models/baselines.joblib",
+        "baselines_meta": f"output/round_{r}/models/baselines.json",
+    }
+
+
 def stacking_inputs(wildcards):
     bases = base_models(wildcards.round)
     return (

@@ -34,7 +34,8 @@ def test_full_offline_run_builds_the_paper(base_run):
     out = workdir / "output"
     assert (out / "paper.pdf").stat().st_size > 20_000
     assert sorted(set(jobs_run(result))) == sorted({"synthesize", "dataset", "registry_tier2", "formulate",
-                                                    "engineer", "fit_model", "fit_stacking", "evaluate", "explain",
+                                                    "engineer", "fit_model", "fit_stacking", "fit_baselines", "evaluate",
+                                                    "explain",
                                                     "fairness", "stability_run", "stability", "analyze", "debate",
                                                     "critique", "provenance", "recovery", "write", "compile_pdf"})
     spec = read(out / "round_0" / "research_spec.json")
@@ -44,6 +45,14 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert spec["outcome"]["name"] == "X4EVRATNDCLG"
     assert report["validation_passed"] and report["split"]["group_overlap"] == 0
     assert set(results["models"]) == {"logistic", "xgboost", "stacking"}
+    # baselines on the same resamples (never selected), the cluster bootstrap, the selected model's paired comparisons
+    assert set(results["baselines"]) == {"baseline_constant", "baseline_prior", "baseline_core"}
+    assert results["baselines"]["baseline_constant"]["metrics"]["auc"] == 0.5
+    assert results["baselines"]["baseline_prior"]["predictors"] == ["X1TXMTSCOR"]
+    assert results["interval_method"] == "cluster_bootstrap" and results["test_clusters"] > 1
+    pairs = [c for c in results["paired_comparisons"] if c["family"] == "selected"]
+    assert {c["b"] for c in pairs} == set(results["models"]) - {results["best_model"]} | set(results["baselines"])
+    assert all(c["a"] == results["best_model"] and c["p"] <= c["p_holm"] <= 1 for c in pairs)
     for m in results["models"].values():
         low, high = m["ci"]["auc"]
         assert low <= m["metrics"]["auc"] <= high
@@ -288,7 +297,7 @@ def test_rerun_one_stage_and_downstream(base_run, tmp_path_factory):
     # the forced stage and what depends on it; nothing upstream. (Downstream jobs whose inputs come
     # out byte-identical are skipped by Snakemake's checksum comparison, as they should be.)
     assert {"evaluate", "analyze", "critique"} <= ran and {"write", "compile_pdf"} <= ran  # new figure files
-    assert not ran & {"synthesize", "formulate", "engineer", "fit_model", "fit_stacking"}
+    assert not ran & {"synthesize", "formulate", "engineer", "fit_model", "fit_stacking", "fit_baselines"}
     again = snakemake(workdir, "output/paper.pdf")
     assert "Nothing to be done" in again.stderr
 
@@ -306,7 +315,7 @@ def test_failed_explanations_keep_what_worked(base_run, tmp_path_factory):
         " gap_threshold: 0.05}\n  stability: {imputation: [simple], bootstrap: 1, seeds: 0}\n"))
     assert result.returncode == 0, result.stderr[-4000:]
     ran = set(jobs_run(result))
-    assert "explain" in ran and not ran & {"fit_model", "fit_stacking", "engineer"}
+    assert "explain" in ran and not ran & {"fit_model", "fit_stacking", "fit_baselines", "engineer"}
     out = workdir / "output"
     results = read(out / "round_0" / "results.json")
     explain_errors = [e for e in results["errors"] if e["phase"] == "explain"]

@@ -145,19 +145,27 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                             "evidence": ev.source if ev else None})
     gain = (results.get("selection_evidence") or {}).get("stacking_minus_selected")
     if isinstance(gain, dict) and is_number(gain.get("mean")) and _ci(gain.get("ci")):
-        from .writer.consistency import stacking_base
+        from .writer.consistency import comparison_evidence, evidence_for, stacking_base
 
         lo, hi = gain["ci"]
         base = stacking_base(results) or best
+        skeptic = ("supported" if lo > 0 else "unsupported" if hi < 0 else "inconclusive",
+                   f"95% interval of the paired difference [{lo:+.4f}, {hi:+.4f}]")
+        held = [b.ev("results.json", "selection_evidence.stacking_minus_selected.mean"),
+                b.ev("results.json", "selection_evidence.stacking_minus_selected.ci")]
+        # the selected model's comparisons are Holm-adjusted (results.json paired_comparisons): the claim is held to
+        # the adjusted verdict, as every sentence of the paper is
+        ev = evidence_for(comparison_evidence(results), STACKING, base, "paired")
+        if ev is not None and ev.source.startswith("results.json:paired_comparisons"):
+            skeptic = ({"better": "supported", "worse": "unsupported"}.get(ev.verdict, "inconclusive"), ev.detail)
+            held += [b.ev("results.json", key) for key in _evidence_keys(ev)]
         b.add("stacking_improves", f"Stacking the individual models improves on {base}, the single model the "
               "selection rule chose.",
               {"optimist": ("supported" if gain["mean"] > 0 else "unsupported", f"mean paired difference "
                             f"{gain['mean']:+.4f}"),
-               "skeptic": ("supported" if lo > 0 else "unsupported" if hi < 0 else "inconclusive",
-                           f"95% interval of the paired difference [{lo:+.4f}, {hi:+.4f}]"),
+               "skeptic": skeptic,
                "methodologist": ("supported", "out-of-fold stacking; no base model refitted")},
-              [b.ev("results.json", "selection_evidence.stacking_minus_selected.mean"),
-               b.ev("results.json", "selection_evidence.stacking_minus_selected.ci")],
+              held,
               model=base, compares={"a": STACKING, "b": base, "assertion": "better",
                                     "evidence": "results.json:selection_evidence.stacking_minus_selected"})
     _feature_claims(b, results)

@@ -326,6 +326,9 @@ def validate_registry(reg: Registry) -> list[str]:
     for attr in reg.protected_default + [a for pair in reg.protected_intersections for a in pair]:
         if attr not in reg.tier1:
             errors.append(f"protected attribute {attr} is not a variable of the registry")
+    for name in reg.dataset.get("prior_achievement") or []:  # the one-predictor baseline's candidates
+        if (reg.tier1.get(name) or {}).get("role") != "predictor":
+            errors.append(f"prior_achievement: {name} is not a predictor variable of the registry")
     for col in reg.grouping["columns"]:
         if col in reg.tier1 and reg.tier1[col].get("role") == "outcome":
             errors.append(f"grouping column {col} is an outcome")

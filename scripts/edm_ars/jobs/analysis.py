@@ -68,6 +68,45 @@ def fit_stacking(smk: Any) -> None:
     write_json(smk.output.meta, fit | {"skipped_bases": skipped})
 
 
+def fit_baselines(smk: Any) -> None:
+    """The baselines (edm_ars.baselines) on the training rows: base rate or mean, one prior-achievement predictor,
+    a plain linear model on a small core set. Revision rounds reuse them like the other fits (rules/common.smk)."""
+    import joblib
+    import pandas as pd
+
+    from ..baselines import fit_baselines as fit
+    from ..rule_io import registry_of
+
+    report = read_json(smk.input.report, "data_report")
+    reg = registry_of(smk)
+    X = pd.read_csv(smk.input.train_X)
+    y = pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy(dtype=float)
+    labels = {name: str(rec.get("label") or name) for name, rec in reg.tier1.items()}
+    prior = list(reg.dataset.get("prior_achievement") or [])
+    models, meta = fit(report["task"], X, y, report["feature_sources"], prior=prior, k=smk.params.core_k,
+                       labels=labels)
+    for name, info in meta.items():
+        log.info("%s: %s on %s (%s)", name, info["label"], info["predictors"] or "no predictor", info["chosen_by"])
+    joblib.dump(models, smk.output.model)
+    write_json(smk.output.meta, {"baselines": meta, "features": list(X.columns), "declared_prior": prior})
+
+
+def _baseline_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Test predictions of the baselines (none when the rule gave no baselines input)."""
+    if "baselines" not in smk.input.keys():
+        return {}, {}
+    import joblib
+
+    from ..baselines import predict
+    from ..errors import DataError
+
+    info = read_json(smk.input.baselines_meta)
+    if info["features"] != list(X.columns):
+        raise DataError(f"the baselines were trained on other columns than {smk.input.test_X}")
+    fitted = joblib.load(smk.input.baselines)
+    return {n: predict(m, task, X) for n, m in fitted.items()}, info["baselines"]
+
+
 def _test_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """Test predictions of every fitted model; stacking combines the base models' predictions."""
     import joblib
@@ -108,11 +147,14 @@ def evaluate(smk: Any) -> None:
 
     from .. import figures
     from ..analysis import (
+        ALPHA,
         above_floor,
         best_interpretable,
         evaluate_models,
         flags_for,
+        paired_comparisons,
         primary_metric,
+        resample_counts,
         select_best,
         thresholds_for,
     )
@@ -122,18 +164,34 @@ def evaluate(smk: Any) -> None:
     task = report["task"]
     X = pd.read_csv(smk.input.test_X)
     y = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
+    groups = pd.read_csv(smk.input.test_groups).iloc[:, 0].to_numpy()
     preds, meta, errors = _test_predictions(smk, task, X)
     if not preds:
         raise DataError(f"no model could be evaluated: {[e['message'] for e in errors]}")
+    base_preds, base_meta = _baseline_predictions(smk, task, X)
     primary = primary_metric(task)
-    models, dist = evaluate_models(task, y, preds, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed)
+    counts, resampling = resample_counts(len(y), smk.params.n_bootstrap, smk.params.seed, groups,
+                                         bool((report.get("split") or {}).get("clustered")))
+    log.info("intervals: %s over %s test clusters", resampling["interval_method"], resampling["test_clusters"])
+    scored, dist = evaluate_models(task, y, preds | base_preds, n_resamples=smk.params.n_bootstrap,
+                                   seed=smk.params.seed, counts=counts)
+    models = {n: scored[n] for n in preds}
+    baselines = {n: scored[n] | base_meta[n] for n in base_preds}
     for name, m in models.items():
         info = meta[name]
         m.update(label=info["label"], best_params=info["best_params"], cv_score=info["cv_score"],
                  fit_seconds=info["fit_seconds"], fit_cpu_seconds=info["fit_cpu_seconds"], search=info["search"])
         log.info("%s: %s %.4f [%.4f, %.4f]", name, primary, m["metrics"][primary], *m["ci"][primary])
-    best, rule, evidence = select_best(models, primary, dist)
+    for name, m in baselines.items():
+        log.info("%s (baseline): %s %.4f [%.4f, %.4f]", name, primary, m["metrics"][primary], *m["ci"][primary])
+    best, rule, evidence = select_best(models, primary, {n: dist[n] for n in models})
     interpreted = best_interpretable(models, primary, best)
+    top = evidence["top_single"]
+    comparisons = paired_comparisons(dist, best, primary,
+                                     extra=[(top, m) for m in evidence["overlapping_top"] if m != top])
+    for c in comparisons:
+        log.info("paired %s - %s: %+.4f [%+.4f, %+.4f], p %.4f, Holm p %s (%s)", c["a"], c["b"], c["mean"], *c["ci"],
+                 c["p"], "--" if c["p_holm"] is None else f"{c['p_holm']:.4f}", c["verdict"])
 
     fig_dir = Path(smk.output.figures)
     labels = {n: models[n]["label"] for n in models}
@@ -158,15 +216,16 @@ def evaluate(smk: Any) -> None:
                "students.")
         figure("residuals", figures.residual_figure(y, preds[best], labels[best], fig_dir / "residuals.pdf"),
                f"Residuals of the selected model ({labels[best]}) on the held-out test students.")
-    rows = [{"model": n, "label": models[n]["label"], **models[n]["metrics"],
-             **{f"{k}_low": v[0] for k, v in models[n]["ci"].items()},
-             **{f"{k}_high": v[1] for k, v in models[n]["ci"].items()}} for n in models]
+    rows = [{"model": n, "label": table[n]["label"], "baseline": n in baselines, **table[n]["metrics"],
+             **{f"{k}_low": v[0] for k, v in table[n]["ci"].items()},
+             **{f"{k}_high": v[1] for k, v in table[n]["ci"].items()}} for table in (models, baselines) for n in table]
     write_csv(smk.output.metrics_table, pd.DataFrame(rows))
     write_csv(smk.output.predictions, pd.DataFrame(preds))
     evaluation = {
         "task": task, "primary_metric": primary, "best_model": best, "selection_rule": rule,
         "selection_evidence": evidence, "interpreted_model": interpreted, "above_floor": above_floor(models, primary),
-        "n_bootstrap": smk.params.n_bootstrap, "test_n": int(len(y)), "models": models, "figures": figs,
+        "n_bootstrap": smk.params.n_bootstrap, "test_n": int(len(y)), **resampling, "models": models,
+        "baselines": baselines, "paired_comparisons": comparisons, "comparison_alpha": ALPHA, "figures": figs,
         "tables": [{"path": "tables/metrics.csv", "kind": "metrics"}], "flags": flags_for(task, models),
         "thresholds": thresholds_for(task), "errors": errors,
     }
@@ -363,7 +422,9 @@ def analyze(smk: Any) -> None:
         "task": ev["task"], "primary_metric": ev["primary_metric"], "best_model": ev["best_model"],
         "selection_rule": ev["selection_rule"], "selection_evidence": ev["selection_evidence"],
         "interpreted_model": ev["interpreted_model"], "n_bootstrap": ev["n_bootstrap"], "test_n": ev["test_n"],
-        "models": ev["models"],
+        "interval_method": ev["interval_method"], "test_clusters": ev["test_clusters"],
+        "models": ev["models"], "baselines": ev["baselines"], "paired_comparisons": ev["paired_comparisons"],
+        "comparison_alpha": ev["comparison_alpha"],
         "top_features": ex["top_features"],
         "shap": {"by_model": {m: {"explainer": v.get("explainer"), "n_explained": v.get("n_explained"),
                                   "top_features": v["top_features"]} for m, v in ex["by_model"].items()},

@@ -8,10 +8,12 @@ promises it writes), four things are checked:
    "could not be distinguished", "does not settle whether", "similar to", "differed by", ...) names the models it
    compares (two at least: "the best single model" alone does not name one) and says what the comparison
    evidence of those two models shows. The evidence (:func:`comparison_evidence`) is read from results.json:
-   paired bootstrap differences (``selection_evidence.stacking_minus_selected``: stacking against the single model
-   the selection rule chose) and, for any two models with intervals of the primary metric, whether those
-   intervals overlap. A paired comparison is preferred to the intervals when both exist. "Clearly better than B"
-   needs evidence that excludes zero in A's favour; "could not be distinguished" needs evidence that does not.
+   the paired comparisons of the selected model with every other model and baseline (``paired_comparisons``:
+   bootstrap difference, interval, Holm-adjusted p), then ``selection_evidence.stacking_minus_selected``, and -
+   only for results without paired comparisons - whether two models' intervals of the primary metric overlap.
+   "Clearly better than B" needs a paired interval that excludes zero in A's favour and a Holm-adjusted p below
+   ``comparison_alpha``; "could not be distinguished" needs evidence that does not; a comparison of two models
+   that no paired comparison covers has no evidence and fails.
    A comparison against chance, a floor or a threshold is not a comparison of models and is left alone.
 2. **Contradictions.** No two claims about the same two models disagree (A better than B against "does not settle
    whether A predicts better than B", or B better than A).
@@ -108,23 +110,40 @@ def _paired_stacking(results: dict[str, Any]) -> list[Evidence]:
                      f"paired bootstrap difference {STACKING} - {base}: 95% interval [{lo:+.4f}, {hi:+.4f}]")]
 
 
+def compared_models(results: dict[str, Any]) -> dict[str, Any]:
+    """Every model a comparison may name: the battery's models and the baselines (results.json baselines)."""
+    base = results.get("baselines") if isinstance(results.get("baselines"), dict) else {}
+    return {**base, **(results.get("models") or {})}
+
+
 def _paired_list(results: dict[str, Any]) -> list[Evidence]:
-    """Paired comparisons recorded as a list of {a, b, metric, mean, ci} (results.json paired_comparisons)."""
+    """Paired comparisons recorded as a list of {a, b, metric, mean, ci} (results.json paired_comparisons), with
+    the bootstrap p-value and its Holm adjustment over the selected model's comparisons where recorded (p, p_holm):
+    a difference whose Holm-adjusted p is not under the recorded level (comparison_alpha) is not distinguishable,
+    whatever its unadjusted interval."""
     out = []
-    models = results.get("models") or {}
+    models = compared_models(results)
+    alpha = results.get("comparison_alpha") if is_number(results.get("comparison_alpha")) else 0.05
     for i, rec in enumerate(results.get("paired_comparisons") or []):
         if not (isinstance(rec, dict) and rec.get("a") in models and rec.get("b") in models and _ci(rec.get("ci"))):
             continue
         metric = rec.get("metric") or results.get("primary_metric", "")
         lo, hi = rec["ci"]
-        out.append(Evidence(rec["a"], rec["b"], metric, "paired",
-                            _paired_verdict([lo, hi], HIGHER_IS_BETTER.get(metric, True)),
-                            f"results.json:paired_comparisons.{i}",
-                            f"paired difference {rec['a']} - {rec['b']}: 95% interval [{lo:+.4f}, {hi:+.4f}]"))
+        verdict = _paired_verdict([lo, hi], HIGHER_IS_BETTER.get(metric, True))
+        adjusted = is_number(rec.get("p_holm"))
+        if adjusted and rec["p_holm"] >= alpha:
+            verdict = INDISTINCT
+        holm = f", Holm-adjusted p {rec['p_holm']:.4f}" if adjusted else ""
+        out.append(Evidence(rec["a"], rec["b"], metric, "paired", verdict, f"results.json:paired_comparisons.{i}",
+                            f"paired difference {rec['a']} - {rec['b']}: 95% interval [{lo:+.4f}, {hi:+.4f}]{holm}"))
     return out
 
 
 def _intervals(results: dict[str, Any]) -> list[Evidence]:
+    """Overlap of two models' intervals: evidence only for results without paired comparisons (artifacts from
+    before every comparison of the selected model was paired); with them, a claim rests on a paired comparison."""
+    if results.get("paired_comparisons"):
+        return []
     primary = results.get("primary_metric", "")
     higher = HIGHER_IS_BETTER.get(primary, True)
     models = results.get("models") or {}
@@ -235,7 +254,7 @@ def model_aliases(results: dict[str, Any]) -> dict[str, str]:
     from .text import MODEL_NAMES
 
     out: dict[str, str] = {}
-    for m, rec in (results.get("models") or {}).items():
+    for m, rec in compared_models(results).items():
         names = {m.replace("_", " "), m, *FAMILY_ALIASES.get(m, ())}
         if MODEL_NAMES.get(m):
             names.add(MODEL_NAMES[m])
@@ -508,7 +527,7 @@ class ConsistencyReport:
 
 
 def _name(m: str, results: dict[str, Any]) -> str:
-    rec = (results.get("models") or {}).get(m) or {}
+    rec = compared_models(results).get(m) or {}
     return f"{m} ({rec['label']})" if rec.get("label") and rec["label"].lower() != m else m
 
 
@@ -527,7 +546,7 @@ def _left_open(claims_doc: dict[str, Any] | None, x: str, y: str) -> str | None:
 def _point(results: dict[str, Any], model: str) -> float:
     """A model's primary metric oriented so that higher is better (-inf when it has none)."""
     primary = results.get("primary_metric", "")
-    v = (((results.get("models") or {}).get(model) or {}).get("metrics") or {}).get(primary)
+    v = ((compared_models(results).get(model) or {}).get("metrics") or {}).get(primary)
     if not is_number(v):
         return float("-inf")
     return float(v) if HIGHER_IS_BETTER.get(primary, True) else -float(v)
@@ -698,7 +717,7 @@ def check_recorded_comparisons(doc: Doc, results: dict[str, Any], recorded: list
                                report: ConsistencyReport, claims_doc: dict[str, Any] | None = None) -> None:
     """Each comparison the Writer recorded matches the evidence and is in the text (a claim on the same models)."""
     evidence = comparison_evidence(results)
-    models = results.get("models") or {}
+    models = compared_models(results)
     for i, rec in enumerate(recorded):
         where = f"outline.json:comparisons.{i}"
         a, b, assertion = rec.get("a"), rec.get("b"), rec.get("assertion")

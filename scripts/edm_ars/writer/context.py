@@ -9,7 +9,16 @@ from typing import Any
 from ..bibliography import entry_head, with_key
 from ..texescape import escape_latex
 from .integrity import unverified_reasons
-from .macros import LOWER_IS_BETTER, MacroTable, macro_name, spell_digits, text_with_macros
+from .macros import (
+    LOWER_IS_BETTER,
+    MacroTable,
+    fmt_ci,
+    fmt_metric,
+    fmt_p,
+    macro_name,
+    spell_digits,
+    text_with_macros,
+)
 from .phrases import Phrases
 from .text import MODEL_NAMES, clean_label, join_list, lc_first, model_family
 
@@ -290,7 +299,15 @@ class Ctx:
         pos = self.spec["outcome"].get("positive_label")
         return self.t(pos, "research_spec.json:outcome.positive_label") if pos else self.ph("common.positive_class")
 
+    @property
+    def baselines(self) -> dict[str, dict[str, Any]]:
+        """The baselines (results.json baselines): fitted and evaluated like the models, never selected."""
+        b = self.results.get("baselines")
+        return {k: v for k, v in b.items() if isinstance(v, dict)} if isinstance(b, dict) else {}
+
     def model_label(self, name: str) -> str:
+        if name in self.baselines and self.baselines[name].get("label"):
+            return self.t(self.baselines[name]["label"], f"results.json:baselines.{name}.label")
         info = self.results["models"].get(name, {})
         if info.get("label"):
             return self.t(info["label"], f"results.json:models.{name}.label")
@@ -319,7 +336,8 @@ class Ctx:
         return sorted(models, key=lambda n: (n != self.best, key(n)))
 
     def metric_value(self, model: str, metric: str) -> float | None:
-        return self.results["models"].get(model, {}).get("metrics", {}).get(metric)
+        rec = self.results["models"].get(model) or self.baselines.get(model) or {}
+        return rec.get("metrics", {}).get(metric)
 
     def mac(self, model: str, metric: str) -> str | None:
         return self.n.get(f"{model}|{metric}")
@@ -467,6 +485,42 @@ def register_numbers(ctx: Ctx) -> None:
         if isinstance(info.get("cv_score"), (int, float)):
             n[f"{name}|cv"] = m.metric(macro_name(name, "CV"), info["cv_score"],
                                        f"results.json:models.{name}.cv_score")
+    for name, info in ctx.baselines.items():  # the same macros as the models', from results.json:baselines
+        for metric, value in (info.get("metrics") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                n[f"{name}|{metric}"] = m.metric(macro_name(name, metric), value,
+                                                 f"results.json:baselines.{name}.metrics.{metric}")
+        for metric, bounds in (info.get("ci") or {}).items():
+            if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
+                src = f"results.json:baselines.{name}.ci.{metric}"
+                n[f"{name}|{metric}|ci"] = m.ci(macro_name(name, metric, "CI"), bounds[0], bounds[1], src)
+                n[f"{name}|{metric}|lo"] = m.metric(macro_name(name, metric, "Low"), bounds[0], src + ".0")
+                n[f"{name}|{metric}|hi"] = m.metric(macro_name(name, metric, "High"), bounds[1], src + ".1")
+    if isinstance(r.get("test_clusters"), int) and not isinstance(r.get("test_clusters"), bool):
+        n["TestClusters"] = m.count("TestClusters", r["test_clusters"], "results.json:test_clusters")
+    if isinstance(r.get("comparison_alpha"), (int, float)):
+        n["ComparisonAlpha"] = m.add("ComparisonAlpha", f"{r['comparison_alpha']:.2f}", float(r["comparison_alpha"]),
+                                     "results.json:comparison_alpha")
+    for i, c in enumerate(r.get("paired_comparisons") or []):
+        if not isinstance(c, dict) or c.get("family", "selected") != "selected":
+            continue
+        src = f"results.json:paired_comparisons.{i}"
+        key = f"pair|{c['b']}"
+        n[key] = m.add(macro_name("Pair", c["b"], "Diff"), fmt_metric(c["mean"], 4), float(c["mean"]), src + ".mean")
+        n[key + "|ci"] = m.add(macro_name("Pair", c["b"], "CI"), fmt_ci(c["ci"][0], c["ci"][1], 4),
+                               [float(c["ci"][0]), float(c["ci"][1])], src + ".ci")
+        n[key + "|lo"] = m.add(macro_name("Pair", c["b"], "Low"), fmt_metric(c["ci"][0], 4), float(c["ci"][0]),
+                               src + ".ci.0")
+        n[key + "|hi"] = m.add(macro_name("Pair", c["b"], "High"), fmt_metric(c["ci"][1], 4), float(c["ci"][1]),
+                               src + ".ci.1")
+        if isinstance(c.get("p_holm"), (int, float)):
+            n[key + "|holm"] = m.add(macro_name("Pair", c["b"], "Holm"), fmt_p(c["p_holm"]), float(c["p_holm"]),
+                                     src + ".p_holm")
+    n_pairs = sum(1 for c in r.get("paired_comparisons") or []
+                  if isinstance(c, dict) and c.get("family", "selected") == "selected")
+    if n_pairs:
+        n["NPairs"] = m.count("NPairedComparisons", n_pairs, "count(results.json:paired_comparisons[family=selected])",
+                              derived=True)
     best = ctx.best
     for metric, value in (r["models"][best].get("metrics") or {}).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):

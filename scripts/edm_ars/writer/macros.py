@@ -92,6 +92,11 @@ def fmt_pct(value: float) -> str:
     return _minus(f"{float(value):.1f}") + r"\%"
 
 
+def fmt_p(value: float) -> str:
+    """A p-value with three decimals (under 0.0005: $<$0.001)."""
+    return fmt_metric(value, 3)
+
+
 def fmt_ci(low: float, high: float, digits: int = 3) -> str:
     return rf"95\% CI [{fmt_metric(low, digits)}, {fmt_metric(high, digits)}]"
 

@@ -78,8 +78,12 @@ def write(ctx: Ctx) -> str:
                == higher_better(ctx.primary))
     if contrast is not None and fam in ("tree", "linear") and contrast.verdict == INDISTINCT and not matched:
         other = n["contrast"]
-        add("models", ctx.ph("discussion.models_overlap", best=cap_first(ctx.model_phrase(best)),
-                             other=ctx.model_phrase(other), margin=n["MarginContrast"], level=CI_LEVEL))
+        if contrast.kind == "paired":
+            add("models", ctx.ph("discussion.models_overlap", best=cap_first(ctx.model_phrase(best)),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"]))
+        else:
+            add("models", ctx.ph("discussion.models_overlap_intervals", best=cap_first(ctx.model_phrase(best)),
+                                 other=ctx.model_phrase(other), margin=n["MarginContrast"], level=CI_LEVEL))
         record_comparison(ctx.outline, best, other, "indistinct", "discussion.models_overlap", contrast.kind)
     elif contrast is not None:
         raw = float(n["MarginContrast:raw"])
@@ -95,9 +99,10 @@ def write(ctx: Ctx) -> str:
             record_comparison(ctx.outline, best, other, "better", "discussion.models_tree_gain", contrast.kind)
         elif fam == "tree" and contrast.verdict == BETTER and ctx.claim(f"outperforms_{other}") == "inconclusive":
             # the intervals decide it, but the results debate left it open (a design objection): say so
-            add("models", ctx.ph("discussion.models_unsettled", best=cap_first(ctx.model_phrase(best)),
-                                 other=ctx.model_phrase(other), margin=n["MarginContrast"],
-                                 best_again=ctx.model_phrase(best)))
+            slots = dict(best=cap_first(ctx.model_phrase(best)), other=ctx.model_phrase(other),
+                         margin=n["MarginContrast"], best_again=ctx.model_phrase(best))
+            add("models", ctx.ph("discussion.models_unsettled", **slots) if contrast.kind == "paired"
+                else ctx.ph("discussion.models_unsettled_intervals", **slots))
             record_comparison(ctx.outline, best, other, "open", "discussion.models_unsettled", contrast.kind)
         elif matched:
             add("models", ctx.ph("discussion.models_linear_matches", best=ctx.model_phrase(best),

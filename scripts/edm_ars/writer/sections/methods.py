@@ -204,9 +204,16 @@ def evaluation_text(ctx: Ctx) -> str:
                         cite=c.cite_keys("fawcett2006introduction", topics=("roc",), limit=1))]
     else:
         sents = [ctx.ph("methods.metrics_regression")]
-    if "NBootstrap" in n:
+    if "NBootstrap" in n and ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in n:
+        sents.append(ctx.ph("methods.cluster_bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"],
+                            n_clusters=n["TestClusters"], clusters=ctx.cluster + "s", cluster=ctx.cluster)
+                     + c.citep("bootstrap", limit=1) + ".")
+    elif "NBootstrap" in n:
         sents.append(ctx.ph("methods.bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"])
                      + c.citep("bootstrap", limit=1) + ".")
+    if n.get("NPairs") and "ComparisonAlpha" in n:
+        sents.append(ctx.ph("methods.paired_method", metric=metric_name(ctx), level=CI_LEVEL, k=n["NPairs"],
+                            alpha=n["ComparisonAlpha"]))
     sents += methods_interpretation(ctx)
     return f"\\subsection{{{ctx.ph('methods.evaluation_title')}}}\n" + " ".join(sents)
 
@@ -296,6 +303,44 @@ def tuning_text(ctx: Ctx) -> str:
     return text
 
 
+def _variables(ctx: Ctx, names: list[str], source: str) -> list[str]:
+    """Labels of source variables in running text, each with its wave when the labels alone would repeat
+    (the same test score in two waves)."""
+    labels = [lc_first(ctx.label_tex(v, source)) for v in names]
+    waves = {p.get("name"): p.get("wave") for p in ctx.spec.get("predictors", [])}
+    repeated = {x for x in labels if labels.count(x) > 1}
+    return [f"{x} ({wave_label(ctx, waves.get(v))})" if x in repeated and waves.get(v) else x
+            for x, v in zip(labels, names, strict=True)]
+
+
+def baselines_text(ctx: Ctx) -> str:
+    """The baselines (results.json baselines): what each is and how its predictors were chosen."""
+    b = ctx.baselines
+    if not b:
+        return ""
+    plain = ctx.ph("methods.plain_logistic") if ctx.binary else ctx.ph("methods.plain_linear")
+    parts = []
+    for name, rec in b.items():
+        src = f"results.json:baselines.{name}"
+        if rec.get("kind") == "constant":
+            parts.append(ctx.ph("methods.baselines_constant",
+                                mean_or_rate=ctx.ph("methods.base_rate") if ctx.binary else ctx.ph("methods.mean")))
+        elif rec.get("kind") == "one_predictor" and rec.get("predictors"):
+            predictor = _variables(ctx, rec["predictors"][:1], f"{src}.predictors")[0]
+            if rec.get("chosen_by") == "registry":
+                parts.append(ctx.ph("methods.baselines_prior_registry", plain=plain, predictor=predictor))
+            else:
+                parts.append(ctx.ph("methods.baselines_prior_best", plain=plain, predictor=predictor))
+        elif rec.get("kind") == "core_linear" and rec.get("predictors"):
+            k = ctx.m.count("NCoreBaseline", len(rec["predictors"]), f"len({src}.predictors)", derived=True)
+            names = join_list(_variables(ctx, rec["predictors"], f"{src}.predictors"))
+            parts.append(ctx.ph("methods.baselines_core", plain=plain, k=k, predictors=names))
+    if not parts:
+        return ""
+    return (ctx.ph("methods.baselines_intro") + " " + "; ".join(parts) + ". "
+            + ctx.ph("methods.baselines_never_selected"))
+
+
 def methods_models(ctx: Ctx) -> str:
     c, n = ctx.cites, ctx.n
     models = ctx.results["models"]
@@ -324,6 +369,9 @@ def methods_models(ctx: Ctx) -> str:
         sents.append(ctx.ph("methods.stacking") + meta + " " + ctx.ph("methods.stacking_fit") + of_base + " "
                      + ctx.ph("methods.stacking_no_leak"))
     sents.append(ctx.ph("methods.test_set_unused_hyperparameters"))
+    base = baselines_text(ctx)
+    if base:
+        sents.append(base)
     rule = str(ctx.results.get("selection_rule") or "").strip().rstrip(".")
     if rule:
         sents.append(ctx.ph("methods.selection_rule", rule=ctx.t(rule, "results.json:selection_rule")))

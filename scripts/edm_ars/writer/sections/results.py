@@ -27,7 +27,7 @@ from ..common import (
     strength,
     suspiciously_high,
 )
-from ..consistency import record_comparison, record_promise, stacking_base
+from ..consistency import comparison_evidence, evidence_for, record_comparison, record_promise, stacking_base
 from ..context import Ctx
 from ..macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
 from ..text import (
@@ -43,24 +43,26 @@ from ..text import (
 
 
 def results_table(ctx: Ctx) -> str:
+    """The model table: every model sorted by the primary metric, the selected one in bold; the baselines below a
+    rule of their own (evaluated on the same resamples, never selected)."""
     metric = ctx.primary
     if ctx.binary:
         extras = ["balanced_accuracy", "f1", "brier", "accuracy", "precision", "recall"]
     else:
         extras = ["rmse", "mae"]
-    present = {k for v in ctx.results["models"].values() for k in (v.get("metrics") or {})}
+    rated = {**ctx.results["models"], **ctx.baselines}
+    present = {k for v in rated.values() for k in (v.get("metrics") or {})}
     extras = [e for e in extras if e in present and e != metric][:3]
-    has_ci = any(ctx.ci(x, metric) for x in ctx.results["models"])
+    has_ci = any(ctx.ci(x, metric) for x in rated)
     head = (["Model", metric_name(ctx)] + ([f"{CI_LEVEL} CI"] if has_ci else [])
             + [metric_name(ctx, e) for e in extras])
-    rows = []
     sign = -1 if metric in LOWER_IS_BETTER else 1
 
     def order(name: str) -> float:
         v = ctx.metric_value(name, metric)
         return float("inf") if v is None else -sign * v
 
-    for name in sorted(ctx.results["models"], key=order):
+    def row(name: str) -> str:
         cells = [ctx.model_label(name), ctx.mac(name, metric) or "--"]
         if has_ci:
             lo, hi = ctx.n.get(f"{name}|{metric}|lo"), ctx.n.get(f"{name}|{metric}|hi")
@@ -68,7 +70,13 @@ def results_table(ctx: Ctx) -> str:
         cells += [ctx.mac(name, e) or "--" for e in extras]
         if name == ctx.best:
             cells = [f"\\textbf{{{x}}}" for x in cells]
-        rows.append(" & ".join(cells) + " \\\\")
+        return " & ".join(cells) + " \\\\"
+
+    rows = [row(name) for name in sorted(ctx.results["models"], key=order)]
+    if ctx.baselines:
+        rows.append("\\midrule\n\\multicolumn{" + str(len(head)) + "}{l}{\\emph{"
+                    + ctx.ph("results.table_baselines_head") + "}} \\\\")
+        rows += [row(name) for name in sorted(ctx.baselines, key=order)]
     lower = [metric_name(ctx, e) for e in [metric] + extras if e in LOWER_IS_BETTER]
     higher = [metric_name(ctx, e) for e in [metric] + extras if e not in LOWER_IS_BETTER]
     if lower and higher:
@@ -79,14 +87,72 @@ def results_table(ctx: Ctx) -> str:
         direction = ctx.ph("results.table_higher_better")
     caption = ctx.ph("results.table_caption", test_n=ctx.n["TestN"], metric=metric_name(ctx))
     if has_ci and "NBootstrap" in ctx.n:
-        caption += " " + ctx.ph("results.table_caption_bootstrap", n_bootstrap=ctx.n["NBootstrap"])
+        if ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in ctx.n:
+            caption += " " + ctx.ph("results.table_caption_cluster_bootstrap", n_bootstrap=ctx.n["NBootstrap"],
+                                    n_clusters=ctx.n["TestClusters"], clusters=ctx.cluster + "s")
+        else:
+            caption += " " + ctx.ph("results.table_caption_bootstrap", n_bootstrap=ctx.n["NBootstrap"])
+    if ctx.baselines:
+        caption += " " + ctx.ph("results.table_caption_baselines")
     caption += " " + direction
     cols = "l" + "c" * (len(head) - 1)
     return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:results}\n\\small\n"
-            "\\setlength{\\tabcolsep}{4pt}\n\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n" + " & ".join(head)
+            "\\setlength{\\tabcolsep}{4pt}\n\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n"
+            + " & ".join(head) + " \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n"
+            "\\end{table}")
+
+
+def paired_rows(ctx: Ctx) -> list[dict[str, Any]]:
+    """The selected model's paired comparisons (the Holm family), strongest other model first."""
+    recs = [c for c in ctx.results.get("paired_comparisons") or []
+            if isinstance(c, dict) and c.get("family", "selected") == "selected" and f"pair|{c.get('b')}" in ctx.n]
+    sign = -1 if ctx.primary in LOWER_IS_BETTER else 1
+    return sorted(recs, key=lambda c: (c["b"] in ctx.baselines, -sign * (ctx.metric_value(c["b"], ctx.primary) or 0)))
+
+
+def paired_table(ctx: Ctx) -> str | None:
+    """Selected model minus each other model on the same bootstrap resamples: difference, interval, Holm p."""
+    recs = paired_rows(ctx)
+    if not recs:
+        return None
+    rows = []
+    for i, c in enumerate(recs):
+        key = f"pair|{c['b']}"
+        if c["b"] in ctx.baselines and (i == 0 or recs[i - 1]["b"] not in ctx.baselines):
+            rows.append("\\midrule")  # the baselines below a rule, as in the model table
+        rows.append(" & ".join([ctx.model_label(c["b"]), ctx.n[key],
+                                f"[{ctx.n[key + '|lo']}, {ctx.n[key + '|hi']}]", ctx.n.get(key + "|holm", "--")])
+                    + " \\\\")
+    head = [ctx.ph("results.paired_table_other"), ctx.ph("results.paired_table_difference", metric=metric_name(ctx)),
+            f"{CI_LEVEL} CI", ctx.ph("results.paired_table_holm")]
+    caption = ctx.ph("results.paired_table_caption", model=model_np(ctx, ctx.best), metric=metric_name(ctx),
+                     n_bootstrap=ctx.n.get("NBootstrap", "--"), k=ctx.n["NPairs"])
+    return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:paired}\n\\small\n"
+            "\\setlength{\\tabcolsep}{4pt}\n\\fitcolumn{%\n\\begin{tabular}{lccc}\n\\toprule\n" + " & ".join(head)
             + " \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
 
 
+def baseline_text(ctx: Ctx) -> str:
+    """What the battery adds over the strongest baseline: the selected model against it, by its paired comparison
+    (the verdict the Holm-adjusted comparison gives; the sentence names both models)."""
+    recs = {c["b"]: c for c in paired_rows(ctx) if c["b"] in ctx.baselines}
+    if not recs:
+        return ""
+    sign = -1 if ctx.primary in LOWER_IS_BETTER else 1
+    strongest = max(recs, key=lambda b: sign * (ctx.metric_value(b, ctx.primary) or -float("inf")))
+    c = recs[strongest]
+    key = f"pair|{strongest}"
+    holm = ctx.n.get(key + "|holm", "--")
+    verdict = c.get("verdict", "indistinct")
+    slots = dict(model=model_np(ctx, ctx.best), baseline=lc_first(ctx.model_label(strongest)), metric=metric_name(ctx),
+                 diff=ctx.n[key], ci=ctx.n[key + "|ci"], holm=holm)
+    assertion = {"better": "better", "worse": "worse"}.get(verdict, "indistinct")
+    text = ctx.ph(f"results.baseline_{assertion}", **slots)
+    record_comparison(ctx.outline, ctx.best, strongest, assertion, f"results.baseline_{assertion}", "paired")
+    constant = next((b for b, v in ctx.baselines.items() if v.get("kind") == "constant"), None)
+    if constant and ctx.binary and ctx.mac(constant, "auc"):
+        text += " " + ctx.ph("results.baseline_constant_auc", auc=ctx.mac(constant, "auc"))
+    return text
 
 
 FAIR_LABEL = {"auc": "AUC", "r2": r"\Rsq{}", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection rate",
@@ -168,8 +234,15 @@ def comparison(ctx: Ctx) -> tuple[list[str], list[str]]:
     sel = selection_text(ctx)
     if sel:
         paras.append(sel)
+    floats = []
+    table = paired_table(ctx)
+    if table:
+        text = ctx.ph("results.paired_overview", model=model_np(ctx, ctx.best), k=ctx.n["NPairs"])
+        base = baseline_text(ctx)
+        paras.append(text + (" " + base if base else ""))
+        floats.append(table)
     paras.append(quality_text(ctx, sec))
-    return paras, []
+    return paras, floats
 
 
 def selection_text(ctx: Ctx) -> str:
@@ -184,21 +257,24 @@ def selection_text(ctx: Ctx) -> str:
         if others:
             k = m.count("NOverlappingTop", len(others), "len(results.json:selection_evidence.overlapping_top) - 1",
                         derived=True)
+            paired = "_paired" if ev.get("tie_test") == "paired" else ""
             if len(others) != 1:
-                text = ctx.ph("results.selection_overlap_many", top=model_np(ctx, top), level=CI_LEVEL, count=k,
+                text = ctx.ph(f"results.selection_overlap_many{paired}", top=model_np(ctx, top), level=CI_LEVEL, count=k,
                               others=join_list([model_np(ctx, x) for x in others]))
             else:
-                text = ctx.ph("results.selection_overlap_one", top=model_np(ctx, top), level=CI_LEVEL, count=k,
+                text = ctx.ph(f"results.selection_overlap_one{paired}", top=model_np(ctx, top), level=CI_LEVEL, count=k,
                               others=join_list([model_np(ctx, x) for x in others]))
             for x in others:
-                record_comparison(ctx.outline, top, x, "indistinct", "results.selection_overlap", "intervals")
+                record_comparison(ctx.outline, top, x, "indistinct", "results.selection_overlap",
+                                  "paired" if ev.get("tie_test") == "paired" else "intervals")
             if best in tied and best == tied[0]:
                 text += " " + ctx.ph("results.selection_simplest", model=model_np(ctx, best))
             elif best in tied:
                 text += " " + ctx.ph("results.selection_of_these", model=model_np(ctx, best))
             parts.append(text)
         else:
-            parts.append(ctx.ph("results.selection_no_overlap", level=CI_LEVEL, top=model_np(ctx, top)))
+            paired = "_paired" if ev.get("tie_test") == "paired" else ""
+            parts.append(ctx.ph(f"results.selection_no_overlap{paired}", level=CI_LEVEL, top=model_np(ctx, top)))
     elif res.get("selection_rule"):
         parts.append(ctx.ph("results.selection_by_rule"))
     diff = ev.get("stacking_minus_selected") or {}
@@ -217,7 +293,15 @@ def selection_text(ctx: Ctx) -> str:
             where = ctx.ph("results.interval_above_zero")
         else:
             where = ctx.ph("results.interval_below_zero")
-        if best == stack:
+        # the Holm-adjusted verdict of the selected stacked ensemble against that model (paired_comparisons)
+        adjusted = evidence_for(comparison_evidence(res), stack, base, "paired") if best == stack else None
+        if best == stack and adjusted is not None and adjusted.verdict != "better" and f"pair|{base}|holm" in ctx.n:
+            parts.append(ctx.ph("results.stacking_selected_unadjusted", base=model_np(ctx, base), level=CI_LEVEL,
+                                metric=metric_name(ctx), diff=d, ci=d_ci, base_again=model_np(ctx, base),
+                                holm=ctx.n[f"pair|{base}|holm"]))
+            record_comparison(ctx.outline, stack, base, "indistinct", "results.stacking_selected_unadjusted",
+                              "paired")
+        elif best == stack:
             parts.append(ctx.ph("results.stacking_selected", base=model_np(ctx, base), metric=metric_name(ctx),
                                 diff=d, ci=d_ci, where=where))
             record_comparison(ctx.outline, stack, base, "better", "results.stacking_selected", "paired")
