@@ -201,7 +201,7 @@ def calibration_slope(y: np.ndarray, prob: np.ndarray, w: np.ndarray, iters: int
     x = _logit(prob)
     w = np.atleast_2d(np.asarray(w, dtype=float))
     b_rows = w.shape[0]
-    a, b = np.zeros(b_rows), np.ones(b_rows)
+    a, b = np.zeros(b_rows), np.zeros(b_rows)  # IRLS from zero (the log-likelihood is concave)
     done = np.zeros(b_rows, dtype=bool)
     bad = np.zeros(b_rows, dtype=bool)
     for _ in range(iters):
@@ -217,7 +217,7 @@ def calibration_slope(y: np.ndarray, prob: np.ndarray, w: np.ndarray, iters: int
         with np.errstate(divide="ignore", invalid="ignore"):
             da = np.where(ok, (h11 * g0 - h01 * g1) / np.where(ok, det, 1), 0.0)
             db = np.where(ok, (h00 * g1 - h01 * g0) / np.where(ok, det, 1), 0.0)
-        step = np.maximum(1.0, np.maximum(np.abs(da), np.abs(db)) / 5.0)  # damped: at most 5 per step
+        step = np.maximum(1.0, np.maximum(np.abs(da), np.abs(db)) / 2.0)  # damped: at most 2 per step
         a = a + np.where(done, 0.0, da / step)
         b = b + np.where(done, 0.0, db / step)
         done |= (np.abs(da) < 1e-7) & (np.abs(db) < 1e-7)
@@ -608,8 +608,8 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
             ax.axis("off")
             fig.draw_without_rendering()
             return fig
-        labels = [[wrap_label(g["group"], LABEL_WIDTH, LABEL_LINES) + "\n" + n_suffix(g["n"]) for g in gs]
-                  for _, gs in panels]
+        labels = [[wrap_label(g["group"], LABEL_WIDTH, LABEL_LINES) + ("\n" + n_suffix(g["n"]) if "n" in g else "")
+                   for g in gs] for _, gs in panels]
         rows = [len(ls) * (0.06 + _LINE_IN * max(n_lines(x) for x in ls)) for ls in labels]
         titles = [attrs[a]["label"] for a, _ in panels]
         height = 0.45 + sum(rows) + sum(0.1 + _LINE_IN * n_lines(wrap_label(t, TITLE_WIDTH, TITLE_LINES))
@@ -699,22 +699,29 @@ def calibration_plot(curves: dict[str, list[dict[str, Any]]], audit_result: dict
             ax.axis("off")
             fig.draw_without_rendering()
             return fig
-        fig, axes = plt.subplots(len(names), 1, figsize=(3.3, 2.3 * len(names)), squeeze=False,
+        heights = [2.3 + (0.12 * ((len(curves[a]) + 1) // 2) * 2 + 0.2 if len(curves[a]) > 4 else 0.0) for a in names]
+        fig, axes = plt.subplots(len(names), 1, figsize=(3.3, sum(heights)), squeeze=False,
+                                 gridspec_kw={"height_ratios": heights},
                                  layout="constrained")
         for ax, name in zip(axes[:, 0], names, strict=True):
             ax.set_gid(name)
             ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=0.8, gid=REFERENCE)
-            for c in curves[name]:
-                if not c["points"]:
-                    continue
+            shown = [c for c in curves[name] if c["points"]]
+            # an ordered attribute's groups in a sequential palette (their order visible), a nominal one's apart
+            colours = (plt.cm.viridis(np.linspace(0, 0.9, len(shown))) if attrs.get(name, {}).get("ordered")
+                       else [f"C{i % 10}" for i in range(len(shown))])
+            for c, colour in zip(shown, colours, strict=True):
                 xs, ys, _ = zip(*c["points"], strict=True)
-                ax.plot(xs, ys, marker="o", ms=2.5, lw=1.0,
+                ax.plot(xs, ys, marker="o", ms=2.5, lw=1.0, color=colour,
                         label=wrap_label(c["group"], LABEL_WIDTH, 2) + " " + n_suffix(c["n"]))
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 1)
             ax.set_xlabel("Mean predicted probability (bin)")
             ax.set_ylabel("Observed proportion")
-            ax.legend(loc="upper left", fontsize=5.5, frameon=False)
+            if len(shown) > 4:  # many groups: the legend below the panel, off the curves
+                ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.2), fontsize=5.5, frameon=False, ncol=2)
+            else:
+                ax.legend(loc="upper left", fontsize=5.5, frameon=False)
             title = attrs.get(name, {}).get("label", name)
             fit_texts(fig, [(ax.set_title(title, fontsize=7, loc="left"), title)], TITLE_WIDTH, TITLE_LINES)
     return fig
