@@ -751,7 +751,8 @@ def results_summary(results: dict[str, Any], *, max_flags: int = 30) -> dict[str
             "groups": [{k: g.get(k) for k in ("group", "n", "reliable", "metric", "ci")}
                        for g in rec.get("groups") or []],
             "flagged_gaps": {m: {k: g.get(k) for k in ("gap", "ci", "min_group", "max_group")}
-                             for m, g in (rec.get("gaps") or {}).items() if g and g.get("flagged")}}
+                             for m, g in (rec.get("gaps") or {}).items() if g and g.get("flagged")},
+            "derived_from": rec.get("derived_from")}
     st = results.get("stability") or {}
     flags = fairness_flags(results)
     return {
@@ -764,6 +765,8 @@ def results_summary(results: dict[str, Any], *, max_flags: int = 30) -> dict[str
         "shap_skipped": (results.get("shap") or {}).get("skipped"),
         "fairness": {"model": audit.get("model"), "primary_metric": audit.get("primary_metric"),
                      "gap_threshold": audit.get("gap_threshold"), "min_group": audit.get("min_group"),
+                     "decision_rule": audit.get("decision_rule"), "error_scale": audit.get("error_scale"),
+                     "bootstrap": audit.get("bootstrap"), "n_clusters": audit.get("n_clusters"),
                      "overall": audit.get("overall"), "attributes": attributes,
                      "flags": flags[:max_flags], "n_flags": len(flags)},
         "stability": {k: st.get(k) for k in ("model", "metric", "unstable", "rule", "thresholds", "n_perturbations",
