@@ -699,7 +699,7 @@ def calibration_plot(curves: dict[str, list[dict[str, Any]]], audit_result: dict
             ax.axis("off")
             fig.draw_without_rendering()
             return fig
-        heights = [2.3 + (0.12 * ((len(curves[a]) + 1) // 2) * 2 + 0.2 if len(curves[a]) > 4 else 0.0) for a in names]
+        heights = [2.4 + 0.1 * sum(n_lines(wrap_label(c["group"], LABEL_WIDTH, 2)) for c in curves[a]) for a in names]
         fig, axes = plt.subplots(len(names), 1, figsize=(3.3, sum(heights)), squeeze=False,
                                  gridspec_kw={"height_ratios": heights},
                                  layout="constrained")
@@ -718,10 +718,9 @@ def calibration_plot(curves: dict[str, list[dict[str, Any]]], audit_result: dict
             ax.set_ylim(0, 1)
             ax.set_xlabel("Mean predicted probability (bin)")
             ax.set_ylabel("Observed proportion")
-            if len(shown) > 4:  # many groups: the legend below the panel, off the curves
-                ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.2), fontsize=5.5, frameon=False, ncol=2)
-            else:
-                ax.legend(loc="upper left", fontsize=5.5, frameon=False)
+            # the legend below the panel, off the curves (which run along the diagonal)
+            ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.22), fontsize=5.5, frameon=False, ncol=1,
+                      borderaxespad=0.0)
             title = attrs.get(name, {}).get("label", name)
             fit_texts(fig, [(ax.set_title(title, fontsize=7, loc="left"), title)], TITLE_WIDTH, TITLE_LINES)
     return fig

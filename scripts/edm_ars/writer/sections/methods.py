@@ -437,11 +437,14 @@ def methods_fairness(ctx: Ctx) -> str:
             + " ".join(sents))
 
 
-def at_risk_phrase(ctx: Ctx) -> str:
-    """The students a school would act on under the audit's rule: those with or without the outcome."""
+def at_risk_phrase(ctx: Ctx, full: bool = False) -> str:
+    """The students a school would act on under the audit's rule: those with or without the outcome (`full`: with
+    the outcome named, for its first mention)."""
     rule = ctx.fairness.get("decision_rule") or {}
-    key = "methods.at_risk_without" if rule.get("at_risk_class") == 0 else "methods.at_risk_with"
-    return ctx.ph(key, outcome=ctx.outcome_phrase)
+    without = rule.get("at_risk_class") == 0
+    if full:
+        return ctx.ph("methods.at_risk_without" if without else "methods.at_risk_with", outcome=ctx.outcome_phrase)
+    return ctx.ph("methods.at_risk_without_short" if without else "methods.at_risk_with_short")
 
 
 def rule_sentences(ctx: Ctx) -> list[str]:
@@ -453,7 +456,7 @@ def rule_sentences(ctx: Ctx) -> list[str]:
     src = "results.json:fairness.decision_rule"
     share = m.pct("FairFlagShare", 100 * rule["share"], f"100 * {src}.share", derived=True)
     who = at_risk_phrase(ctx)
-    why = {"at_risk_share": ctx.ph("methods.fairness_share_from_training", students=who),
+    why = {"at_risk_share": ctx.ph("methods.fairness_share_from_training"),
            "config": ctx.ph("methods.fairness_share_configured"),
            "default": ctx.ph("methods.fairness_share_default")}.get(rule.get("share_source"), "")
     flagged = m.count("FairNFlagged", rule["n_flagged"], f"{src}.n_flagged") if isnum(rule.get("n_flagged")) else None
@@ -465,7 +468,7 @@ def rule_sentences(ctx: Ctx) -> list[str]:
         size += ")"
     else:
         size = ""
-    return [ctx.ph("methods.fairness_rule", share=share, students=who, why=why, size=size),
+    return [ctx.ph("methods.fairness_rule", share=share, students=at_risk_phrase(ctx, full=True), why=why, size=size),
             ctx.ph("methods.fairness_rates_rule", students=who)]
 
 
