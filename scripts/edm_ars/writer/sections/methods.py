@@ -442,9 +442,11 @@ def at_risk_phrase(ctx: Ctx, full: bool = False) -> str:
     the outcome named, for its first mention)."""
     rule = ctx.fairness.get("decision_rule") or {}
     without = rule.get("at_risk_class") == 0
+    if full and without:
+        return ctx.ph("methods.at_risk_without", outcome=ctx.outcome_phrase)
     if full:
-        return ctx.ph("methods.at_risk_without" if without else "methods.at_risk_with", outcome=ctx.outcome_phrase)
-    return ctx.ph("methods.at_risk_without_short" if without else "methods.at_risk_with_short")
+        return ctx.ph("methods.at_risk_with", outcome=ctx.outcome_phrase)
+    return ctx.ph("methods.at_risk_without_short") if without else ctx.ph("methods.at_risk_with_short")
 
 
 def rule_sentences(ctx: Ctx) -> list[str]:
@@ -462,10 +464,10 @@ def rule_sentences(ctx: Ctx) -> list[str]:
     flagged = m.count("FairNFlagged", rule["n_flagged"], f"{src}.n_flagged") if isnum(rule.get("n_flagged")) else None
     cut = rule.get("cutoff_probability")
     if flagged and isnum(cut):
+        side = (ctx.ph("methods.fairness_rule_at_most") if rule.get("at_risk_class") == 0
+                else ctx.ph("methods.fairness_rule_at_least"))
         size = " (" + ctx.ph("methods.fairness_rule_size", n=flagged, cutoff=m.metric(
-            "FairCutoff", cut, f"{src}.cutoff_probability"), side=ctx.ph(
-            "methods.fairness_rule_at_most" if rule.get("at_risk_class") == 0 else "methods.fairness_rule_at_least"))
-        size += ")"
+            "FairCutoff", cut, f"{src}.cutoff_probability"), side=side) + ")"
     else:
         size = ""
     return [ctx.ph("methods.fairness_rule", share=share, students=at_risk_phrase(ctx, full=True), why=why, size=size),
@@ -482,8 +484,10 @@ def derived_sentence(ctx: Ctx, attr: str, d: dict[str, Any]) -> str:
     if pred not in {p.get("name") for p in ctx.spec.get("predictors") or []} and d.get("source") == "registry":
         return ctx.ph("methods.fairness_derived_not_predictor", attribute=f"\\emph{{{lc_first(attr_label(ctx, attr))}}}",
                       predictor=name)
-    key = "methods.fairness_derived_declared" if d.get("source") == "registry" else "methods.fairness_derived_detected"
-    return ctx.ph(key, attribute=f"\\emph{{{lc_first(attr_label(ctx, attr))}}}", predictor=name)
+    attribute = f"\\emph{{{lc_first(attr_label(ctx, attr))}}}"
+    if d.get("source") == "registry":
+        return ctx.ph("methods.fairness_derived_declared", attribute=attribute, predictor=name)
+    return ctx.ph("methods.fairness_derived_detected", attribute=attribute, predictor=name)
 
 
 def methods_stability(ctx: Ctx) -> str:
