@@ -755,8 +755,9 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                      f"count(results.json:fairness.attributes.{attr}.groups[reliable])", derived=True)
         kg = m.count(macro_name("Fair", attr, "NGroups"), len(rec.get("groups") or []),
                      f"len(results.json:fairness.attributes.{attr}.groups)", derived=True)
+        iname = FAIR_LABEL.get(primary, escape_latex(primary))
         paras.append(ctx.ph("results.intersection_gap", attribute=label, reliable=kr, groups=kg,
-                            metric=FAIR_LABEL.get(primary, escape_latex(primary)), min=mg["min"],
+                            metric=iname if ctx.binary else ctx.ph("results.metric_in_sd", metric=iname), min=mg["min"],
                             min_group=mg["min_group"], max=mg["max"], max_group=mg["max_group"], gap=mg["gap"],
                             ci=_ci_note(mg), verdict=_gap_verdict(ctx, g)))
     skipped = fa.get("skipped") or {}
