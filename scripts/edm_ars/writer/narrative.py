@@ -198,7 +198,9 @@ def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
         if not rec:
             return None
         label = lc_first(ctx.t(clean_label(rec.get("label") or attr), f"results.json:fairness.attributes.{attr}.label"))
-        return ctx.ph("narrative.claim_subgroup_gap", metric=metric, groups=label)
+        audited = ctx.fairness.get("primary_metric")  # the audit's metric (RMSE for a continuous outcome)
+        return ctx.ph("narrative.claim_subgroup_gap", metric=metric_name(ctx, audited) if audited else metric,
+                      groups=label)
     return None
 
 
