@@ -589,9 +589,10 @@ def n_suffix(n: Any) -> str:
 def _metric_axis_label(audit_result: dict[str, Any]) -> str:
     primary = audit_result.get("primary_metric", "")
     metric = METRIC_NAMES.get(primary, str(primary))
+    boot = "cluster bootstrap" if audit_result.get("bootstrap") == "cluster" else "bootstrap"
     if audit_result.get("task") == "regression":
-        return f"{metric} in outcome SDs (95% {audit_result.get('bootstrap', 'ordinary')} bootstrap CI)"
-    return f"{metric} (95% {audit_result.get('bootstrap', 'ordinary')} bootstrap CI)"
+        return f"{metric} in outcome SDs (95% {boot} CI)"
+    return f"{metric} (95% {boot} CI)"
 
 
 def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = None) -> Any:
