@@ -463,3 +463,14 @@ def test_a_numeric_attribute_read_as_text_with_many_values_is_binned_into_quinti
     assert binning is not None and binning["bins"] == 5 and order[0] == "Q1 (lowest)" and len(order) == 5
     letters = pd.Series(list("abcdefghijklmnopqrstu"))
     assert _grouping(letters)[2] is None
+
+
+def test_registry_labels_that_state_their_places_are_put_in_that_order():
+    """A registry listing an ordered attribute's labels out of order (3, 1, K, 2) still gives K < 1 < 2 < 3."""
+    rng = np.random.default_rng(14)
+    n = 800
+    codes = rng.choice(["g3", "g1", "gk", "g2"], size=n)
+    y = rng.normal(size=n)
+    res = audit("regression", y, y + rng.normal(size=n), pd.DataFrame({"grade": codes}), ["grade"], n_resamples=10,
+                values={"grade": {"g3": "3", "g1": "1", "gk": "K", "g2": "2"}})
+    assert [g["group"] for g in res["attributes"]["grade"]["groups"]] == ["K", "1", "2", "3"]

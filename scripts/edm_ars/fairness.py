@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from edm_ars.figure_sanity import ordered_groups  # noqa: E402
+from edm_ars.figure_sanity import ordered_groups, ranked  # noqa: E402
 from edm_ars.figures import REFERENCE, fit_texts, n_lines, save_figure, wrap_label  # noqa: E402
 from edm_ars.metrics import binary_metrics, bootstrap_counts, cluster_bootstrap_counts  # noqa: E402
 from edm_ars.registry import code_key  # noqa: E402
@@ -167,7 +167,8 @@ def _grouping(s: pd.Series, values: dict[str, str] | None = None
         if s.dropna().isin(list(values)).all():  # every code labelled: groups, not a continuous scale
             rows = [None if pd.isna(v) else values[v] for v in s]
             present = {r for r in rows if r is not None}
-            return rows, [lab for lab in dict.fromkeys(values.values()) if lab in present], None
+            order = [lab for lab in dict.fromkeys(values.values()) if lab in present]
+            return rows, ranked(order) or order, None  # labels stating their places in that order
     if _is_continuous(s):
         x = pd.to_numeric(s, errors="coerce").astype(float)
         _, edges = pd.qcut(x, 5, retbins=True, duplicates="drop")
