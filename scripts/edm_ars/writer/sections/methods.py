@@ -10,6 +10,7 @@ from ...texescape import escape_latex
 from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
+    at_risk_phrase,
     attr_label,
     automation_note,
     data_name,
@@ -435,18 +436,6 @@ def methods_fairness(ctx: Ctx) -> str:
                      + ctx.ph("methods.fairness_equalized_odds_zero"))
     return (f"\\subsection{{{ctx.ph('methods.fairness_title')}}}\\label{{sec:fairness-method}}\n"
             + " ".join(sents))
-
-
-def at_risk_phrase(ctx: Ctx, full: bool = False) -> str:
-    """The students a school would act on under the audit's rule: those with or without the outcome (`full`: with
-    the outcome named, for its first mention)."""
-    rule = ctx.fairness.get("decision_rule") or {}
-    without = rule.get("at_risk_class") == 0
-    if full and without:
-        return ctx.ph("methods.at_risk_without", outcome=ctx.outcome_phrase)
-    if full:
-        return ctx.ph("methods.at_risk_with", outcome=ctx.outcome_phrase)
-    return ctx.ph("methods.at_risk_without_short") if without else ctx.ph("methods.at_risk_with_short")
 
 
 def rule_sentences(ctx: Ctx) -> list[str]:

@@ -10,6 +10,7 @@ from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
     PERTURBATION_KIND,
+    at_risk_phrase,
     attr_label,
     feature_names,
     fig_of,
@@ -627,8 +628,6 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
         rate_flags = [k for k in ("tpr", "fpr", "flag_rate") if _gap_ok(gaps.get(k)) and gaps[k].get("flagged")]
         base = _range_macros(ctx, attr, rec, "at_risk_rate")
         if rate_flags and base:
-            from .methods import at_risk_phrase
-
             who = at_risk_phrase(ctx)
             if "fair:base_rate_explained" not in ctx.n:
                 ctx.n["fair:base_rate_explained"] = "1"
