@@ -1364,3 +1364,14 @@ def test_fairness_methods_state_the_decision_rule_and_a_derived_attribute(tmp_pa
     recs = {r["macro"]: r for r in json.loads((out / "numbers.json").read_text())["macros"]}
     assert recs[r"\FairFlagShare"]["raw"] == pytest.approx(28.0)
     assert recs[r"\FairFlagShare"]["source"] == "100 * results.json:fairness.decision_rule.share"
+
+
+def test_an_undeclared_at_risk_class_is_stated_as_the_default_rule(tmp_path):
+    res = results(True)
+    res["fairness"]["decision_rule"].update(at_risk_class=1, at_risk_declared=False, at_risk_source=None, share=0.2,
+                                            share_source="default")
+    _, out = _build(tmp_path, binary=True, passed=True, results=res)
+    methods = slot_content((out / "paper.tex").read_text(), "METHODS")
+    assert "most likely among students with the outcome (" in methods
+    assert "a default share, since the registry declares neither outcome class" in methods
+    assert "of at least" in methods and "of at most" not in methods
