@@ -105,8 +105,10 @@ def good(reg):
                "interpreted_model": "logistic", "test_n": 1000, "models": models,
                "top_features": [{"feature": "X1SES", "label": "SES", "mean_abs_shap": 0.4, "direction": "positive"}],
                "fairness": {"attributes": {"X1SEX": {"groups": [{"group": "Female", "n": 500, "reliable": True,
-                                                                  "metric": 0.8, "ci": [0.77, 0.83]}],
-                                                      "gaps": {}, "flags": []}}, "flags": []},
+                                                                  "metric": 0.8, "ci": [0.77, 0.83], "citl": 0.01,
+                                                                  "calibration_slope": 0.97}],
+                                                      "gaps": {}, "flags": []}}, "flags": [],
+                            "decision_rule": {"at_risk_class": 0, "share": 0.25, "share_source": "at_risk_share"}},
                "stability": {"unstable": False, "top5_overlap": {"mean": 0.9}, "n_perturbations": 3,
                              "thresholds": {"unstable_top5": 0.6}},
                "figures": figures, "flags": [], "errors": [],
@@ -304,6 +306,7 @@ FAILURES = {
     "top_features": lambda a: a["results"].update(top_features=[]),
     "subgroup_results": lambda a: a["results"].update(fairness={}),
     "fairness_flags": lambda a: a["results"]["flags"].append("fairness: X1RACE: AUC gap 0.126 between A and B"),
+    "fairness_audit": lambda a: a["results"]["fairness"].pop("decision_rule"),
     "generated_data_disclosed": lambda a: a["manifest"]["provenance"].update(kind="public_use_file"),
     "stability": lambda a: a["results"]["stability"].update(unstable=True, top5_overlap={"mean": 0.4}),
     "phase_errors": lambda a: a["results"]["errors"].append({"phase": "fairness", "what": None, "type": "ValueError",
@@ -872,3 +875,29 @@ def test_images_are_not_sent_to_other_backends(good, reg, prompts, tmp_path):
 
 def test_stages_order():
     assert STAGES == ["formulate", "engineer", "analyze"]
+
+
+def test_a_fairness_audit_without_calibration_or_with_r2_is_caught(good, reg):
+    """Binary: an audit whose groups lack calibration, at no stated rule, fails naming the keys; continuous: an
+    audit comparing R2 across groups without an error scale fails too, one in RMSE/bias SD units passes."""
+    def strip(a):
+        a["results"]["fairness"].pop("decision_rule")
+        for g in a["results"]["fairness"]["attributes"]["X1SEX"]["groups"]:
+            g.pop("calibration_slope")
+    f = CHECKS["fairness_audit"](artifacts(good, reg, strip), {})
+    assert not f.passed and "decision_rule" in f.message and "X1SEX" in f.message and "citl" in f.message
+
+    def r2(a):
+        a["results"]["task"] = "regression"
+        a["results"]["fairness"] = {"primary_metric": "r2", "attributes": {"X1SEX": {"groups": [
+            {"group": "Female", "n": 500, "reliable": True, "metric": 0.4, "r2": 0.4}]}}}
+    f = CHECKS["fairness_audit"](artifacts(good, reg, r2), {})
+    assert not f.passed and "R2" in f.message and "error_scale" in f.message
+
+    def sd(a):
+        a["results"]["task"] = "regression"
+        a["results"]["fairness"] = {"primary_metric": "rmse", "error_scale": {"kind": "training_outcome_sd", "sd": 2.0},
+                                    "attributes": {"X1SEX": {"groups": [
+                                        {"group": "Female", "n": 500, "reliable": True, "metric": 0.6, "rmse": 0.6,
+                                         "mean_error": 0.1}]}}}
+    assert CHECKS["fairness_audit"](artifacts(good, reg, sd), {}).passed

@@ -79,27 +79,44 @@ def test_single_class_group_metric_null():
     fem = next(g for g in res["attributes"]["X1SEX"]["groups"] if g["group"] == "Female")
     assert fem["metric"] is None and fem["auc"] is None and fem["reliable"] is False
     assert "one outcome class" in fem["reason"]
-    assert fem["fpr"] is None and fem["tpr"] == pytest.approx(1.0)
+    # the rule flags the 20% (52 of 260) highest predictions, all of them Female (positive class at risk)
+    assert fem["fpr"] is None and fem["tpr"] == pytest.approx(52 / 60) and fem["flag_rate"] == pytest.approx(52 / 60)
     assert res["attributes"]["X1SEX"]["gaps"]["auc"] is None
     assert any("'Female'" in f and "unreliable" in f for f in res["flags"])
 
 
-def test_rates_match_confusion_matrix():
+def _hand_rates(y, prob, groups, at_risk_class, share):
+    """The rule by hand: rank the risks, flag the top round(share * n), count per group."""
+    risk = prob if at_risk_class == 1 else 1 - prob
+    m = int(round(share * len(y)))
+    flagged = np.zeros(len(y), dtype=int)
+    flagged[np.argsort(-risk, kind="stable")[:m]] = 1
+    out = {}
+    for g in np.unique(groups):
+        sel = groups == g
+        target = (y[sel] == at_risk_class).astype(int)
+        tn, fp, fn, tp = confusion_matrix(target, flagged[sel], labels=[0, 1]).ravel()
+        out[g] = {"tpr": tp / (tp + fn), "fpr": fp / (fp + tn), "flag_rate": (tp + fp) / sel.sum(),
+                  "base_rate": y[sel].mean(), "at_risk_rate": target.mean(), "auc": roc_auc_score(y[sel], prob[sel]),
+                  "citl": prob[sel].mean() - y[sel].mean()}
+    return out, int(flagged.sum())
+
+
+@pytest.mark.parametrize("at_risk_class", [1, 0])
+def test_rates_at_the_top_k_rule_match_a_hand_computation(at_risk_class):
     rng = np.random.default_rng(3)
     n = 400
     y = rng.integers(0, 2, n)
     prob = np.clip(0.3 * y + rng.uniform(0, 0.7, n), 0, 1)
     sex = np.where(rng.uniform(size=n) < 0.4, "Female", "Male")
     prot = pd.DataFrame({"X1SEX": sex})
-    thr = 0.45
-    res = audit("binary_classification", y, prob, prot, ["X1SEX"], threshold=thr, n_resamples=50, min_group=10)
+    rule = fa.decision_rule(at_risk_class, None, y)
+    assert rule["share"] == pytest.approx(np.mean(y == at_risk_class)) and rule["share_source"] == "at_risk_share"
+    res = audit("binary_classification", y, prob, prot, ["X1SEX"], rule=rule, n_resamples=50, min_group=10)
     rec = res["attributes"]["X1SEX"]
-    expect = {}
+    expect, n_flagged = _hand_rates(y, prob, sex, at_risk_class, rule["share"])
+    assert res["decision_rule"]["n_flagged"] == n_flagged == round(rule["share"] * n)
     for g in rec["groups"]:
-        m = sex == g["group"]
-        tn, fp, fn, tp = confusion_matrix(y[m], (prob[m] >= thr).astype(int), labels=[0, 1]).ravel()
-        expect[g["group"]] = {"tpr": tp / (tp + fn), "fpr": fp / (fp + tn), "selection_rate": (tp + fp) / m.sum(),
-                              "base_rate": y[m].mean(), "auc": roc_auc_score(y[m], prob[m])}
         for k, v in expect[g["group"]].items():
             assert g[k] == pytest.approx(v, abs=1e-12), (g["group"], k)
     tpr_gap = abs(expect["Male"]["tpr"] - expect["Female"]["tpr"])
@@ -107,8 +124,151 @@ def test_rates_match_confusion_matrix():
     assert rec["gaps"]["tpr"]["gap"] == pytest.approx(tpr_gap)
     assert rec["gaps"]["fpr"]["gap"] == pytest.approx(fpr_gap)
     assert rec["gaps"]["equalized_odds"]["gap"] == pytest.approx(max(tpr_gap, fpr_gap))
-    sel_gap = abs(expect["Male"]["selection_rate"] - expect["Female"]["selection_rate"])
-    assert rec["gaps"]["selection_rate"]["gap"] == pytest.approx(sel_gap)
+    flag_gap = abs(expect["Male"]["flag_rate"] - expect["Female"]["flag_rate"])
+    assert rec["gaps"]["flag_rate"]["gap"] == pytest.approx(flag_gap)
+
+
+def test_the_rule_defaults_to_the_positive_class_and_twenty_percent_and_takes_a_configured_share():
+    assert fa.decision_rule(None, None, np.array([0, 1, 1])) == {
+        "at_risk_class": 1, "at_risk_declared": False, "share": 0.2, "share_source": "default"}
+    assert fa.decision_rule(0, 0.1, np.array([0, 1, 1]))["share"] == 0.1
+    with pytest.raises(ValueError, match="flag share"):
+        fa.decision_rule(1, None, np.ones(5))  # every training student at risk: no rule
+    flags = fa.top_share_flags(np.array([0.1, 0.9, 0.5, 0.7, 0.3]), 0.4)
+    assert flags.tolist() == [False, True, False, True, False]
+
+
+def test_a_group_with_worse_calibration_is_found():
+    """One group's predictions are too extreme (logit times 2.5) and shifted up: its calibration slope is far under
+    1 and its CITL positive, the other groups' near 1 and 0; the CITL gap is flagged with that group at the top."""
+    rng = np.random.default_rng(21)
+    n = 6000
+    race = rng.choice([WHITE, BLACK, HISP], size=n, p=[0.5, 0.25, 0.25]).astype(object)
+    logit = rng.normal(0, 1.2, n)
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-logit))).astype(int)
+    bad = race == HISP
+    shown = np.where(bad, 2.5 * logit + 0.8, logit)
+    prob = 1 / (1 + np.exp(-shown))
+    res = audit("binary_classification", y, prob, pd.DataFrame({"X1RACE": race}), ["X1RACE"], n_resamples=200)
+    by = {g["group"]: g for g in res["attributes"]["X1RACE"]["groups"]}
+    assert by[HISP]["calibration_slope"] == pytest.approx(0.4, abs=0.08)
+    for g in (WHITE, BLACK):
+        assert by[g]["calibration_slope"] == pytest.approx(1.0, abs=0.15)
+        assert abs(by[g]["citl"]) < 0.03
+        lo, hi = by[g]["cis"]["calibration_slope"]
+        assert lo < 1.05 and hi > 0.95  # around 1 (the data were drawn from these probabilities)
+    assert by[HISP]["citl"] > 0.05 and by[HISP]["cis"]["calibration_slope"][1] < 0.6
+    gap = res["attributes"]["X1RACE"]["gaps"]["citl"]
+    assert gap["flagged"] and gap["max_group"] == HISP and gap["ci"][0] > 0
+    # the slope against a direct fit: an unpenalised logistic regression of y on logit(p)
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.log(prob[bad] / (1 - prob[bad]))
+    fit = LogisticRegression(penalty=None, tol=1e-10, max_iter=1000).fit(x[:, None], y[bad])
+    assert by[HISP]["calibration_slope"] == pytest.approx(fit.coef_[0][0], rel=1e-4)
+
+
+def test_the_cluster_bootstrap_resamples_schools_and_widens_the_intervals():
+    """Scores that share a school effect: the cluster bootstrap's intervals are wider than the ordinary ones, and
+    deterministic."""
+    rng = np.random.default_rng(5)
+    schools = np.repeat(np.arange(60), 50)
+    n = len(schools)
+    sex = rng.choice(["Male", "Female"], size=n)
+    y = rng.normal(0, 1, n)
+    pred = y + rng.normal(0, 0.5, 60)[schools] + rng.normal(0, 0.3, n)  # a school-level error
+    prot = pd.DataFrame({"X1SEX": sex})
+    plain = audit("regression", y, pred, prot, ["X1SEX"], n_resamples=300)
+    clus = audit("regression", y, pred, prot, ["X1SEX"], n_resamples=300, clusters=schools)
+    assert plain["bootstrap"] == "ordinary" and clus["bootstrap"] == "cluster" and clus["n_clusters"] == 60
+    width = lambda r, k: np.diff(r["attributes"]["X1SEX"]["groups"][0]["cis"][k])[0]  # noqa: E731
+    assert width(clus, "mean_error") > 2 * width(plain, "mean_error")
+    again = audit("regression", y, pred, prot, ["X1SEX"], n_resamples=300, clusters=schools)
+    assert json.dumps(again, sort_keys=True) == json.dumps(clus, sort_keys=True)
+
+
+def test_continuous_errors_are_reported_in_the_units_given():
+    rng = np.random.default_rng(6)
+    n = 2000
+    g = rng.choice(["a", "b"], size=n)
+    y = rng.normal(100, 15, n)
+    pred = y + rng.normal(0, 5, n) + np.where(g == "b", 6.0, 0.0)
+    sd = float(np.std(y[:1000], ddof=1))  # the "training" SD
+    res = audit("regression", y / sd, pred / sd, pd.DataFrame({"G": g}), ["G"], n_resamples=50,
+                error_scale={"kind": "training_outcome_sd", "sd": sd})
+    by = {x["group"]: x for x in res["attributes"]["G"]["groups"]}
+    b = g == "b"
+    assert by["b"]["rmse"] == pytest.approx(np.sqrt(np.mean((pred[b] - y[b]) ** 2)) / sd)
+    assert by["b"]["mean_error"] == pytest.approx(np.mean(pred[b] - y[b]) / sd)
+    assert by["b"]["mean_error"] == pytest.approx(6.0 / 15, abs=0.05)
+    assert res["error_scale"]["sd"] == sd and res["decision_rule"] is None
+
+
+def test_grades_and_numbered_groups_keep_their_natural_order():
+    from edm_ars.figure_sanity import figure_problems
+
+    rng = np.random.default_rng(9)
+    n = 1200
+    grade = rng.choice(["3", "K", "1", "2", "10"], size=n)
+    y = rng.integers(0, 2, n)
+    prob = np.clip(0.2 + 0.5 * y + rng.normal(0, 0.2, n), 0.01, 0.99)
+    res = audit("binary_classification", y, prob, pd.DataFrame({"grade": grade}), ["grade"], n_resamples=20)
+    rec = res["attributes"]["grade"]
+    assert [g["group"] for g in rec["groups"]] == ["K", "1", "2", "3", "10"] and rec["ordered"]
+    fig = fa.fairness_plot(res)
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert [t.split("\n")[0] for t in ticks] == ["K", "1", "2", "3", "10"]
+    assert all(t.endswith(f"(n = {g['n']:,})") for t, g in zip(ticks, rec["groups"], strict=True))
+    from edm_ars.figures import figure_facts
+
+    drawn = figure_facts(fig)
+    assert figure_problems({"kind": "fairness", "path": "x", "drawn": drawn}, {"fairness": res}) == []
+    # the same ticks out of order are caught
+    bad = json.loads(json.dumps(drawn))
+    cats = bad["axes"][0]["y"]["categories"]
+    cats[0], cats[1] = cats[1], cats[0]
+    assert figure_problems({"kind": "fairness", "path": "x", "drawn": bad}, {"fairness": res})
+
+
+def test_an_attribute_binned_from_a_predictor_is_detected_and_a_declared_one_recorded():
+    rng = np.random.default_rng(12)
+    n = 3000
+    ses = rng.normal(size=n)
+    quint = pd.qcut(ses, 5, labels=["First quintile (lowest)", "Second quintile", "Third quintile",
+                                    "Fourth quintile", "Fifth quintile (highest)"]).astype(str)
+    race = rng.choice(["A", "B", "C"], size=n)
+    y = rng.integers(0, 2, n)
+    prob = rng.uniform(size=n)
+    prot = pd.DataFrame({"SESQ5": quint, "RACE": race})
+    predictors = pd.DataFrame({"SES": ses, "MATH": 0.6 * ses + rng.normal(0, 0.8, n)})
+    res = audit("binary_classification", y, prob, prot, ["SESQ5", "RACE"], n_resamples=10, predictors=predictors)
+    d = res["attributes"]["SESQ5"]["derived_from"]
+    assert d["predictor"] == "SES" and d["source"] == "detected" and d["concordance"] > 0.99
+    assert "derived_from" not in res["attributes"]["RACE"]  # nominal, not binned from anything
+    # a correlated predictor is not taken for the source
+    res2 = audit("binary_classification", y, prob, prot, ["SESQ5"], n_resamples=10, predictors=predictors[["MATH"]])
+    assert "derived_from" not in res2["attributes"]["SESQ5"]
+    res3 = audit("binary_classification", y, prob, prot, ["SESQ5"], n_resamples=10,
+                 derived={"SESQ5": {"predictor": "X1SES", "label": "SES composite"}})
+    assert res3["attributes"]["SESQ5"]["derived_from"] == {"predictor": "X1SES", "source": "registry",
+                                                          "label": "SES composite"}
+
+
+def test_the_group_calibration_figure_names_every_group_with_its_size(tmp_path):
+    from edm_ars.figure_sanity import figure_problems
+
+    y, prob, prot = _binary_data(seed=13)
+    res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], n_resamples=20)
+    curves = fa.group_calibration_curves(y, prob, prot, res)
+    assert [c["group"] for c in curves["X1SEX"]] == [g["group"] for g in res["attributes"]["X1SEX"]["groups"]]
+    drawn = fa.calibration_group_figure(curves, res, tmp_path / "cal.pdf")
+    assert (tmp_path / "cal.png").exists()
+    legends = ["".join(e.split()) for ax in drawn["axes"] for e in (ax.get("legend") or {}).get("entries") or []]
+    for rec in res["attributes"].values():
+        for g in rec["groups"]:
+            name, size = "".join(g["group"].split()), f"(n={g['n']:,})"
+            assert any(e.startswith(name) and e.endswith(size) for e in legends), g["group"]
+    assert figure_problems({"kind": "fairness_calibration", "path": "x", "drawn": drawn}, {"fairness": res}) == []
 
 
 def test_ci_contains_point_and_deterministic():
@@ -136,7 +296,7 @@ def test_regression_error_gaps_and_bias_sign():
     pred = np.where(sex == "Female", pred + 3.0, pred)  # biased upward for one group
     prot = pd.DataFrame({"X1SEX": sex})
     res = audit("regression", y, pred, prot, ["X1SEX"], n_resamples=200)
-    assert res["primary_metric"] == "r2"
+    assert res["primary_metric"] == "rmse" and "r2" not in json.dumps(res)
     rec = res["attributes"]["X1SEX"]
     by = {g["group"]: g for g in rec["groups"]}
     assert by["Female"]["mean_error"] == pytest.approx(3.0, abs=0.5)
@@ -144,10 +304,10 @@ def test_regression_error_gaps_and_bias_sign():
     f = sex == "Female"
     assert by["Female"]["rmse"] == pytest.approx(np.sqrt(np.mean((y[f] - pred[f]) ** 2)))
     assert by["Female"]["mae"] == pytest.approx(np.mean(np.abs(y[f] - pred[f])))
-    assert set(rec["gaps"]) == {"r2", "rmse", "mae", "mean_error"}
+    assert set(rec["gaps"]) == {"rmse", "mean_error"}
     me = rec["gaps"]["mean_error"]
     assert me["max_group"] == "Female" and me["gap"] == pytest.approx(3.0, abs=0.5) and me["flagged"]
-    assert rec["gaps"]["rmse"]["gap"] > 0 and rec["gaps"]["mae"]["gap"] > 0
+    assert rec["gaps"]["rmse"]["gap"] > 0
     assert disparity_flagged(res, "X1SEX", "Female")
     assert by["Female"]["ci"][0] <= by["Female"]["metric"] <= by["Female"]["ci"][1]
 
@@ -289,7 +449,7 @@ def test_groups_are_named_by_the_registry_value_labels_and_never_as_float_codes(
     text = json.dumps(res)
     assert "afam" not in text and "cauc" not in text and "0.0" not in json.dumps(groups)
     fig = fa.fairness_plot(res)
-    ticks = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+    ticks = [t.get_text().split("\n(n = ")[0] for ax in fig.axes for t in ax.get_yticklabels()]
     assert "African-American" in ticks and not {"afam", "cauc", "0.0", "1.0"} & set(ticks)
 
 
@@ -303,3 +463,14 @@ def test_a_numeric_attribute_read_as_text_with_many_values_is_binned_into_quinti
     assert binning is not None and binning["bins"] == 5 and order[0] == "Q1 (lowest)" and len(order) == 5
     letters = pd.Series(list("abcdefghijklmnopqrstu"))
     assert _grouping(letters)[2] is None
+
+
+def test_registry_labels_that_state_their_places_are_put_in_that_order():
+    """A registry listing an ordered attribute's labels out of order (3, 1, K, 2) still gives K < 1 < 2 < 3."""
+    rng = np.random.default_rng(14)
+    n = 800
+    codes = rng.choice(["g3", "g1", "gk", "g2"], size=n)
+    y = rng.normal(size=n)
+    res = audit("regression", y, y + rng.normal(size=n), pd.DataFrame({"grade": codes}), ["grade"], n_resamples=10,
+                values={"grade": {"g3": "3", "g1": "1", "gk": "K", "g2": "2"}})
+    assert [g["group"] for g in res["attributes"]["grade"]["groups"]] == ["K", "1", "2", "3"]

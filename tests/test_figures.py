@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import matplotlib.pyplot as plt
@@ -171,11 +172,15 @@ def test_the_figures_of_a_small_run_record_what_they_show_and_pass_the_sanity_ch
     assert [s["label"] for s in roc["series"]] == roc["legend"]["entries"]  # the chance diagonal is a guide
     sex, race, ses = facts["fairness"]["axes"]
     assert [p["panel"] for p in (sex, race, ses)] == ["X1SEX", "X1RACE", "X1SES"]
-    assert ses["y"]["categories"] == ["Q1 (lowest)", "Q2", "Q3", "Q4", "Q5 (highest)"]  # in order, not by AUC
+    def names(axis):  # each group's name, its size on a second line
+        assert all(re.search(r"\n\(n = [\d,]+\)$", c) for c in axis["categories"]), axis["categories"]
+        return [c.split("\n(n = ")[0] for c in axis["categories"]]
+
+    assert names(ses["y"]) == ["Q1 (lowest)", "Q2", "Q3", "Q4", "Q5 (highest)"]  # in order, not by AUC
     by_auc = {g["group"]: g["metric"] for g in results["fairness"]["attributes"]["X1SES"]["groups"]}
-    assert sorted(by_auc, key=by_auc.get) != ses["y"]["categories"]  # (sorting by AUC would have scrambled them)
+    assert sorted(by_auc, key=by_auc.get) != names(ses["y"])  # (sorting by AUC would have scrambled them)
     aucs = {g["group"]: g["metric"] for g in results["fairness"]["attributes"]["X1RACE"]["groups"]}
-    assert race["y"]["categories"] == sorted(aucs, key=aucs.get)  # a nominal attribute: by metric
+    assert names(race["y"]) == sorted(aucs, key=aucs.get)  # a nominal attribute: by metric
     assert ses["x"]["label"] == "AUC (95% bootstrap CI)" and sex["x"]["label"] == ""  # shared, labelled once
     assert sex["x"]["shared_with"] == [1, 2] and len(sex["series"]) == 1  # the whole-sample line is a guide
     [summary] = facts["shap_summary"]["axes"]

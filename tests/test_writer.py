@@ -220,11 +220,12 @@ def _group(name: str, n: int, primary: str, value: float | None, binary: bool, m
 
 
 def _fairness(binary: bool, best: str) -> dict:
-    primary = "auc" if binary else "r2"
+    primary = "auc" if binary else "rmse"
     if binary:
         def g(name, n, auc, tpr, fpr, base):
-            return _group(name, n, "auc", auc, True, tpr=tpr, fpr=fpr, selection_rate=tpr * base + fpr * (1 - base),
-                          base_rate=base)
+            return _group(name, n, "auc", auc, True, tpr=tpr, fpr=fpr, flag_rate=tpr * (1 - base) + fpr * base,
+                          base_rate=base, at_risk_rate=1 - base, citl=round(0.74 - base, 3) / 4,
+                          calibration_slope=round(0.7 + auc / 4, 3))
         sex = [g("Female", 1702, 0.829, 0.88, 0.46, 0.74), g("Male", 1706, 0.816, 0.87, 0.49, 0.70)]
         race = [g("Asian, non-Hispanic", 251, 0.851, 0.93, 0.50, 0.79),
                 g("Black/African-American, non-Hispanic", 433, 0.741, 0.80, 0.52, 0.62),
@@ -233,11 +234,13 @@ def _fairness(binary: bool, best: str) -> dict:
         inter = [g("Black/African-American, non-Hispanic x Female", 205, 0.731, 0.82, 0.54, 0.61),
                  g("White, non-Hispanic x Male", 888, 0.846, 0.93, 0.58, 0.77),
                  g("Asian, non-Hispanic x Female", 129, 0.880, 0.94, 0.48, 0.79)]
-        metrics = ["auc", "tpr", "fpr", "selection_rate"]
-        overall = {"auc": 0.8231, "tpr": 0.8733, "fpr": 0.48, "selection_rate": 0.81, "base_rate": 0.72}
+        metrics = ["auc", "citl", "tpr", "fpr", "flag_rate"]
+        overall = {"auc": 0.8231, "tpr": 0.8733, "fpr": 0.48, "flag_rate": 0.28, "base_rate": 0.72, "citl": 0.004,
+                   "calibration_slope": 0.98, "at_risk_rate": 0.28}
     else:
         def g(name, n, r2, rmse, me):
-            return _group(name, n, "r2", r2, False, rmse=rmse, mae=rmse * 0.8, mean_error=me)
+            return _group(name, n, "rmse", rmse, False, mae=rmse * 0.8, mean_error=me,
+                          cis={"mean_error": [me - 0.04, me + 0.04]})
         sex = [g("Female", 1850, 0.631, 0.602, 0.021), g("Male", 1868, 0.615, 0.618, -0.018)]
         race = [g("Asian, non-Hispanic", 262, 0.655, 0.571, 0.035),
                 g("Black/African-American, non-Hispanic", 451, 0.522, 0.688, -0.142),
@@ -245,8 +248,8 @@ def _fairness(binary: bool, best: str) -> dict:
                 g("White, non-Hispanic", 1920, 0.640, 0.594, 0.052)]
         inter = [g("Black/African-American, non-Hispanic x Female", 220, 0.515, 0.70, -0.15),
                  g("White, non-Hispanic x Male", 950, 0.644, 0.59, 0.05)]
-        metrics = ["r2", "rmse", "mae", "mean_error"]
-        overall = {"r2": 0.6234, "rmse": 0.61, "mae": 0.49, "mean_error": 0.0}
+        metrics = ["rmse", "mean_error"]
+        overall = {"rmse": 0.61, "mae": 0.49, "mean_error": 0.0}
     attrs = {}
     for name, label, kind, groups in (("X1SEX", "X1 Student's sex", "attribute", sex),
                                       ("X1RACE", "X1 Student's race/ethnicity-composite", "attribute", race),
@@ -259,9 +262,13 @@ def _fairness(binary: bool, best: str) -> dict:
              f"'{gp['max_group']}' ({gp['max_value']:.3f})"
              for a, r in attrs.items() for m, gp in r["gaps"].items() if gp and gp["flagged"]]
     return {"task": "binary_classification" if binary else "regression", "primary_metric": primary,
-            "threshold": 0.5, "min_group": 50, "gap_threshold": 0.05, "n_resamples": 1000, "seed": 42,
+            "decision_rule": {"at_risk_class": 0, "at_risk_declared": True, "at_risk_source": "registry",
+                              "share": 0.28, "share_source": "at_risk_share", "n_flagged": 955,
+                              "cutoff_probability": 0.61} if binary else None,
+            "bootstrap": "cluster", "n_clusters": 182,
+            "min_group": 50, "gap_threshold": 0.05, "n_resamples": 1000, "seed": 42,
             "n": 3410 if binary else 3720, "overall": overall, "attributes": attrs, "flags": flags, "skipped": {},
-            "model": best, "error_scale": None if binary else "outcome standard deviations"}
+            "model": best, "error_scale": None if binary else {"kind": "training_outcome_sd", "sd": 0.87}}
 
 
 def _stability(metric: str, model: str, ref: float, unstable: bool = False) -> dict:
@@ -848,7 +855,7 @@ def _macro_for(out: Path, source: str) -> str:
 
 
 def _float_block(tex: str, label: str) -> str:
-    for block in re.findall(r"\\begin\{(?:table|figure)\}.*?\\end\{(?:table|figure)\}", tex, re.S):
+    for block in re.findall(r"\\begin\{(?:table|figure)\*?\}.*?\\end\{(?:table|figure)\*?\}", tex, re.S):
         if f"\\label{{{label}}}" in block:
             return block
     raise AssertionError(f"no float labelled {label}")
@@ -898,8 +905,11 @@ def test_fairness_table_and_summary(tmp_path, binary):
     assert "\\dag" in table and "Unreliable group" in table
     if binary:
         assert "TPR" in table and "FPR" in table and "equalized-odds difference" in summary
+        assert "CITL" in table and "Slope" in table and r"\FairFlagShare{}" in table
+        assert "Calibration in the large ranged" in summary and "calibration slopes ranged" in summary
     else:
-        assert "& ME \\\\" in table and "standard deviations" in table
+        assert "& ME & " in table and "standard deviations" in table and "R2" not in table
+        assert "Rsq" not in _subsection(results_tex, "Subgroup Fairness")
     flagged = sum(1 for a, r in fa["attributes"].items() if r["kind"] == "attribute"
                   for g in r["gaps"].values() if g and g["flagged"])
     recs = {r["macro"]: r for r in json.loads((out / "numbers.json").read_text())["macros"]}
@@ -1011,21 +1021,22 @@ def regression_variant(arts: dict) -> dict:
     res["flags"] = ["below_quality_floor: mlp R2 0.031 < 0.05 (not interpreted)"]
     res["thresholds"] = {"quality_floor": 0.05, "leakage_auc": None}
     fa = res["fairness"]
-    fa.update(task="regression", primary_metric="r2", error_scale="outcome standard deviations")
+    fa.update(task="regression", primary_metric="rmse", error_scale={"kind": "training_outcome_sd", "sd": 0.88},
+              decision_rule=None)
     fa.pop("threshold", None)
-    fa["overall"] = {"r2": res["models"][res["best_model"]]["metrics"]["r2"], "rmse": 0.85, "mae": 0.68,
-                     "mean_error": 0.0}
+    fa["overall"] = {"rmse": 0.85, "mae": 0.68, "mean_error": 0.0}
     for attr, rec in fa["attributes"].items():
         for i, g in enumerate(rec["groups"]):
             base = g.get("auc")
             r2 = None if base is None else r2_of(base)
             me = round(0.05 * ((i % 3) - 1) + 0.01 * i, 4)
-            for k in ("auc", "tpr", "fpr", "selection_rate", "base_rate", "n_positive"):
+            for k in ("auc", "tpr", "fpr", "selection_rate", "flag_rate", "base_rate", "at_risk_rate", "n_positive",
+                      "citl", "calibration_slope"):
                 g.pop(k, None)
-            g.update(metric=r2, r2=r2, ci=None if r2 is None else [round(r2 - 0.06, 4), round(r2 + 0.06, 4)],
-                     rmse=None if r2 is None else round((1 - r2) ** 0.5, 4),
-                     mae=None if r2 is None else round(0.8 * (1 - r2) ** 0.5, 4), mean_error=me)
-        rec["gaps"] = _gaps(rec["groups"], ["r2", "rmse", "mae", "mean_error"], fa["gap_threshold"])
+            rmse = None if r2 is None else round((1 - r2) ** 0.5, 4)
+            g.update(metric=rmse, ci=None if rmse is None else [round(rmse - 0.04, 4), round(rmse + 0.04, 4)],
+                     rmse=rmse, mae=None if r2 is None else round(0.8 * (1 - r2) ** 0.5, 4), mean_error=me)
+        rec["gaps"] = _gaps(rec["groups"], ["rmse", "mean_error"], fa["gap_threshold"])
         rec["flags"] = [f"{attr}: {k} gap {g['gap']:.3f}" for k, g in rec["gaps"].items() if g and g["flagged"]]
         res["flags"] += [f"fairness: {f}" for f in rec["flags"]]
     fa["flags"] = [f[len("fairness: "):] for f in res["flags"] if f.startswith("fairness: ")]
@@ -1091,7 +1102,7 @@ def test_real_fixture_builds(tmp_path, regression):
     assert "Amer. Indian/Alaska Native, non-Hispanic\\textsuperscript{\\dag}" in table
     assert "X1RACE x X1SEX" not in table
     if regression:
-        assert "fell below the quality floor" in results_tex and "& ME \\\\" in table
+        assert "fell below the quality floor" in results_tex and "& ME & " in table
     else:
         assert "Black/African-American, non-Hispanic" in _subsection(results_tex, "Subgroup Fairness")
 
@@ -1333,3 +1344,34 @@ def test_the_appendix_starts_on_a_fresh_page(tmp_path):
     tex = (out / "paper.tex").read_text()
     (out / "paper.tex").write_text(tex.replace("\\clearpage\n\\appendix", "\\appendix"))
     assert appendix_page_problems(compile_pdf(out / "paper.tex", out / "latexmk.log"))
+
+
+def test_fairness_methods_state_the_decision_rule_and_a_derived_attribute(tmp_path):
+    """The methods say which rule the error rates come from (k, the at-risk class, where k comes from, how many
+    students it flags) and that an attribute banded from a predictor is seen by the model; the results repeat it."""
+    res = results(True)
+    res["fairness"]["attributes"]["X1SEX"]["derived_from"] = {"predictor": "X1SES", "source": "detected",
+                                                             "concordance": 0.999, "label": None}
+    _, out = _build(tmp_path, binary=True, passed=True, results=res)
+    tex = (out / "paper.tex").read_text()
+    methods = slot_content(tex, "METHODS")
+    assert r"flag the \FairFlagShare{} of test students" in methods and "students without the outcome" in methods
+    assert "their share among the training students" in methods and r"\FairNFlagged{} students" in methods
+    assert r"\FairNClusters{} clusters of the test set" in methods
+    assert r"banded version of a predictor" in methods and r"\texttt{X1SES}" in methods
+    fair = _subsection(slot_content(tex, "RESULTS"), "Subgroup Fairness")
+    assert r"derived from the predictor \texttt{X1SES}" in fair
+    recs = {r["macro"]: r for r in json.loads((out / "numbers.json").read_text())["macros"]}
+    assert recs[r"\FairFlagShare"]["raw"] == pytest.approx(28.0)
+    assert recs[r"\FairFlagShare"]["source"] == "100 * results.json:fairness.decision_rule.share"
+
+
+def test_an_undeclared_at_risk_class_is_stated_as_the_default_rule(tmp_path):
+    res = results(True)
+    res["fairness"]["decision_rule"].update(at_risk_class=1, at_risk_declared=False, at_risk_source=None, share=0.2,
+                                            share_source="default")
+    _, out = _build(tmp_path, binary=True, passed=True, results=res)
+    methods = slot_content((out / "paper.tex").read_text(), "METHODS")
+    assert "most likely among students with the outcome (" in methods
+    assert "a default share, since the registry declares neither outcome class" in methods
+    assert "of at least" in methods and "of at most" not in methods

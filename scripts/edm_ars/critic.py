@@ -311,6 +311,39 @@ def check_subgroup_results(a: Artifacts, p: dict[str, Any]) -> Finding:
                    "No subgroup (fairness) results are reported for any protected attribute." + why)
 
 
+def fairness_audit_gaps(results: dict[str, Any]) -> list[str]:
+    """What a subgroup audit lacks to mean something, each naming the results.json key: binary outcomes need
+    per-group calibration (citl, calibration_slope) and error rates at a stated decision rule (decision_rule), not at
+    an unstated 0.5 threshold; continuous outcomes need per-group RMSE and bias in outcome SD units (error_scale),
+    not R2. Empty when there is no audit (an_subgroup_results reports that)."""
+    audit = results.get("fairness") or {}
+    attrs = {a: r for a, r in (audit.get("attributes") or {}).items() if r.get("kind") != "intersection"}
+    if not attrs:
+        return []
+    groups = [(a, g) for a, r in attrs.items() for g in r.get("groups") or [] if g.get("reliable")]
+    out = []
+    if results.get("task") == "binary_classification":
+        if not isinstance(audit.get("decision_rule"), dict):
+            out.append("results.json:fairness.decision_rule is missing: the TPR/FPR are not at a stated decision rule")
+        lacking = sorted({a for a, g in groups if "citl" not in g or "calibration_slope" not in g})
+        if lacking:
+            out.append(f"results.json:fairness.attributes.{{{', '.join(lacking)}}}.groups lack citl/calibration_slope "
+                       "(per-group calibration)")
+    else:
+        if audit.get("primary_metric") == "r2" or any("r2" in g for _, g in groups):
+            out.append("results.json:fairness compares R2 across groups (not comparable when the groups' outcome "
+                       "variances differ); report RMSE and mean error")
+        if not isinstance(audit.get("error_scale"), dict):
+            out.append("results.json:fairness.error_scale is missing: the errors' units are not stated")
+    return out
+
+
+@code_check("fairness_audit")
+def check_fairness_audit(a: Artifacts, p: dict[str, Any]) -> Finding:
+    gaps = fairness_audit_gaps(a.results)
+    return Finding(not gaps, {"missing": gaps}, "The subgroup audit lacks " + "; ".join(gaps) + ".")
+
+
 def fairness_flags(results: dict[str, Any]) -> list[str]:
     """The flagged subgroup gaps (unreliable-group notices excluded)."""
     flags = [f[len("fairness:"):].strip() for f in results.get("flags") or [] if f.startswith("fairness:")]
@@ -751,7 +784,8 @@ def results_summary(results: dict[str, Any], *, max_flags: int = 30) -> dict[str
             "groups": [{k: g.get(k) for k in ("group", "n", "reliable", "metric", "ci")}
                        for g in rec.get("groups") or []],
             "flagged_gaps": {m: {k: g.get(k) for k in ("gap", "ci", "min_group", "max_group")}
-                             for m, g in (rec.get("gaps") or {}).items() if g and g.get("flagged")}}
+                             for m, g in (rec.get("gaps") or {}).items() if g and g.get("flagged")},
+            "derived_from": rec.get("derived_from")}
     st = results.get("stability") or {}
     flags = fairness_flags(results)
     return {
@@ -764,6 +798,8 @@ def results_summary(results: dict[str, Any], *, max_flags: int = 30) -> dict[str
         "shap_skipped": (results.get("shap") or {}).get("skipped"),
         "fairness": {"model": audit.get("model"), "primary_metric": audit.get("primary_metric"),
                      "gap_threshold": audit.get("gap_threshold"), "min_group": audit.get("min_group"),
+                     "decision_rule": audit.get("decision_rule"), "error_scale": audit.get("error_scale"),
+                     "bootstrap": audit.get("bootstrap"), "n_clusters": audit.get("n_clusters"),
                      "overall": audit.get("overall"), "attributes": attributes,
                      "flags": flags[:max_flags], "n_flags": len(flags)},
         "stability": {k: st.get(k) for k in ("model", "metric", "unstable", "rule", "thresholds", "n_perturbations",

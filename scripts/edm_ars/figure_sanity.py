@@ -15,6 +15,8 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "
 _NUMBER = re.compile(r"^[\u2212-]?\d+(\.\d+)?$")
 _Q = re.compile(r"^q(\d+)\b")  # Q1 (lowest), Q2, ...
 _NTH = re.compile(r"^(\d+)(st|nd|rd|th)\b")  # 1st grade, 2nd grade, ...
+_N_SUFFIX = re.compile(r"\(n=[\d,]+\)$")  # a group's size after its name (fairness.n_suffix), squashed
+_KINDERGARTEN = ("k", "kg", "kindergarten")  # the grade before grade 1
 RANKING = "ranking"  # the panel (axes gid) of a figure whose categories are ranked (the SHAP figures)
 
 
@@ -25,7 +27,7 @@ def squash(text: Any) -> str:
 
 def shows(shown: str, name: Any) -> bool:
     """Whether a drawn label `shown` is `name` (wrapped, or cut after whole words with an ellipsis)."""
-    s, n = squash(shown), squash(name)
+    s, n = _N_SUFFIX.sub("", squash(shown)), squash(name)
     if s.endswith(ELLIPSIS):
         return bool(s[:-1]) and n.startswith(s[:-1])
     return s == n
@@ -37,6 +39,8 @@ def ordinal_rank(label: Any) -> float | None:
     text = " ".join(str(label).split()).lower()
     if _NUMBER.match(text):
         return float(text.replace("\u2212", "-"))
+    if text in _KINDERGARTEN:
+        return 0.0
     for pattern in (_Q, _NTH):
         m = pattern.match(text)
         if m:

@@ -321,6 +321,8 @@ def validate_registry(reg: Registry) -> list[str]:
             errors.append(f"variable {name} is the identifier column and cannot be a {rec['role']}")
         if rec.get("derive") and not rec["derive"].get("from"):
             errors.append(f"variable {name}: derive needs 'from' (the source column)")
+        if rec.get("derived_from") is not None and str(rec["derived_from"]) not in reg.tier1:
+            errors.append(f"variable {name}: derived_from {rec['derived_from']} is not a variable of the registry")
         if rec.get("values") is not None and not (isinstance(rec["values"], dict) and rec["values"]):
             errors.append(f"variable {name}: values must be a mapping of codes to labels ({{code: label}})")
     for attr in reg.protected_default + [a for pair in reg.protected_intersections for a in pair]:
@@ -350,6 +352,9 @@ def validate_registry(reg: Registry) -> list[str]:
             elif out and orec is not None and not is_temporally_valid(reg, pred, out):
                 errors.append(f"question {qid}: predictor {pred} ({wave_of(reg, pred)}) does not strictly "
                               f"precede outcome {out} ({wave_of(reg, out)})")
+        if q.get("at_risk") is not None and q["at_risk"] not in (0, 1):
+            errors.append(f"question {qid}: at_risk must be 0 or 1 (the outcome class a school acts on), got "
+                          f"{q['at_risk']!r}")
         for attr in q.get("subgroups") or []:
             if attr not in reg.tier1:
                 errors.append(f"question {qid}: subgroup attribute {attr} is not a variable of the registry")

@@ -254,18 +254,45 @@ def explain(smk: Any) -> None:
     write_json(smk.output.explain, doc)
 
 
+def _at_risk_class(cfg: dict[str, Any], reg: Any, spec: dict[str, Any]) -> tuple[int | None, str | None]:
+    """The binary outcome's class a school would act on ("at risk"): config analysis.fairness.at_risk_class, else
+    the registry question's `at_risk:`, else None (not declared); with where it came from."""
+    from ..registry import find_question
+
+    if cfg.get("at_risk_class") is not None:
+        return int(cfg["at_risk_class"]), "config"
+    try:
+        q = find_question(reg, spec["question_id"])
+    except Exception:  # noqa: BLE001 - a spec from a question the registry does not hold
+        q = {}
+    if q.get("outcome") == spec["outcome"]["name"] and q.get("at_risk") is not None:
+        return int(q["at_risk"]), "registry"
+    return None, None
+
+
+def _derived_declared(reg: Any, attributes: list[str]) -> dict[str, dict[str, Any]]:
+    """Attributes the registry declares as derived from a predictor (`derived_from:`)."""
+    out = {}
+    for a in attributes:
+        src = (reg.variable(a) or {}).get("derived_from")
+        if src:
+            out[a] = {"predictor": str(src), "label": (reg.variable(str(src)) or {}).get("label")}
+    return out
+
+
 def fairness(smk: Any) -> None:
     """Subgroup audit of the selected model on the test students.
 
     Groups come from test_protected.csv (original labels snapshotted before encoding), never from one-hot columns.
-    For continuous outcomes errors are expressed in outcome standard deviations, so the gap threshold means the
-    same on any scale."""
+    Binary outcomes: calibration per group and error rates at the rule "flag the k% most at risk". Continuous
+    outcomes: errors in units of the training outcome's standard deviation, so the gap threshold means the same on
+    any scale. Intervals: a cluster bootstrap of the test schools when the split is clustered."""
     import hashlib
 
     import numpy as np
     import pandas as pd
 
-    from ..fairness import audit, fairness_figure
+    from ..fairness import audit, calibration_group_figure, decision_rule, fairness_figure, group_calibration_curves
     from ..phases import recorded
     from ..registry import value_labels
     from ..reuse import earlier_record, same_inputs
@@ -273,48 +300,81 @@ def fairness(smk: Any) -> None:
 
     evaluation = read_json(smk.input.evaluation)
     spec = read_json(smk.input.spec, "research_spec")
+    report = read_json(smk.input.report)
     reg = registry_of(smk)
     task, best = evaluation["task"], evaluation["best_model"]
     y = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
+    train_y = pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy(dtype=float)
     pred = pd.read_csv(smk.input.predictions)[best].to_numpy(dtype=float)
     protected = pd.read_csv(smk.input.test_protected, dtype=str, keep_default_na=True)
+    test_x = pd.read_csv(smk.input.test_X)
     cfg = smk.params.fairness
     attributes = list(cfg.get("attributes") or spec["subgroups"])
     pairs = [tuple(p) for p in (cfg.get("intersections") or reg.protected_intersections)
              if all(a in protected.columns for a in p)]
+    split = report.get("split") or {}
+    clusters = None
+    if split.get("clustered"):
+        clusters = pd.read_csv(smk.input.test_groups).iloc[:, 0].astype(str).to_numpy()
+    rule = None
     scale = 1.0
+    error_scale = None
     if task == "regression":
-        scale = float(np.std(y)) or 1.0
+        scale = float(np.std(train_y, ddof=1)) or 1.0
+        error_scale = {"kind": "training_outcome_sd", "sd": scale, "n_train": int(len(train_y))}
+    else:
+        cls, cls_source = _at_risk_class(cfg, reg, spec)
+        rule = {**decision_rule(cls, cfg.get("flag_share"), train_y), "at_risk_source": cls_source}
     labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
     values = {name: value_labels(reg, name) for name in reg.tier1 if value_labels(reg, name)}
+    derived = _derived_declared(reg, attributes)
+    numeric = test_x.select_dtypes("number")
+    numeric = numeric[[c for c in numeric.columns if numeric[c].nunique() > 2]]  # no one-hot/binary columns
     errors: list[dict[str, Any]] = []
     result = None
-    # the audit depends on the audited predictions, the groups and the specification's attributes
+    # the audit depends on the audited predictions, the groups, the rule and the clusters
     inputs = {"model": best, "predictions": hashlib.sha256(pred.tobytes()).hexdigest(),
-              "protected": smk.input.test_protected, "spec": smk.input.spec, "values": values}
+              "protected": smk.input.test_protected, "spec": smk.input.spec, "values": values,
+              "rule": rule, "error_scale": error_scale, "derived": derived,
+              "clusters": None if clusters is None else hashlib.sha256("\n".join(clusters).encode()).hexdigest()}
     kept = earlier_record(smk)
     if same_inputs(kept, inputs) and kept["audit"] is not None:
         log.info("audit of %s kept from the previous round (same predictions, same groups)", best)
         result = kept["audit"]
     with recorded(errors, "fairness"):
-        result = result or audit(task, y / scale if task == "regression" else y,
-                                 pred / scale if task == "regression" else pred, protected, attributes,
-                                 intersections=pairs, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed,
+        result = result or audit(task, y / scale, pred / scale, protected, attributes, intersections=pairs,
+                                 rule=rule, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed,
                                  min_group=cfg["min_group"], gap_threshold=cfg["gap_threshold"], labels=labels,
-                                 values=values)
+                                 values=values, clusters=clusters, derived=derived, predictors=numeric,
+                                 error_scale=error_scale)
     fig_dir = Path(smk.output.figures)
     fig_dir.mkdir(parents=True, exist_ok=True)
     figs, rows = [], []
     if result is not None:
         result["model"] = best
-        result["error_scale"] = "outcome standard deviations" if task == "regression" else None
-        drawn = fairness_figure(result, fig_dir / "fairness.pdf",
-                                attributes=[a for a in attributes if a in result["attributes"]])
-        metric = result["primary_metric"].upper()
-        figs.append({"path": "figures/fairness/fairness.pdf", "kind": "fairness",
-                     "caption": f"Held-out {metric} of the selected model by student subgroup with 95% bootstrap "
-                                "intervals; the dotted line marks the whole test set.",
+        shown = [a for a in attributes if a in result["attributes"]]
+        drawn = fairness_figure(result, fig_dir / "fairness.pdf", attributes=shown)
+        boot = "cluster" if result.get("bootstrap") == "cluster" else ""
+        if task == "regression":
+            caption = (f"Held-out RMSE of the selected model by student subgroup, in standard deviations of the "
+                       f"training outcome, with 95% {boot + ' ' if boot else ''}bootstrap intervals; the number of "
+                       "test students beside each group; the dotted line marks the whole test set.")
+        else:
+            caption = (f"Held-out AUC of the selected model by student subgroup with 95% {boot + ' ' if boot else ''}"
+                       "bootstrap intervals; the number of test students beside each group; the dotted line marks "
+                       "the whole test set.")
+        figs.append({"path": "figures/fairness/fairness.pdf", "kind": "fairness", "caption": caption,
                      "png": "figures/fairness/fairness.png", "drawn": drawn})
+        if task == "binary_classification":
+            curves = group_calibration_curves(y, pred, protected, result, values)
+            drawn = calibration_group_figure(curves, result, fig_dir / "fairness_calibration.pdf")
+            figs.append({"path": "figures/fairness/fairness_calibration.pdf", "kind": "fairness_calibration",
+                         "caption": "Calibration of the selected model by student subgroup: the observed proportion "
+                                    "of the positive outcome against the mean predicted probability in bins of the "
+                                    "whole test set's predictions (bins with fewer than ten of a group's students "
+                                    "left out); the legend gives each group's number of test students; the dotted "
+                                    "diagonal marks perfect calibration.",
+                         "png": "figures/fairness/fairness_calibration.png", "drawn": drawn})
         for attr, info in result["attributes"].items():
             for g in info["groups"]:
                 rows.append({"attribute": attr, **{k: v for k, v in g.items() if not isinstance(v, (dict, list))}})
@@ -322,7 +382,8 @@ def fairness(smk: Any) -> None:
             log.info("fairness flag: %s", flag)
     write_csv(smk.output.table, pd.DataFrame(rows))
     write_json(smk.output.fairness, {"audit": result, "figures": figs, "errors": errors, "inputs": inputs,
-                                     "tables": [{"path": "tables/fairness.csv", "kind": "fairness"}]})
+                                     "tables": [{"path": "tables/fairness.csv", "kind": "fairness"}]},
+               "fairness")
 
 
 def stability_run(smk: Any) -> None:

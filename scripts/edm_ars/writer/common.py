@@ -268,3 +268,15 @@ def data_name(ctx: Ctx, *, studied: bool = True) -> str:
     if studied and provenance.kind(ctx) == "generated":
         return ctx.ph("common.generated_data_name", short=short)
     return short if short.lower().endswith(("data", "data set", "dataset")) else short + " data"
+
+
+def at_risk_phrase(ctx: Ctx, full: bool = False) -> str:
+    """The students a school would act on under the audit's rule: those with or without the outcome (`full`: with
+    the outcome named, for its first mention)."""
+    rule = ctx.fairness.get("decision_rule") or {}
+    without = rule.get("at_risk_class") == 0
+    if full and without:
+        return ctx.ph("methods.at_risk_without", outcome=ctx.outcome_phrase)
+    if full:
+        return ctx.ph("methods.at_risk_with", outcome=ctx.outcome_phrase)
+    return ctx.ph("methods.at_risk_without_short") if without else ctx.ph("methods.at_risk_with_short")

@@ -198,7 +198,9 @@ def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
         if not rec:
             return None
         label = lc_first(ctx.t(clean_label(rec.get("label") or attr), f"results.json:fairness.attributes.{attr}.label"))
-        return ctx.ph("narrative.claim_subgroup_gap", metric=metric, groups=label)
+        audited = ctx.fairness.get("primary_metric")  # the audit's metric (RMSE for a continuous outcome)
+        return ctx.ph("narrative.claim_subgroup_gap", metric=metric_name(ctx, audited) if audited else metric,
+                      groups=label)
     return None
 
 
@@ -300,6 +302,10 @@ def future(ctx: Ctx) -> str:
              + f"{c.citep('stability', limit=1)}.")
     if ctx.fairness:
         labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
-        text += " " + ctx.ph("narrative.future_subgroups", units=ctx.units,
-                             groups=join_list(labels) if labels else ctx.ph("narrative.groups_default"))
+        groups = join_list(labels) if labels else ctx.ph("narrative.groups_default")
+        if ctx.binary and any("calibration_slope" in g for r in ctx.fairness["attributes"].values()
+                              for g in r.get("groups") or []):  # the audit reports calibration per group already
+            text += " " + ctx.ph("narrative.future_subgroups_decisions", units=ctx.units, groups=groups)
+        else:
+            text += " " + ctx.ph("narrative.future_subgroups", units=ctx.units, groups=groups)
     return text

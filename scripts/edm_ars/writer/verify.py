@@ -211,6 +211,8 @@ METRIC_WORDS = [
     (r"\bBrier\b", {"brier"}), (r"\bRMSE\b", {"rmse"}), (r"\bMAE\b", {"mae"}),
     (r"R\$\^\{?2\}?\$|\\Rsq|\bR2\b|R-squared|coefficient of determination", {"r2"}),
     (r"\bFPR\b|false positive rate", {"fpr"}), (r"selection rate", {"selection_rate"}),
+    (r"flag rate|share of the group flagged", {"flag_rate"}), (r"\bCITL\b|calibration in the large", {"citl"}),
+    (r"calibration slopes?", {"calibration_slope"}),
 ]
 
 

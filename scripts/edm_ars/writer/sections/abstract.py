@@ -136,4 +136,6 @@ def _abstract_fairness(ctx: Ctx) -> str:
         return ctx.ph("abstract.fairness_no_gap", metric=metric_name(ctx, primary))
     reading = (ctx.ph("abstract.gap_reading_inconclusive") if status == "inconclusive"
                else ctx.ph("abstract.gap_reading_predictive"))
+    if not ctx.binary:  # the audit's errors are in outcome standard deviations
+        mac = ctx.ph("abstract.gap_in_sd", gap=mac)
     return ctx.ph("abstract.fairness_gap", metric=metric_name(ctx, primary), gap=mac, groups=label, reading=reading)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
 from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
+    at_risk_phrase,
     attr_label,
     automation_note,
     data_name,
@@ -442,19 +444,30 @@ def methods_fairness(ctx: Ctx) -> str:
                     ".binned.bins")
         sents.append(ctx.ph("methods.fairness_binned", attributes=join_list(
             [f"\\texttt{{{escape_latex(a)}}}" for a in binned]), k=k))
+    derived = [a for a in singles if (attrs[a].get("derived_from") or {}).get("predictor")]
+    for a in derived:
+        sents.append(derived_sentence(ctx, a, attrs[a]["derived_from"]))
     nres = fa.get("n_resamples")
-    boot = (" " + ctx.ph("methods.fairness_resamples",
-                         k=m.count("FairNResamples", nres, "results.json:fairness.n_resamples"))
-            if isnum(nres) else "")
+    boot = ""
+    if isnum(nres):
+        k = m.count("FairNResamples", nres, "results.json:fairness.n_resamples")
+        if fa.get("bootstrap") == "cluster" and isnum(fa.get("n_clusters")):
+            boot = " " + ctx.ph("methods.fairness_resamples_clusters", k=k, clusters=m.count(
+                "FairNClusters", fa["n_clusters"], "results.json:fairness.n_clusters"))
+        else:
+            boot = " " + ctx.ph("methods.fairness_resamples", k=k)
     if ctx.binary:
-        thr = fa.get("threshold")
-        thr_t = (ctx.ph("methods.fairness_rates_at_threshold",
-                        threshold=m.add("FairThreshold", f"{float(thr):.2f}", thr, "results.json:fairness.threshold"))
-                 if isnum(thr) else ctx.ph("methods.fairness_rates"))
-        sents.append(ctx.ph("methods.fairness_auc_interval", level=CI_LEVEL) + boot + " " + thr_t)
+        sents.append(ctx.ph("methods.fairness_auc_interval", level=CI_LEVEL) + boot + ".")
+        sents.append(ctx.ph("methods.fairness_calibration", positive=ctx.positive))
+        sents += rule_sentences(ctx)
     else:
-        sents.append(ctx.ph("methods.fairness_r2_interval", level=CI_LEVEL) + boot + ", "
-                     + ctx.ph("methods.fairness_errors"))
+        scale = fa.get("error_scale") or {}
+        sd = (" (" + ctx.ph("methods.fairness_sd_value", sd=m.metric(
+            "FairOutcomeSD", scale["sd"], "results.json:fairness.error_scale.sd")) + ")") if isnum(scale.get("sd")) \
+            else ""
+        sents.append(ctx.ph("methods.fairness_rmse_interval", level=CI_LEVEL) + boot + ", "
+                     + ctx.ph("methods.fairness_errors", sd=sd))
+        sents.append(ctx.ph("methods.fairness_no_r2"))
     mg, gt = fa.get("min_group"), fa.get("gap_threshold")
     if isnum(mg):
         sents.append(ctx.ph("methods.fairness_min_group",
@@ -471,6 +484,47 @@ def methods_fairness(ctx: Ctx) -> str:
                      + ctx.ph("methods.fairness_equalized_odds_zero"))
     return (f"\\subsection{{{ctx.ph('methods.fairness_title')}}}\\label{{sec:fairness-method}}\n"
             + " ".join(sents))
+
+
+def rule_sentences(ctx: Ctx) -> list[str]:
+    """The decision rule at which the audit's error rates are computed (binary outcomes), stated in full."""
+    rule = ctx.fairness.get("decision_rule") or {}
+    if not isnum(rule.get("share")):
+        return []
+    m = ctx.m
+    src = "results.json:fairness.decision_rule"
+    share = m.pct("FairFlagShare", 100 * rule["share"], f"100 * {src}.share", derived=True)
+    who = at_risk_phrase(ctx)
+    why = {"at_risk_share": ctx.ph("methods.fairness_share_from_training"),
+           "config": ctx.ph("methods.fairness_share_configured"),
+           "default": ctx.ph("methods.fairness_share_default")}.get(rule.get("share_source"), "")
+    flagged = m.count("FairNFlagged", rule["n_flagged"], f"{src}.n_flagged") if isnum(rule.get("n_flagged")) else None
+    cut = rule.get("cutoff_probability")
+    if flagged and isnum(cut):
+        side = (ctx.ph("methods.fairness_rule_at_most") if rule.get("at_risk_class") == 0
+                else ctx.ph("methods.fairness_rule_at_least"))
+        size = " (" + ctx.ph("methods.fairness_rule_size", n=flagged, cutoff=m.metric(
+            "FairCutoff", cut, f"{src}.cutoff_probability"), side=side) + ")"
+    else:
+        size = ""
+    return [ctx.ph("methods.fairness_rule", share=share, students=at_risk_phrase(ctx, full=True), why=why, size=size),
+            ctx.ph("methods.fairness_rates_rule", students=who)]
+
+
+def derived_sentence(ctx: Ctx, attr: str, d: dict[str, Any]) -> str:
+    """That an audited attribute is derived from a predictor (declared or detected), and what that implies."""
+    src = f"results.json:fairness.attributes.{attr}.derived_from"
+    pred = d["predictor"]
+    label = d.get("label")
+    name = (f"\\emph{{{lc_first(ctx.t(clean_label(label), src + '.label'))}}} (\\texttt{{{escape_latex(pred)}}})"
+            if label else f"\\texttt{{{escape_latex(pred)}}}")
+    if pred not in {p.get("name") for p in ctx.spec.get("predictors") or []} and d.get("source") == "registry":
+        return ctx.ph("methods.fairness_derived_not_predictor", attribute=f"\\emph{{{lc_first(attr_label(ctx, attr))}}}",
+                      predictor=name)
+    attribute = f"\\emph{{{lc_first(attr_label(ctx, attr))}}}"
+    if d.get("source") == "registry":
+        return ctx.ph("methods.fairness_derived_declared", attribute=attribute, predictor=name)
+    return ctx.ph("methods.fairness_derived_detected", attribute=attribute, predictor=name)
 
 
 def methods_stability(ctx: Ctx) -> str:

@@ -10,6 +10,7 @@ from .. import narrative, provenance
 from ..common import (
     CI_LEVEL,
     PERTURBATION_KIND,
+    at_risk_phrase,
     attr_label,
     feature_names,
     fig_of,
@@ -155,7 +156,8 @@ def baseline_text(ctx: Ctx) -> str:
     return text
 
 
-FAIR_LABEL = {"auc": "AUC", "r2": r"\Rsq{}", "tpr": "TPR", "fpr": "FPR", "selection_rate": "selection rate",
+FAIR_LABEL = {"auc": "AUC", "r2": r"\Rsq{}", "tpr": "TPR", "fpr": "FPR", "flag_rate": "flag rate",
+              "citl": "CITL", "calibration_slope": "slope",
               "rmse": "RMSE", "mae": "MAE", "mean_error": "mean error",
               "equalized_odds": "equalized-odds difference", "base_rate": "base rate"}
 
@@ -165,7 +167,7 @@ FIG_SECTION = {
     "observed_predicted": "comparison", "predicted_vs_actual": "comparison", "residuals": "comparison",
     "shap_summary": "interpretation", "shap_importance": "interpretation", "importance": "interpretation",
     "shap": "interpretation", "fairness": "fairness", "subgroup": "fairness", "subgroups": "fairness",
-    "fairness_gap": "fairness", "stability": "stability",
+    "fairness_gap": "fairness", "fairness_calibration": "fairness", "stability": "stability",
 }
 
 
@@ -532,7 +534,11 @@ def _agreement_text(ctx: Ctx, name: str) -> str:
 
 
 def _group_cols(ctx: Ctx) -> list[str]:
-    return ["tpr", "fpr"] if ctx.binary else ["rmse", "mean_error"]
+    return ["citl", "calibration_slope", "flag_rate", "tpr", "fpr"] if ctx.binary else ["mean_error"]
+
+
+#: the columns of the fairness table that carry their own interval
+_CI_COLS = {"mean_error"}
 
 
 def _fair_macro(ctx: Ctx, attr: str, gi: int, key: str, value: Any, kind: str = "metric") -> str:
@@ -543,6 +549,23 @@ def _fair_macro(ctx: Ctx, attr: str, gi: int, key: str, value: Any, kind: str = 
     return ctx.m.metric(name, value, src)
 
 
+def _fair_ci(ctx: Ctx, attr: str, gi: int, key: str, ci: Any, src: str) -> str:
+    if isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)):
+        lo = ctx.m.metric(macro_name("Fair", attr, f"g{gi + 1}", key, "Low"), ci[0], src + ".0")
+        hi = ctx.m.metric(macro_name("Fair", attr, f"g{gi + 1}", key, "High"), ci[1], src + ".1")
+        return f"[{lo}, {hi}]"
+    return "--"
+
+
+def flag_share(ctx: Ctx) -> str | None:
+    """The decision rule's k (a percentage macro), binary audits only."""
+    rule = ctx.fairness.get("decision_rule") or {}
+    if not isnum(rule.get("share")):
+        return None
+    return ctx.m.pct("FairFlagShare", 100 * rule["share"], "100 * results.json:fairness.decision_rule.share",
+                     derived=True)
+
+
 def fairness_table(ctx: Ctx) -> str:
     fa = ctx.fairness
     primary = fa.get("primary_metric") or ctx.primary
@@ -550,10 +573,11 @@ def fairness_table(ctx: Ctx) -> str:
     rows = []
     any_unreliable = False
     attrs = [(a, r) for a, r in fa["attributes"].items() if r.get("kind") != "intersection"]
+    width = 2 + 2 + len(cols) + len([c for c in cols if c in _CI_COLS])
     for ai, (attr, rec) in enumerate(attrs):
         if ai:
             rows.append("\\addlinespace")
-        rows.append(f"\\multicolumn{{{2 + 2 + len(cols)}}}{{@{{}}l}}{{\\textit{{{attr_label(ctx, attr)}}}}} \\\\")
+        rows.append(f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\textit{{{attr_label(ctx, attr)}}}}} \\\\")
         for gi, g in enumerate(rec.get("groups") or []):
             group = ctx.t(str(g.get("group")), f"results.json:fairness.attributes.{attr}.groups.{gi}.group")
             if not g.get("reliable", True):
@@ -563,28 +587,25 @@ def fairness_table(ctx: Ctx) -> str:
             cells.append(_fair_macro(ctx, attr, gi, "n", g["n"], "count") if isnum(g.get("n")) else "--")
             val = g.get("metric", g.get(primary))
             cells.append(_fair_macro(ctx, attr, gi, primary, val) if isnum(val) else "--")
-            ci = g.get("ci")
-            if isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)):
-                src = f"results.json:fairness.attributes.{attr}.groups.{gi}.ci"
-                lo = ctx.m.metric(macro_name("Fair", attr, f"g{gi + 1}", primary, "Low"), ci[0], src + ".0")
-                hi = ctx.m.metric(macro_name("Fair", attr, f"g{gi + 1}", primary, "High"), ci[1], src + ".1")
-                cells.append(f"[{lo}, {hi}]")
-            else:
-                cells.append("--")
+            cells.append(_fair_ci(ctx, attr, gi, primary, g.get("ci"),
+                                  f"results.json:fairness.attributes.{attr}.groups.{gi}.ci"))
             for col in cols:
                 cells.append(_fair_macro(ctx, attr, gi, col, g[col]) if isnum(g.get(col)) else "--")
+                if col in _CI_COLS:
+                    cells.append(_fair_ci(ctx, attr, gi, col, (g.get("cis") or {}).get(col),
+                                          f"results.json:fairness.attributes.{attr}.groups.{gi}.cis.{col}"))
             rows.append(" & ".join(cells) + " \\\\")
     head = ["Group", "$n$", FAIR_LABEL.get(primary, escape_latex(primary)), f"{CI_LEVEL} CI"]
-    head += [cap_first(FAIR_LABEL[c]) if c != "mean_error" else "ME" for c in cols]
+    for c in cols:
+        head.append({"mean_error": "ME", "calibration_slope": "Slope", "flag_rate": "Flagged"}.get(
+            c, cap_first(FAIR_LABEL[c])))
+        if c in _CI_COLS:
+            head.append(f"{CI_LEVEL} CI")
     model = model_np(ctx, fa.get("model") or ctx.best)
     metric = FAIR_LABEL.get(primary, escape_latex(primary))
     if ctx.binary:
-        thr = fa.get("threshold")
-        if isnum(thr):
-            rates = ctx.ph("results.fairness_rates_at", threshold=ctx.m.add(
-                "FairThreshold", f"{float(thr):.2f}", thr, "results.json:fairness.threshold"))
-        else:
-            rates = ctx.ph("results.fairness_rates")
+        share = flag_share(ctx)
+        rates = (ctx.ph("results.fairness_rates_rule", share=share) if share else ctx.ph("results.fairness_rates"))
         caption = ctx.ph("results.fairness_caption_binary", model=model, metric=metric, level=CI_LEVEL, rates=rates)
     else:
         caption = ctx.ph("results.fairness_caption_regression", model=model, metric=metric, level=CI_LEVEL)
@@ -598,11 +619,11 @@ def fairness_table(ctx: Ctx) -> str:
         else:
             note = ctx.ph("results.fairness_note")
         note = "\\par\\smallskip\\noindent{\\footnotesize \\textsuperscript{\\dag}\\," + note + "}"
-    spec = "@{}G r" + " c" * (2 + len(cols)) + "@{}"
-    return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:fairness}\n\\small\n"
+    spec = "@{}G r" + " c" * (width - 2) + "@{}"
+    return ("\\begin{table*}[tbp]\n\\caption{" + caption + "}\n\\label{tab:fairness}\n\\small\n"
             "\\setlength{\\tabcolsep}{3pt}\n"
-            f"\\begin{{tabularx}}{{\\columnwidth}}{{{spec}}}\n\\toprule\n" + " & ".join(head) + " \\\\\n\\midrule\n"
-            + "\n".join(rows) + "\n\\bottomrule\n\\end{tabularx}" + note + "\n\\end{table}")
+            f"\\begin{{tabularx}}{{\\textwidth}}{{{spec}}}\n\\toprule\n" + " & ".join(head) + " \\\\\n\\midrule\n"
+            + "\n".join(rows) + "\n\\bottomrule\n\\end{tabularx}" + note + "\n\\end{table*}")
 
 
 def _group_name(ctx: Ctx, attr: str, group: Any, source: str) -> str:
@@ -632,6 +653,32 @@ def _gap_ok(g: Any) -> bool:
         and g.get("min_group") is not None and g.get("max_group") is not None
 
 
+def _range_macros(ctx: Ctx, attr: str, rec: dict[str, Any], key: str) -> dict[str, str] | None:
+    """The lowest and highest value of a group metric over the reliable groups (macros and group names)."""
+    groups = [(i, g) for i, g in enumerate(rec.get("groups") or []) if g.get("reliable", True) and isnum(g.get(key))]
+    if len(groups) < 2:
+        return None
+    lo = min(groups, key=lambda t: t[1][key])
+    hi = max(groups, key=lambda t: t[1][key])
+    src = f"results.json:fairness.attributes.{attr}.groups"
+    return {"min": _fair_macro(ctx, attr, lo[0], key, lo[1][key]), "max": _fair_macro(ctx, attr, hi[0], key, hi[1][key]),
+            "min_group": _group_name(ctx, attr, lo[1]["group"], f"{src}.{lo[0]}.group"),
+            "max_group": _group_name(ctx, attr, hi[1]["group"], f"{src}.{hi[0]}.group")}
+
+
+def _calibration_text(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
+    """Calibration in the large (its gap, with its interval) and the range of the calibration slopes."""
+    g = (rec.get("gaps") or {}).get("citl")
+    slopes = _range_macros(ctx, attr, rec, "calibration_slope")
+    if not _gap_ok(g) or slopes is None:
+        return ""
+    mg = _gap_macros(ctx, attr, "citl", g)
+    return ctx.ph("results.calibration_groups", min_group=mg["min_group"], min=mg["min"], max_group=mg["max_group"],
+                  max=mg["max"], gap=mg["gap"], ci=_ci_note(mg), verdict=_gap_verdict(ctx, g),
+                  slope_min=slopes["min"], slope_min_group=slopes["min_group"], slope_max=slopes["max"],
+                  slope_max_group=slopes["max_group"])
+
+
 def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
     fa = ctx.fairness
     primary = fa.get("primary_metric") or ctx.primary
@@ -639,6 +686,8 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
     label = attr_label(ctx, attr)
     g = gaps.get(primary)
     mname = FAIR_LABEL.get(primary, escape_latex(primary))
+    if not ctx.binary:
+        mname = ctx.ph("results.metric_in_sd", metric=mname)
     if not _gap_ok(g):
         return ctx.ph("results.attribute_too_few", attribute=lc_first(label))
     mg = _gap_macros(ctx, attr, primary, g)
@@ -646,23 +695,29 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
                   min=mg["min"], max_group=mg["max_group"], max=mg["max"], gap=mg["gap"], ci=_ci_note(mg),
                   verdict=_gap_verdict(ctx, g))
     if ctx.binary:
+        cal = _calibration_text(ctx, attr, rec)
+        if cal:
+            text += " " + cal
         eo = gaps.get("equalized_odds")
-        if _gap_ok(eo):
+        share = flag_share(ctx)
+        if _gap_ok(eo) and share:
             src = str(eo.get("source") or "")
             me = _gap_macros(ctx, attr, "equalized_odds", eo)
             set_by = (", " + ctx.ph("results.equalized_odds_set_by", rate=FAIR_LABEL.get(src, escape_latex(src)))
                       if src in ("tpr", "fpr") else "")
             flagged = ", " + ctx.ph("results.equalized_odds_flagged") if eo.get("flagged") else ""
-            text += " " + ctx.ph("results.equalized_odds", gap=me["gap"], set_by=set_by, min_group=me["min_group"],
-                                 min=me["min"], max_group=me["max_group"], max=me["max"], flagged=flagged)
-        rate_flags = [k for k in ("tpr", "fpr", "selection_rate") if _gap_ok(gaps.get(k)) and gaps[k].get("flagged")]
-        base = _base_rate_range(ctx, attr, rec)
+            text += " " + ctx.ph("results.equalized_odds", share=share, gap=me["gap"], set_by=set_by,
+                                 min_group=me["min_group"], min=me["min"], max_group=me["max_group"], max=me["max"],
+                                 flagged=flagged)
+        rate_flags = [k for k in ("tpr", "fpr", "flag_rate") if _gap_ok(gaps.get(k)) and gaps[k].get("flagged")]
+        base = _range_macros(ctx, attr, rec, "at_risk_rate")
         if rate_flags and base:
+            who = at_risk_phrase(ctx)
             if "fair:base_rate_explained" not in ctx.n:
                 ctx.n["fair:base_rate_explained"] = "1"
-                text += " " + ctx.ph("results.base_rate_explained", low=base[0], high=base[1])
+                text += " " + ctx.ph("results.base_rate_explained", students=who, low=base["min"], high=base["max"])
             else:
-                text += " " + ctx.ph("results.base_rate_again", low=base[0], high=base[1])
+                text += " " + ctx.ph("results.base_rate_again", students=who, low=base["min"], high=base["max"])
     else:
         me = gaps.get("mean_error")
         if _gap_ok(me):
@@ -676,11 +731,11 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
             else:
                 text += " " + ctx.ph("results.mean_error_range_signs_again", min=lo, min_group=lo_g, max=hi,
                                      max_group=hi_g)
-        rm = gaps.get("rmse")
-        if _gap_ok(rm) and rm.get("flagged"):
-            mr = _gap_macros(ctx, attr, "rmse", rm)
-            text += " " + ctx.ph("results.rmse_gap", gap=mr["gap"], min_group=mr["min_group"], min=mr["min"],
-                                 max_group=mr["max_group"], max=mr["max"])
+    d = rec.get("derived_from") or {}
+    if d.get("predictor") and (d.get("source") != "registry"
+                               or d["predictor"] in {p.get("name") for p in ctx.spec.get("predictors") or []}):
+        text += " " + ctx.ph("results.derived_reminder", attribute=lc_first(label),
+                             predictor=f"\\texttt{{{escape_latex(d['predictor'])}}}")
     return text
 
 
@@ -691,18 +746,6 @@ def _ci_note(mg: dict[str, str]) -> str:
 
 def _gap_verdict(ctx: Ctx, g: dict[str, Any]) -> str:
     return ctx.ph("results.gap_above_threshold") if g.get("flagged") else ctx.ph("results.gap_below_threshold")
-
-
-def _base_rate_range(ctx: Ctx, attr: str, rec: dict[str, Any]) -> tuple[str, str] | None:
-    """The lowest and the highest base rate of the reliable groups (macros), or None for fewer than two."""
-    groups = [(i, g) for i, g in enumerate(rec.get("groups") or [])
-              if g.get("reliable", True) and isnum(g.get("base_rate"))]
-    if len(groups) < 2:
-        return None
-    lo = min(groups, key=lambda t: t[1]["base_rate"])
-    hi = max(groups, key=lambda t: t[1]["base_rate"])
-    return (_fair_macro(ctx, attr, lo[0], "base_rate", lo[1]["base_rate"]),
-            _fair_macro(ctx, attr, hi[0], "base_rate", hi[1]["base_rate"]))
 
 
 def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
@@ -716,10 +759,12 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
     inters = [(a, r) for a, r in attrs.items() if r.get("kind") == "intersection"]
     primary = fa.get("primary_metric") or ctx.primary
     fig = fig_of(ctx, "fairness", "subgroup", "subgroups", "fairness_gap")
+    cal_fig = fig_of(ctx, "fairness_calibration")
     model = fa.get("model") or ctx.best
     paras = []
     floats = []
-    refs = (["Table~\\ref{tab:fairness}"] if singles else []) + ([fig_ref(ctx, fig, sec)] if fig else [])
+    refs = ((["Table~\\ref{tab:fairness}"] if singles else []) + ([fig_ref(ctx, fig, sec)] if fig else [])
+            + ([fig_ref(ctx, cal_fig, sec)] if cal_fig else []))
     model_t = model_np(ctx, model)
     if len(singles) != 1:
         attributes = ctx.ph("results.audit_attributes_many", count=number_word(len(singles)))
@@ -730,7 +775,9 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
     text += " " + ctx.ph("results.audit_not_causal", outcome=ctx.outcome_phrase, units=ctx.units)
     overall = (fa.get("overall") or {}).get(primary)
     if isnum(overall):
-        text += " " + ctx.ph("results.audit_overall", metric=FAIR_LABEL.get(primary, escape_latex(primary)),
+        mname = FAIR_LABEL.get(primary, escape_latex(primary))
+        text += " " + ctx.ph("results.audit_overall", metric=mname if ctx.binary else ctx.ph(
+                             "results.metric_in_sd", metric=mname),
                              value=m.metric(macro_name("FairOverall", primary), overall,
                                             f"results.json:fairness.overall.{primary}"))
     unreliable = [(a, g) for a, r in singles for g in r.get("groups") or [] if not g.get("reliable", True)]
@@ -748,9 +795,10 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
     paras.append(text)
     if singles:
         floats.append(fairness_table(ctx))
-    if fig:
-        floats.append(figure_env(fig))
-        ctx.fig_refs[fig.label] = sec
+    for f in (fig, cal_fig):
+        if f:
+            floats.append(figure_env(f))
+            ctx.fig_refs[f.label] = sec
     for attr, rec in singles:
         paras.append(_attribute_summary(ctx, attr, rec))
     # flagged gaps over all single attributes
@@ -790,8 +838,9 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                      f"count(results.json:fairness.attributes.{attr}.groups[reliable])", derived=True)
         kg = m.count(macro_name("Fair", attr, "NGroups"), len(rec.get("groups") or []),
                      f"len(results.json:fairness.attributes.{attr}.groups)", derived=True)
+        iname = FAIR_LABEL.get(primary, escape_latex(primary))
         paras.append(ctx.ph("results.intersection_gap", attribute=label, reliable=kr, groups=kg,
-                            metric=FAIR_LABEL.get(primary, escape_latex(primary)), min=mg["min"],
+                            metric=iname if ctx.binary else ctx.ph("results.metric_in_sd", metric=iname), min=mg["min"],
                             min_group=mg["min_group"], max=mg["max"], max_group=mg["max_group"], gap=mg["gap"],
                             ci=_ci_note(mg), verdict=_gap_verdict(ctx, g)))
     skipped = fa.get("skipped") or {}
