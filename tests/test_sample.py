@@ -15,7 +15,7 @@ from test_engineer import layout, make_raw, reg, spec_for  # noqa: F401  (fixtur
 
 from edm_ars.artifacts import validate
 from edm_ars.engineer import MISSING_CATEGORY, Protocol, fit_imputer, prepare
-from edm_ars.sample import OTHER_LEVELS, describe_sample, sample_flow, table_rows
+from edm_ars.sample import OTHER_LEVELS, describe_sample, describe_variable, sample_flow, table_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,8 +152,15 @@ def test_prepare_adds_the_indicator_and_reports_it(reg, layout):  # noqa: F811
 
 # ---- the paper ------------------------------------------------------------------------------------------
 def _fixture_paper(tmp_path: Path, regression: bool, with_sample: bool = True):
-    from test_writer import HSLS_PROSE, PHRASES, REAL_LABELS, TEMPLATE, _real_figures, real_artifacts, \
-        regression_variant
+    from test_writer import (
+        HSLS_PROSE,
+        PHRASES,
+        REAL_LABELS,
+        TEMPLATE,
+        _real_figures,
+        real_artifacts,
+        regression_variant,
+    )
 
     from edm_ars.writer import build_paper
 
@@ -223,3 +230,21 @@ def test_limitations_keep_one_missing_sentence_without_table_one(tmp_path):
     assert not re.search(r"\\item Data preparation warning: \S+ is", lim), lim
     assert len(re.findall(r"missing-share column", lim)) == 1 and "tab:predictors" in lim
     assert "tab:sample" not in tex
+
+
+def test_levels_follow_the_codebook_order_whether_the_data_hold_codes_or_labels():
+    from edm_ars.sample import codebook_order
+
+    values = {1: "First quintile (lowest)", 2: "Second quintile", 3: "Third quintile", 10: "Tenth"}
+    order = codebook_order(values)
+    labels_data = pd.Series(["Third quintile", "First quintile (lowest)", "Tenth", "Second quintile", "Zeta"] * 4)
+    codes_data = pd.Series(["3", "1", "10", "2", "2"] * 4)
+    y = pd.Series(np.arange(20, dtype=float))
+    by_label = describe_variable("q", labels_data, "categorical", y, "regression", [], {}, None, 8, order)
+    assert [lv["value"] for lv in by_label["levels"]] == ["First quintile (lowest)", "Second quintile",
+                                                         "Third quintile", "Tenth", "Zeta"]
+    by_code = describe_variable("q", codes_data, "categorical", y, "regression", [],
+                                {"1": "First quintile (lowest)", "2": "Second quintile", "3": "Third quintile",
+                                 "10": "Tenth"}, None, 8, order)
+    assert [lv["label"] for lv in by_code["levels"]] == ["First quintile (lowest)", "Second quintile",
+                                                        "Third quintile", "Tenth"]

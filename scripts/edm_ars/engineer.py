@@ -30,7 +30,7 @@ from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedG
 from .errors import DataError
 from .layout import Layout
 from .registry import Registry, sentinels, value_labels
-from .sample import describe_sample, sample_flow
+from .sample import codebook_order, describe_sample, sample_flow
 
 log = logging.getLogger(__name__)
 
@@ -605,9 +605,13 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     analytic_missing = {c: round(float(X[c].isna().mean() * 100), 2) for c in kinds}
     flow = sample_flow(original_n, analytic_n, analytic_n, X, train_idx, test_idx, groups, bool(use_groups),
                        data[present_sub])
+    described = list(kinds) + [c for c in present_sub if c not in kinds]
     sample = describe_sample(X, kinds, y, task, data[present_sub], flow,
-                             labels={c: value_labels(reg, c) for c in list(kinds) + present_sub},
-                             var_labels={c: (reg.variable(c) or {}).get("label") or c for c in list(kinds) + present_sub})
+                             labels={c: value_labels(reg, c) for c in described},
+                             var_labels={c: (reg.variable(c) or {}).get("label") or c for c in described},
+                             orders={c: codebook_order((reg.variable(c) or {}).get("values"),
+                                                       layout.value_labels.get(c) if layout else None)
+                                     for c in described})
     report = {
         "original_n": original_n,
         "analytic_n": analytic_n,

@@ -41,12 +41,16 @@ def _pct(part: float, whole: float) -> float:
     return round(100.0 * float(part) / float(whole), 4) if whole else 0.0
 
 
-def _level_order(observed: pd.Series, labels: dict[str, str]) -> list[str]:
-    """The observed levels (as code keys) in the registry's order when it labels them (ordinal scales keep their
-    order), else in natural order (numbers by value, text alphabetically)."""
+def _level_order(observed: pd.Series, labels: dict[str, str], order: list[str] | None = None) -> list[str]:
+    """The observed levels (as code keys) in the codebook's order (`order`: codes or labels, as the registry's
+    `values:` or a layout file list them; ordinal scales such as quintiles keep their order), then the registry's
+    labelled codes, then the rest in natural order (numbers by value, text alphabetically)."""
     present = list(observed.index)
-    known = [k for k in labels if k in present]
-    rest = [k for k in present if k not in labels]
+    rank: dict[str, int] = {}
+    for k in list(order or []) + list(labels):
+        rank.setdefault(str(k), len(rank))
+    known = sorted((k for k in present if k in rank), key=rank.__getitem__)
+    rest = [k for k in present if k not in rank]
     try:
         rest = sorted(rest, key=float)
     except ValueError:
@@ -60,10 +64,11 @@ def _keys(s: pd.Series) -> pd.Series:
     return out.map(lambda v: code_key(v) if isinstance(v, str) else v).astype("string")
 
 
-def _categories(keys: pd.Series, labels: dict[str, str], max_levels: int) -> tuple[pd.Series, list[tuple[str, str]]]:
+def _categories(keys: pd.Series, labels: dict[str, str], max_levels: int, codebook: list[str] | None = None
+                ) -> tuple[pd.Series, list[tuple[str, str]]]:
     """The column with rare levels pooled when it has more than `max_levels`, and its (value, label) rows in order."""
     counts = keys.value_counts(dropna=True)
-    order = _level_order(counts, labels)
+    order = _level_order(counts, labels, codebook)
     if len(order) > max_levels:
         keep = set(counts.sort_values(ascending=False, kind="stable").index[:max_levels - 1])
         order = [k for k in order if k in keep]
@@ -74,7 +79,7 @@ def _categories(keys: pd.Series, labels: dict[str, str], max_levels: int) -> tup
 
 def describe_variable(name: str, values: pd.Series, kind: str, y: pd.Series, task: str, classes: list[float],
                       labels: dict[str, str] | None = None, label: str | None = None,
-                      max_levels: int = MAX_LEVELS) -> dict[str, Any]:
+                      max_levels: int = MAX_LEVELS, order: list[str] | None = None) -> dict[str, Any]:
     """One row block of Table 1 (see the module's docstring). `values` and `y` share an index (analytic rows)."""
     labels = labels or {}
     n = len(values)
@@ -93,7 +98,7 @@ def describe_variable(name: str, values: pd.Series, kind: str, y: pd.Series, tas
             both = x.notna() & y.notna()
             rec["corr"] = _num(np.corrcoef(x[both], y[both])[0, 1]) if both.sum() > 2 and x[both].std() > 0 else None
         return rec
-    keys, rows = _categories(_keys(values), labels, max_levels)
+    keys, rows = _categories(_keys(values), labels, max_levels, order)
     observed = int(keys.notna().sum())
     counts = keys.value_counts(dropna=True)
     levels = []
@@ -119,11 +124,13 @@ def describe_variable(name: str, values: pd.Series, kind: str, y: pd.Series, tas
 
 def describe_sample(X: pd.DataFrame, kinds: dict[str, str], y: pd.Series, task: str, protected: pd.DataFrame,
                     flow: dict[str, Any], labels: dict[str, dict[str, str]] | None = None,
-                    var_labels: dict[str, str] | None = None, max_levels: int = MAX_LEVELS) -> dict[str, Any]:
+                    var_labels: dict[str, str] | None = None, max_levels: int = MAX_LEVELS,
+                    orders: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """sample.json: Table 1 of the analytic sample (`X`: the predictors before imputation and encoding, coerced to
     their kinds; `y` the outcome; `protected` the audited attributes' original values; all on the same index) and
-    the sample flow (`flow`, from :func:`sample_flow`)."""
-    labels, var_labels = labels or {}, var_labels or {}
+    the sample flow (`flow`, from :func:`sample_flow`). `labels` are the registry's value labels per variable,
+    `orders` the codebook's order of each variable's values (codes and labels)."""
+    labels, var_labels, orders = labels or {}, var_labels or {}, orders or {}
     binary = task == "binary_classification"
     y = y.astype(float)
     classes = sorted(y.dropna().unique().tolist()) if binary else []
@@ -135,10 +142,10 @@ def describe_sample(X: pd.DataFrame, kinds: dict[str, str], y: pd.Series, task: 
     else:
         out["outcome"] = {"mean": _num(y.mean()), "sd": _num(y.std())}
     out["predictors"] = [describe_variable(c, X[c], kinds[c], y, task, classes, labels.get(c), var_labels.get(c),
-                                           max_levels) for c in kinds]
+                                           max_levels, orders.get(c)) for c in kinds]
     # the audited groups: sizes, shares and the base rate (binary: `rate`) or the outcome's mean per group
     out["audited"] = [describe_variable(c, protected[c], "categorical", y, task, classes, labels.get(c),
-                                        var_labels.get(c), max_levels) for c in protected.columns]
+                                        var_labels.get(c), max_levels, orders.get(c)) for c in protected.columns]
     out["flow"] = flow
     return out
 
@@ -197,3 +204,12 @@ def table_rows(sample: dict[str, Any]) -> pd.DataFrame:
                     row["outcome_mean"], row["outcome_sd"] = lv["outcome_mean"], lv["outcome_sd"]
                 rows.append(row)
     return pd.DataFrame(rows)
+
+
+def codebook_order(values: dict[Any, Any] | None, layout_labels: dict[int, str] | None = None) -> list[str]:
+    """The order of a variable's values in its codebook, as codes and as labels (the data may hold either): the
+    registry's `values:` in their listed order, then a layout file's labelled codes by code."""
+    out: list[str] = []
+    for code, label in list((values or {}).items()) + sorted((layout_labels or {}).items()):
+        out += [code_key(code), " ".join(str(label).split())]
+    return list(dict.fromkeys(out))

@@ -110,10 +110,10 @@ def sample_table(ctx: Ctx) -> str:
     if binary:
         classes = s.get("classes") or []
         heads = [ctx.ph("sample.col_all")]
-        for c, name in zip(classes, ("sample.col_negative", "sample.col_positive"), strict=False):
-            k = ctx.m.count(macro_name("SampleClass", str(c["value"]), "N"), c["n"],
-                            f"sample.json:classes.{classes.index(c)}.n")
-            heads.append(ctx.ph(name) + f" ($n$ = {k})")
+        for i, (c, name) in enumerate(zip(classes, (ctx.ph("sample.col_negative"), ctx.ph("sample.col_positive")),
+                                          strict=False)):
+            k = ctx.m.count(macro_name("SampleClass", str(c["value"]), "N"), c["n"], f"sample.json:classes.{i}.n")
+            heads.append(name + f" ($n$ = {k})")
         heads.append(ctx.ph("sample.col_rate"))
         caption = ctx.ph("sample.table_caption_binary", n=n, units=ctx.units, positive=ctx.positive)
     else:
@@ -211,7 +211,9 @@ def duplicated_sentence(ctx: Ctx) -> str:
         return ""
     k = ctx.m.count("NDuplicatedColumns", len(copies), "len(data_report.json:duplicated_columns)", derived=True)
     cols = join_list([f"\\texttt{{{escape_latex(c)}}}" for c in copies])
-    return ctx.ph("sample.duplicated_many" if len(copies) > 1 else "sample.duplicated_one", k=k, columns=cols)
+    if len(copies) > 1:
+        return ctx.ph("sample.duplicated_many", k=k, columns=cols)
+    return ctx.ph("sample.duplicated_one", k=k, columns=cols)
 
 
 def missing_limitation(ctx: Ctx) -> str:
@@ -227,5 +229,6 @@ def missing_limitation(ctx: Ctx) -> str:
                     derived=True)
     n = ctx.n["NPredictors"]
     table = "tab:sample" if ctx.sample and ctx.sample.get("predictors") else "tab:predictors"
-    key = "sample.limitation_many" if len(preds) > 1 else "sample.limitation_one"
-    return ctx.ph(key, k=k, n=n, pct=pct, units=ctx.units, table=table)
+    if len(preds) > 1:
+        return ctx.ph("sample.limitation_many", k=k, n=n, pct=pct, units=ctx.units, table=table)
+    return ctx.ph("sample.limitation_one", k=k, n=n, pct=pct, units=ctx.units, table=table)
