@@ -27,8 +27,10 @@ import pandas as pd
 
 from .registry import code_key
 
-#: levels shown per categorical variable; the rarer remaining levels are pooled into one "other levels" row
-MAX_LEVELS = 8
+#: levels shown per categorical predictor; the rarer remaining levels are pooled into one "other levels" row
+MAX_LEVELS = 6
+#: ... and per audited attribute (its groups are the fairness audit's, so they are pooled only when very many)
+MAX_GROUPS = 12
 OTHER_LEVELS = "Other levels"
 
 
@@ -145,7 +147,8 @@ def describe_sample(X: pd.DataFrame, kinds: dict[str, str], y: pd.Series, task: 
                                            max_levels, orders.get(c)) for c in kinds]
     # the audited groups: sizes, shares and the base rate (binary: `rate`) or the outcome's mean per group
     out["audited"] = [describe_variable(c, protected[c], "categorical", y, task, classes, labels.get(c),
-                                        var_labels.get(c), max_levels, orders.get(c)) for c in protected.columns]
+                                        var_labels.get(c), max(max_levels, MAX_GROUPS), orders.get(c))
+                      for c in protected.columns]
     out["flow"] = flow
     return out
 

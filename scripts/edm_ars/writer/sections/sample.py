@@ -115,7 +115,7 @@ def sample_table(ctx: Ctx) -> str:
             k = ctx.m.count(macro_name("SampleClass", str(c["value"]), "N"), c["n"], f"sample.json:classes.{i}.n")
             heads.append(name + f" ($n$ = {k})")
         heads.append(ctx.ph("sample.col_rate"))
-        caption = ctx.ph("sample.table_caption_binary", n=n, units=ctx.units, positive=ctx.positive)
+        caption = ctx.ph("sample.table_caption_binary", n=n, units=ctx.units)
     else:
         heads = [ctx.ph("sample.col_all"), ctx.ph("sample.col_outcome")]
         caption = ctx.ph("sample.table_caption_regression", n=n, units=ctx.units, outcome=ctx.outcome_phrase)
@@ -129,7 +129,7 @@ def sample_table(ctx: Ctx) -> str:
         body += _rows(ctx, "audited", width, audited=True)
     spec = "@{}X" + "r" * (width - 1) + "@{}"
     return ("\\begin{table*}[tbp]\n\\caption{" + caption + "}\n\\label{tab:sample}\n\\footnotesize\n"
-            "\\setlength{\\tabcolsep}{4pt}\n\\renewcommand{\\arraystretch}{0.95}\n"
+            "\\setlength{\\tabcolsep}{4pt}\n\\renewcommand{\\arraystretch}{0.9}\n"
             f"\\begin{{tabularx}}{{\\textwidth}}{{{spec}}}\n\\toprule\n"
             + " & ".join([ctx.ph("sample.col_variable")] + heads) + " \\\\\n\\midrule\n"
             + "\n".join(body) + "\n\\bottomrule\n\\end{tabularx}\n\\end{table*}")
@@ -162,7 +162,7 @@ def flow_table(ctx: Ctx) -> str:
         k = m.count(macro_name("Flow", "Test", "Missing", rec["name"]), rec["n"],
                     f"sample.json:flow.test_missing_protected.{i}.n")
         rows.append((ctx.ph("sample.flow_test_missing", attribute=attr), k, ""))
-    clusters = ctx.ph("sample.col_clusters", units=ctx.cluster) if f.get("clustered") else ""
+    clusters = ctx.ph("sample.col_clusters", units=ctx.cluster).capitalize() if f.get("clustered") else ""
     spec = "@{}Xrr@{}" if clusters else "@{}Xr@{}"
     lines = [" & ".join([a, b] + ([c or ""] if clusters else [])) + " \\\\" for a, b, c in rows]
     head = " & ".join([ctx.ph("sample.col_step"), ctx.units.capitalize()] + ([clusters] if clusters else []))
