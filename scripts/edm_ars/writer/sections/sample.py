@@ -13,7 +13,7 @@ from ...sample import OTHER_LEVELS
 from ...texescape import escape_latex
 from ..context import Ctx
 from ..macros import fmt_metric, macro_name
-from ..text import clean_label, join_list
+from ..text import clean_label, join_list, lc_first
 
 
 def _decimals(value: float) -> int:
@@ -158,7 +158,7 @@ def flow_table(ctx: Ctx) -> str:
             (ctx.ph("sample.flow_complete_train"), count("CompleteTrainN", "complete_case_train_n"), ""),
             (ctx.ph("sample.flow_complete_test"), count("CompleteTestN", "complete_case_test_n"), "")]
     for i, rec in enumerate(f.get("test_missing_protected") or []):
-        attr = ctx.label_tex(rec["name"], "registry label")
+        attr = lc_first(ctx.label_tex(rec["name"], "registry label"))
         k = m.count(macro_name("Flow", "Test", "Missing", rec["name"]), rec["n"],
                     f"sample.json:flow.test_missing_protected.{i}.n")
         rows.append((ctx.ph("sample.flow_test_missing", attribute=attr), k, ""))
