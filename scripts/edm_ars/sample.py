@@ -63,7 +63,8 @@ def _level_order(observed: pd.Series, labels: dict[str, str], order: list[str] |
 def _keys(s: pd.Series) -> pd.Series:
     """A categorical column's observed values as code keys ('1.0' -> '1'); missing stays missing."""
     out = s.astype("string").str.strip()
-    return out.map(lambda v: code_key(v) if isinstance(v, str) else v).astype("string")
+    keys = {v: code_key(v) for v in out.dropna().unique()}  # per distinct value, not per row
+    return out.map(keys).astype("string")
 
 
 def _categories(keys: pd.Series, labels: dict[str, str], max_levels: int, codebook: list[str] | None = None
