@@ -151,7 +151,7 @@ def test_prepare_adds_the_indicator_and_reports_it(reg, layout):  # noqa: F811
 
 
 # ---- the paper ------------------------------------------------------------------------------------------
-def _fixture_paper(tmp_path: Path, regression: bool, with_sample: bool = True):
+def _fixture_paper(tmp_path: Path, regression: bool, with_sample: bool = True, report_changes=None):
     from test_writer import (
         HSLS_PROSE,
         PHRASES,
@@ -168,6 +168,8 @@ def _fixture_paper(tmp_path: Path, regression: bool, with_sample: bool = True):
     if regression:
         arts = regression_variant(arts)
     d = arts["data_report"]
+    if report_changes:
+        report_changes(d)
     rng = np.random.default_rng(0)
     names = d["predictors_before"]
     kinds = {v: d["missingness"][v].get("kind", "continuous") for v in names}
@@ -248,3 +250,24 @@ def test_levels_follow_the_codebook_order_whether_the_data_hold_codes_or_labels(
                                  "10": "Tenth"}, None, 8, order)
     assert [lv["label"] for lv in by_code["levels"]] == ["First quintile (lowest)", "Second quintile",
                                                         "Third quintile", "Tenth"]
+
+
+def test_the_methods_name_the_structurally_missing_predictors_and_what_they_received(tmp_path):
+    def plant(d):
+        d["missingness"]["X1MTHEFF"].update(structural=True, indicator="X1MTHEFF__not_observed",
+                                            method="iterative_imputer + missing_indicator (structural)")
+        d["missingness"]["X1PAREDEXPCT"].update(structural=True)
+        d["duplicated_columns"] = {"X1PAREDU__Missing_imputation_category": "X1PAREDEXPCT__Missing_imputation_category"}
+
+    out, _, _ = _fixture_paper(tmp_path, regression=False, report_changes=plant)
+    tex = (out / "paper.tex").read_text()
+    pre = tex[tex.index("\\subsection{Preprocessing"):]
+    pre = pre[:pre.index("\\subsection", 5)]
+    assert "\\NStructural{} predictors, \\texttt{X1PAREDEXPCT} and \\texttt{X1MTHEFF}, were missing" in pre, pre
+    assert "received a missing indicator" in pre and "explicit missing category" in pre
+    assert "\\texttt{X1PAREDU\\_\\_Missing\\_imputation\\_category}" in pre
+    numbers = {m["macro"]: m for m in json.loads((out / "numbers.json").read_text())["macros"]}
+    assert numbers["\\NStructural"]["value"] == "2" and numbers["\\StructuralAbovePct"]["value"] == "40.0\\%"
+    # without a structural predictor the sentence is absent
+    out, _, _ = _fixture_paper(tmp_path / "none", regression=False)
+    assert "missing indicator beside" not in (out / "paper.tex").read_text()

@@ -193,7 +193,9 @@ def structural_sentence(ctx: Ctx) -> str:
     with_indicator = [v for v in preds if miss[v].get("indicator")]
     what = (ctx.ph("sample.structural_indicator", variables=join_list(
         [f"\\texttt{{{escape_latex(v)}}}" for v in with_indicator])) if with_indicator else "")
-    if len(with_indicator) < len(preds):
+    if len(preds) == 1 and not with_indicator:
+        what = ctx.ph("sample.structural_category_one")
+    elif len(with_indicator) < len(preds):
         what = (what + " " if what else "") + ctx.ph("sample.structural_category")
     if len(preds) > 1:
         k = ctx.m.count("NStructural", len(preds), "count(data_report.json:missingness[predictors, structural])",
