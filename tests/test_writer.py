@@ -119,7 +119,7 @@ def data_report(binary: bool) -> dict:
                             "X2STUEDEXPCT_2": "X2STUEDEXPCT", "X2STUEDEXPCT_3": "X2STUEDEXPCT",
                             "X1SEX_2": "X1SEX"},
         "split": {"method": "group_shuffle_split", "seed": 20240917, "test_fraction": 0.2,
-                  "group_overlap": 0,
+                  "group_overlap": 0, "clustered": True, "train_clusters": 730, "test_clusters": 182,
                   "school_reconstruction": {"status": "reconstructed", "n_clusters": 912}},
         "checks": [{"name": "temporal_order", "passed": True, "detail": "all predictors precede outcome"},
                    {"name": "group_disjoint", "passed": True, "detail": None},
