@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
-from .. import provenance
+from .. import provenance, table_one
 from ..common import data_name, suspiciously_high
 from ..context import Ctx
 from ..text import cap_first, join_list, lc_first, sentence
-from . import sample
 
 _MISSING_NOTE = re.compile(r"\S+ is [\d.]+% missing in the training rows; imputed")
 
@@ -24,7 +23,7 @@ def write(ctx: Ctx) -> str:
         if re.search(r"\bcausal\b", text, re.I):
             continue  # the first item already says it
         items.append(sentence(ctx.t(text.strip(), f"research_spec.json:limitations.{i}")))
-    missing = sample.missing_limitation(ctx)  # one sentence; the shares are in Table 1's missing-share column
+    missing = table_one.missing_limitation(ctx)  # one sentence; the shares are in Table 1's missing-share column
     if missing:
         items.append(missing)
     for i, text in enumerate(ctx.data.get("warnings") or []):

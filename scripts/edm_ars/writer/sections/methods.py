@@ -6,7 +6,7 @@ import re
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance
+from .. import narrative, provenance, table_one
 from ..common import (
     CI_LEVEL,
     attr_label,
@@ -26,7 +26,6 @@ from ..consistency import record_promise
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
-from . import sample
 
 
 def wave_label(ctx: Ctx, key: object) -> str:
@@ -49,7 +48,7 @@ def predictor_table(ctx: Ctx) -> str:
         wave = wave_label(ctx, p.get("wave"))
         miss = f" & {ctx.n.get(f'miss:{name}', '--')}" if with_missing else ""
         rows.append(f"\\texttt{{{escape_latex(name)}}} & {label} & {wave}{miss} \\\\")
-    caption = ctx.ph("methods.predictor_table_caption") if with_missing else ctx.ph("sample.predictor_table_caption")
+    caption = ctx.ph("methods.predictor_table_caption") if with_missing else ctx.ph("common.sample_predictor_table_caption")
     return (f"\\begin{{table}}[tbp]\n\\caption{{{caption}}}\n"
             "\\label{tab:predictors}\n"
             "\\small\n\\begin{tabularx}{\\columnwidth}{@{}lYZ" + ("r" if with_missing else "") + "@{}}\n\\toprule\n"
@@ -129,10 +128,10 @@ def data_text(ctx: Ctx) -> str:
                                 low=n["OutcomeMin"], high=n["OutcomeMax"]))
         else:
             sents.append(ctx.ph("methods.outcome_mean_sd", mean=n["OutcomeMean"], sd=n["OutcomeSD"]))
-    pointer = sample.data_sentence(ctx)  # the sample flow and Table 1
+    pointer = table_one.data_sentence(ctx)  # the sample flow and Table 1
     if pointer:
         sents.append(pointer)
-    floats = "".join("\n\n" + t for t in (sample.flow_table(ctx), sample.sample_table(ctx)) if t)
+    floats = "".join("\n\n" + t for t in (table_one.flow_table(ctx), table_one.sample_table(ctx)) if t)
     return (f"\\subsection{{{ctx.ph('methods.data_title', units=cap_first(ctx.units))}}}\n" + " ".join(sents) + floats)
 
 
@@ -187,7 +186,7 @@ def preprocessing_text(ctx: Ctx) -> str:
     imp = (d.get("imputation_protocol") or "").strip()
     if imp:
         sents.append(ctx.t(imp, "data_report.json:imputation_protocol") + ("" if imp.endswith(".") else "."))
-    sents += [x for x in (sample.structural_sentence(ctx), sample.duplicated_sentence(ctx)) if x]
+    sents += [x for x in (table_one.structural_sentence(ctx), table_one.duplicated_sentence(ctx)) if x]
     if "MaxMissingPct" in n:
         sents.append(ctx.ph("methods.missing_values", k=n["NVarsMissing"], n=n["NPredictors"],
                             pct=n["MaxMissingPct"], variable=escape_latex(n["MaxMissingVar"]),

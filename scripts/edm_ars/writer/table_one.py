@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...sample import OTHER_LEVELS
-from ...texescape import escape_latex
-from ..context import Ctx
-from ..macros import fmt_metric, macro_name
-from ..text import clean_label, join_list, lc_first
+from ..sample import OTHER_LEVELS
+from ..texescape import escape_latex
+from .context import Ctx
+from .macros import fmt_metric, macro_name
+from .text import clean_label, join_list, lc_first
 
 
 def _decimals(value: float) -> int:
@@ -51,7 +51,7 @@ def _label(ctx: Ctx, rec: dict[str, Any], src: str) -> str:
 
 def _level_label(ctx: Ctx, level: dict[str, Any], src: str) -> str:
     if level.get("value") == OTHER_LEVELS:
-        return ctx.ph("sample.other_levels")
+        return ctx.ph("common.sample_other_levels")
     return ctx.t(" ".join(str(level.get("label", level.get("value"))).split()), f"{src}.label")
 
 
@@ -109,29 +109,29 @@ def sample_table(ctx: Ctx) -> str:
     n = ctx.m.count("SampleN", s["n"], "sample.json:n")
     if binary:
         classes = s.get("classes") or []
-        heads = [ctx.ph("sample.col_all")]
-        for i, (c, name) in enumerate(zip(classes, (ctx.ph("sample.col_negative"), ctx.ph("sample.col_positive")),
+        heads = [ctx.ph("common.sample_col_all")]
+        for i, (c, name) in enumerate(zip(classes, (ctx.ph("common.sample_col_negative"), ctx.ph("common.sample_col_positive")),
                                           strict=False)):
             k = ctx.m.count(macro_name("SampleClass", str(c["value"]), "N"), c["n"], f"sample.json:classes.{i}.n")
             heads.append(name + f" ($n$ = {k})")
-        heads.append(ctx.ph("sample.col_rate"))
-        caption = ctx.ph("sample.table_caption_binary", n=n, units=ctx.units)
+        heads.append(ctx.ph("common.sample_col_rate"))
+        caption = ctx.ph("common.sample_table_caption_binary", n=n, units=ctx.units)
     else:
-        heads = [ctx.ph("sample.col_all"), ctx.ph("sample.col_outcome")]
-        caption = ctx.ph("sample.table_caption_regression", n=n, units=ctx.units, outcome=ctx.outcome_phrase)
-    heads.append(ctx.ph("sample.col_missing"))
+        heads = [ctx.ph("common.sample_col_all"), ctx.ph("common.sample_col_outcome")]
+        caption = ctx.ph("common.sample_table_caption_regression", n=n, units=ctx.units, outcome=ctx.outcome_phrase)
+    heads.append(ctx.ph("common.sample_col_missing"))
     width = len(heads) + 1
-    body = [f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\emph{{{ctx.ph('sample.panel_predictors')}}}}} \\\\"]
+    body = [f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\emph{{{ctx.ph('common.sample_panel_predictors')}}}}} \\\\"]
     body += _rows(ctx, "predictors", width, audited=False)
     if s.get("audited"):
         body.append("\\midrule")
-        body.append(f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\emph{{{ctx.ph('sample.panel_audited')}}}}} \\\\")
+        body.append(f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\emph{{{ctx.ph('common.sample_panel_audited')}}}}} \\\\")
         body += _rows(ctx, "audited", width, audited=True)
     spec = "@{}X" + "r" * (width - 1) + "@{}"
     return ("\\begin{table*}[tbp]\n\\caption{" + caption + "}\n\\label{tab:sample}\n\\footnotesize\n"
             "\\setlength{\\tabcolsep}{4pt}\n\\renewcommand{\\arraystretch}{0.9}\n"
             f"\\begin{{tabularx}}{{\\textwidth}}{{{spec}}}\n\\toprule\n"
-            + " & ".join([ctx.ph("sample.col_variable")] + heads) + " \\\\\n\\midrule\n"
+            + " & ".join([ctx.ph("common.sample_col_variable")] + heads) + " \\\\\n\\midrule\n"
             + "\n".join(body) + "\n\\bottomrule\n\\end{tabularx}\n\\end{table*}")
 
 
@@ -147,26 +147,26 @@ def flow_table(ctx: Ctx) -> str:
         v = f.get(key)
         return m.count(macro_name("Flow", name), v, f"sample.json:flow.{key}") if isinstance(v, int) else "--"
 
-    rows = [(ctx.ph("sample.flow_raw"), count("RawN", "raw_n"), ""),
-            (ctx.ph("sample.flow_outcome_missing"), count("OutcomeMissingN", "outcome_missing_n"), ""),
-            (ctx.ph("sample.flow_analytic"), count("AnalyticN", "analytic_n"), ""),
-            (ctx.ph("sample.flow_train"), count("TrainN", "train_n"),
+    rows = [(ctx.ph("common.sample_flow_raw"), count("RawN", "raw_n"), ""),
+            (ctx.ph("common.sample_flow_outcome_missing"), count("OutcomeMissingN", "outcome_missing_n"), ""),
+            (ctx.ph("common.sample_flow_analytic"), count("AnalyticN", "analytic_n"), ""),
+            (ctx.ph("common.sample_flow_train"), count("TrainN", "train_n"),
              count("TrainClusters", "train_clusters") if f.get("clustered") else "--"),
-            (ctx.ph("sample.flow_test"), count("TestN", "test_n"),
+            (ctx.ph("common.sample_flow_test"), count("TestN", "test_n"),
              count("TestClusters", "test_clusters") if f.get("clustered") else "--"),
-            (ctx.ph("sample.flow_complete"), count("CompleteN", "complete_case_n"), ""),
-            (ctx.ph("sample.flow_complete_train"), count("CompleteTrainN", "complete_case_train_n"), ""),
-            (ctx.ph("sample.flow_complete_test"), count("CompleteTestN", "complete_case_test_n"), "")]
+            (ctx.ph("common.sample_flow_complete"), count("CompleteN", "complete_case_n"), ""),
+            (ctx.ph("common.sample_flow_complete_train"), count("CompleteTrainN", "complete_case_train_n"), ""),
+            (ctx.ph("common.sample_flow_complete_test"), count("CompleteTestN", "complete_case_test_n"), "")]
     for i, rec in enumerate(f.get("test_missing_protected") or []):
         attr = lc_first(ctx.label_tex(rec["name"], "registry label"))
         k = m.count(macro_name("Flow", "Test", "Missing", rec["name"]), rec["n"],
                     f"sample.json:flow.test_missing_protected.{i}.n")
-        rows.append((ctx.ph("sample.flow_test_missing", attribute=attr), k, ""))
-    clusters = ctx.ph("sample.col_clusters", units=ctx.cluster).capitalize() if f.get("clustered") else ""
+        rows.append((ctx.ph("common.sample_flow_test_missing", attribute=attr), k, ""))
+    clusters = ctx.ph("common.sample_col_clusters", units=ctx.cluster).capitalize() if f.get("clustered") else ""
     spec = "@{}Xrr@{}" if clusters else "@{}Xr@{}"
     lines = [" & ".join([a, b] + ([c or ""] if clusters else [])) + " \\\\" for a, b, c in rows]
-    head = " & ".join([ctx.ph("sample.col_step"), ctx.units.capitalize()] + ([clusters] if clusters else []))
-    return ("\\begin{table}[tbp]\n\\caption{" + ctx.ph("sample.flow_caption", units=ctx.units) + "}\n"
+    head = " & ".join([ctx.ph("common.sample_col_step"), ctx.units.capitalize()] + ([clusters] if clusters else []))
+    return ("\\begin{table}[tbp]\n\\caption{" + ctx.ph("common.sample_flow_caption", units=ctx.units) + "}\n"
             "\\label{tab:flow}\n\\small\n"
             f"\\begin{{tabularx}}{{\\columnwidth}}{{{spec}}}\n\\toprule\n{head} \\\\\n\\midrule\n"
             + "\n".join(lines) + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
@@ -176,7 +176,7 @@ def data_sentence(ctx: Ctx) -> str:
     """The Data subsection's pointer to the flow and to Table 1 ('' without sample.json)."""
     if not ctx.sample or not ctx.sample.get("predictors"):
         return ""
-    return ctx.ph("sample.data_pointer")
+    return ctx.ph("common.sample_data_pointer")
 
 
 def structural_sentence(ctx: Ctx) -> str:
@@ -191,18 +191,18 @@ def structural_sentence(ctx: Ctx) -> str:
                     "data_report.json:missing_thresholds.structural_above")
     names = join_list([f"\\texttt{{{escape_latex(v)}}}" for v in preds])
     with_indicator = [v for v in preds if miss[v].get("indicator")]
-    what = (ctx.ph("sample.structural_indicator", variables=join_list(
+    what = (ctx.ph("common.sample_structural_indicator", variables=join_list(
         [f"\\texttt{{{escape_latex(v)}}}" for v in with_indicator])) if with_indicator else "")
     if len(preds) == 1 and not with_indicator:
-        what = ctx.ph("sample.structural_category_one")
+        what = ctx.ph("common.sample_structural_category_one")
     elif len(with_indicator) < len(preds):
-        what = (what + " " if what else "") + ctx.ph("sample.structural_category")
+        what = (what + " " if what else "") + ctx.ph("common.sample_structural_category")
     if len(preds) > 1:
         k = ctx.m.count("NStructural", len(preds), "count(data_report.json:missingness[predictors, structural])",
                         derived=True)
-        head = ctx.ph("sample.structural_many", k=k, variables=names, pct=pct, units=ctx.units)
+        head = ctx.ph("common.sample_structural_many", k=k, variables=names, pct=pct, units=ctx.units)
     else:
-        head = ctx.ph("sample.structural_one", variables=names, pct=pct, units=ctx.units)
+        head = ctx.ph("common.sample_structural_one", variables=names, pct=pct, units=ctx.units)
     return head + " " + what
 
 
@@ -214,8 +214,8 @@ def duplicated_sentence(ctx: Ctx) -> str:
     k = ctx.m.count("NDuplicatedColumns", len(copies), "len(data_report.json:duplicated_columns)", derived=True)
     cols = join_list([f"\\texttt{{{escape_latex(c)}}}" for c in copies])
     if len(copies) > 1:
-        return ctx.ph("sample.duplicated_many", k=k, columns=cols)
-    return ctx.ph("sample.duplicated_one", k=k, columns=cols)
+        return ctx.ph("common.sample_duplicated_many", k=k, columns=cols)
+    return ctx.ph("common.sample_duplicated_one", k=k, columns=cols)
 
 
 def missing_limitation(ctx: Ctx) -> str:
@@ -232,5 +232,5 @@ def missing_limitation(ctx: Ctx) -> str:
     n = ctx.n["NPredictors"]
     table = "tab:sample" if ctx.sample and ctx.sample.get("predictors") else "tab:predictors"
     if len(preds) > 1:
-        return ctx.ph("sample.limitation_many", k=k, n=n, pct=pct, units=ctx.units, table=table)
-    return ctx.ph("sample.limitation_one", k=k, n=n, pct=pct, units=ctx.units, table=table)
+        return ctx.ph("common.sample_limitation_many", k=k, n=n, pct=pct, units=ctx.units, table=table)
+    return ctx.ph("common.sample_limitation_one", k=k, n=n, pct=pct, units=ctx.units, table=table)
