@@ -271,3 +271,10 @@ def test_the_methods_name_the_structurally_missing_predictors_and_what_they_rece
     # without a structural predictor the sentence is absent
     out, _, _ = _fixture_paper(tmp_path / "none", regression=False)
     assert "missing indicator beside" not in (out / "paper.tex").read_text()
+
+
+def test_table_one_prints_means_rounded_as_printed():
+    from edm_ars.writer.table_one import fmt_fixed
+
+    assert fmt_fixed(-0.0004, 2) == "0.00" and fmt_fixed(0.0004, 2) == "0.00"
+    assert fmt_fixed(-0.37, 2) == "$-$0.37" and fmt_fixed(498.402, 1) == "498.4"

@@ -12,7 +12,7 @@ from typing import Any
 from ..sample import OTHER_LEVELS
 from ..texescape import escape_latex
 from .context import Ctx
-from .macros import fmt_metric, macro_name
+from .macros import macro_name
 from .text import clean_label, join_list, lc_first
 
 
@@ -21,10 +21,19 @@ def _decimals(value: float) -> int:
     return 2 if abs(value) < 100 else 1
 
 
+def fmt_fixed(value: float, digits: int) -> str:
+    """A mean, SD or correlation at a fixed number of decimals, rounded as printed (a mean of -0.0004 is 0.00, never
+    '<0.01' as a metric is); a negative value gets a math minus."""
+    text = f"{float(value):.{digits}f}"
+    if float(text) == 0:
+        text = text.lstrip("-")
+    return "$-$" + text[1:] if text.startswith("-") else text
+
+
 def _num(ctx: Ctx, name: str, value: Any, source: str, digits: int) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "--"
-    return ctx.m.add(name, fmt_metric(value, digits), float(value), source)
+    return ctx.m.add(name, fmt_fixed(value, digits), float(value), source)
 
 
 def _pct(ctx: Ctx, name: str, value: Any, source: str) -> str:
