@@ -430,6 +430,7 @@ def paper_inputs(wildcards):
         "spec": spec["spec"],
         "literature": spec["literature"],
         "report": data["report"],
+        "sample": str(Path(data["report"]).with_name("sample.json")),
         "results": f"output/round_{r}/results.json",
         "claims": f"output/round_{r}/claims.json",
         "figures": [f"output/round_{r}/figures/{phase}" for phase in FIGURE_PHASES],

@@ -15,6 +15,8 @@ rule engineer:
         test_y="output/round_{round}/data/test_y.csv",
         test_protected="output/round_{round}/data/test_protected.csv",
         test_groups="output/round_{round}/data/test_groups.csv",
+        sample="output/round_{round}/data/sample.json",
+        sample_table="output/round_{round}/tables/sample.csv",
         report=report(
             "output/round_{round}/data/data_report.json",
             caption="../report/data_report.rst",

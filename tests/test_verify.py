@@ -299,6 +299,14 @@ def test_scientific_notation_is_reconciled(tmp_path, printed, status):
     assert report.ok == (status == "matched")  # Results is strict
 
 
+def test_a_hexadecimal_hash_that_looks_like_scientific_notation_is_no_number(tmp_path):
+    """A configuration hash such as 957773e28598 (digits, e, digits) is an identifier: read as 957773 x 10^28598 it
+    overflowed a float and stopped the Writer."""
+    report = verify_paper(paper(tmp_path, "The AUC was 0.844.", methods="Configuration 957773e28598 and 12e345."),
+                          artifacts=SMALL)
+    assert report.ok and [n.text for n in report.numbers] == ["0.844"], report.numbers
+
+
 def test_a_macro_in_scientific_notation_is_checked_against_its_source(tmp_path):
     """fmt_plain prints small and large hyperparameters as \\ensuremath{m\\times 10^{e}}: read as m x 10^e."""
     macros = [{"macro": "\\Tiny", "value": "\\ensuremath{3.2\\times 10^{-7}}", "source": "evaluation.json:tiny"},

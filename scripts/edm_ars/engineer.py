@@ -14,6 +14,7 @@ Order of operations (each step is a pure function, tested on small frames):
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +29,10 @@ from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedG
 
 from .errors import DataError
 from .layout import Layout
-from .registry import Registry, sentinels
+from .registry import Registry, sentinels, value_labels
+from .sample import codebook_order, describe_sample, sample_flow
+
+log = logging.getLogger(__name__)
 
 MISSING_CATEGORY = "Missing (imputation category)"
 
@@ -47,6 +51,7 @@ class Protocol:
     max_categories: int = 100
     iterative_max_iter: int = 5
     min_clusters: int = 50
+    structural_above: float = 40.0  # % missing (training rows): missing by design, so an indicator is added
     imputation: str = "by_missingness"  # by_missingness | simple | iterative (edm_ars.actions.IMPUTATIONS)
 
 
@@ -237,9 +242,13 @@ class FittedImputer:
     iterative: IterativeImputer | None = None
     iterative_columns: list[str] = field(default_factory=list)
     continuous: list[str] = field(default_factory=list)
+    # structurally missing continuous predictors -> the name of their missing indicator (1 = not observed)
+    indicators: dict[str, str] = field(default_factory=dict)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         out = frame.copy()
+        for col, name in self.indicators.items():  # from the values before they are filled
+            out[name] = frame[col].isna().astype(float)
         if self.iterative is not None:
             values = self.iterative.transform(out[self.continuous].to_numpy(dtype=float))
             imputed = pd.DataFrame(values, columns=self.continuous, index=out.index)
@@ -264,8 +273,12 @@ def imputation_protocol(proto: Protocol) -> str:
     else:
         raise DataError(f"engineer.imputation: unknown strategy {proto.imputation!r} "
                         "(by_missingness, simple or iterative)")
-    return (f"{rule}; over {proto.warn_above:g}% the variable is flagged as a limitation. Imputers and encoders "
-            "are fitted on training rows only.")
+    structural = (f" A predictor over {proto.structural_above:g}% missing in the training rows is taken to be "
+                  "missing by design for part of the sample (structural missingness): a continuous one also gets a "
+                  "missing indicator (1 where it was not observed) beside its imputed value, a categorical one an "
+                  "explicit missing category.")
+    return (f"{rule}; over {proto.warn_above:g}% the variable is flagged as a limitation.{structural} Imputers and "
+            "encoders are fitted on training rows only.")
 
 
 def fit_imputer(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> tuple[FittedImputer, list[str]]:
@@ -276,8 +289,12 @@ def fit_imputer(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> 
     for col, kind in kinds.items():
         pct = float(train[col].isna().mean() * 100)
         imp.pct_missing[col] = round(pct, 2)
+        structural = pct > proto.structural_above
         if pct == 0:
             imp.methods[col] = "none (complete)"
+        elif structural and kind == "categorical":  # missing by design: its own category, whatever the strategy
+            imp.methods[col] = "missing_category"
+            imp.fill_values[col] = MISSING_CATEGORY
         elif proto.imputation == "simple" or (proto.imputation == "by_missingness" and pct < proto.simple_below):
             if kind == "continuous":
                 imp.methods[col] = "median"
@@ -291,9 +308,13 @@ def fit_imputer(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> 
         else:
             imp.methods[col] = "missing_category"
             imp.fill_values[col] = MISSING_CATEGORY
+        if structural and kind == "continuous":
+            imp.indicators[col] = f"{col}__not_observed"
+            imp.methods[col] += " + missing_indicator"
         if pct > proto.warn_above:
             method = imp.methods[col].replace("_", " ")
-            imp.methods[col] += f" (flagged: >{proto.warn_above:g}% missing)"
+            why = f"structural: >{proto.structural_above:g}% missing; " if structural else ""
+            imp.methods[col] += f" ({why}flagged: >{proto.warn_above:g}% missing)"
             notes.append(f"{col} is {pct:.1f}% missing in the training rows; imputed by {method} and "
                          "reported as a limitation")
     if imp.iterative_columns:
@@ -428,6 +449,8 @@ class Prepared:
     # cluster ids of the test rows (a cluster bootstrap resamples them); each row its own id when the split is
     # not grouped, so the cluster bootstrap is then the ordinary one
     test_groups: pd.Series
+    # sample.json: Table 1 of the analytic sample and the sample flow (edm_ars.sample)
+    sample: dict[str, Any] | None = None
 
 
 def outcome_source(reg: Registry, outcome: str) -> str:
@@ -450,6 +473,7 @@ def protocol(cfg: dict[str, Any], seed: int, imputation: str | None = None) -> P
     return Protocol(test_fraction=cfg["test_fraction"], seed=seed, simple_below=cfg["simple_below"],
                     warn_above=cfg["warn_above"], min_analytic_n=cfg["min_analytic_n"],
                     min_retention=cfg["min_retention"], max_categories=cfg["max_categories"],
+                    structural_above=cfg.get("structural_above", Protocol.structural_above),
                     imputation=imputation or cfg["imputation"])
 
 
@@ -545,13 +569,17 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
 
     # 5. imputation fitted on training rows only
     imputer, notes = fit_imputer(X_train, kinds, proto)
-    warnings_ += notes
+    # the flagged missing shares are Table 1's missing-share column (sample.json) and missingness[var].flagged in
+    # this report, not one warning per variable
+    for note in notes:
+        log.info(note)
     X_train_i, X_test_i = imputer.transform(X_train), imputer.transform(X_test)
 
     # 6. encoding fitted on training rows only
-    encoder = fit_encoder(X_train_i, kinds, proto)
+    encoder = fit_encoder(X_train_i, kinds | {ind: "continuous" for ind in imputer.indicators.values()}, proto)
     train_X, sources = encoder.transform(X_train_i)
     test_X, _ = encoder.transform(X_test_i)
+    sources |= {ind: col for col, ind in imputer.indicators.items()}
     constant = [c for c in train_X.columns if train_X[c].nunique() <= 1]
     if constant:
         warnings_.append(f"constant columns removed after encoding: {constant}")
@@ -560,9 +588,9 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     # identical columns on the training rows (two variables missing for the same students give the same
     # missing-category indicator): the later copy carries no information and is removed, as decided on training rows
     copies = duplicated_columns(train_X)
-    if copies:
-        warnings_.append("columns identical to an earlier column on the training rows removed after encoding: "
-                         + ", ".join(f"{c} (= {first})" for c, first in copies.items()))
+    if copies:  # the Methods state it (data_report.duplicated_columns), so it is no data warning
+        log.info("columns identical to an earlier column on the training rows removed after encoding: %s",
+                 ", ".join(f"{c} (= {first})" for c, first in copies.items()))
         train_X, test_X = train_X.drop(columns=list(copies)), test_X.drop(columns=list(copies))
         sources = {k: v for k, v in sources.items() if k not in copies}
     train_X, test_X = train_X.reset_index(drop=True), test_X.reset_index(drop=True)
@@ -575,6 +603,15 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     checks = data_checks(train_X, test_X, train_y, test_y, task, outcome, len(kinds), analytic_n, retention,
                          split["group_overlap"], proto, structural, rec.get("range"))
     analytic_missing = {c: round(float(X[c].isna().mean() * 100), 2) for c in kinds}
+    flow = sample_flow(original_n, analytic_n, analytic_n, X, train_idx, test_idx, groups, bool(use_groups),
+                       data[present_sub])
+    described = list(kinds) + [c for c in present_sub if c not in kinds]
+    sample = describe_sample(X, kinds, y, task, data[present_sub], flow,
+                             labels={c: value_labels(reg, c) for c in described},
+                             var_labels={c: (reg.variable(c) or {}).get("label") or c for c in described},
+                             orders={c: codebook_order((reg.variable(c) or {}).get("values"),
+                                                       layout.value_labels.get(c) if layout else None)
+                                     for c in described})
     report = {
         "original_n": original_n,
         "analytic_n": analytic_n,
@@ -591,7 +628,13 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
                             {"mean": float(y.mean()), "sd": float(y.std()), "min": float(y.min()),
                              "max": float(y.max())}),
         "missingness": {c: {"pct_missing": analytic_missing[c], "pct_missing_train": imputer.pct_missing[c],
-                            "method": imputer.methods[c], "kind": kinds[c]} for c in kinds},
+                            "method": imputer.methods[c], "kind": kinds[c],
+                            "flagged": imputer.pct_missing[c] > proto.warn_above,
+                            "structural": imputer.pct_missing[c] > proto.structural_above,
+                            **({"indicator": imputer.indicators[c]} if c in imputer.indicators else {})}
+                        for c in kinds},
+        "duplicated_columns": copies,
+        "missing_thresholds": {"warn_above": proto.warn_above, "structural_above": proto.structural_above},
         "predictors_before": predictors,
         "predictors_dropped": dropped,
         "predictors_after": list(train_X.columns),
@@ -608,4 +651,4 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
         "protected": present_sub,
     }
     return Prepared(train_X, train_y, test_X, test_y, test_protected, groups.iloc[train_idx].reset_index(drop=True),
-                    report, groups.iloc[test_idx].reset_index(drop=True))
+                    report, groups.iloc[test_idx].reset_index(drop=True), sample)

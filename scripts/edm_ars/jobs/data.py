@@ -109,6 +109,10 @@ def engineer(smk: Any) -> None:
     write_csv(smk.output.test_protected, prepared.test_protected)
     write_csv(smk.output.test_groups, prepared.test_groups.to_frame("pseudo_school_id"))
     write_json(smk.output.report, report, "data_report")
+    from ..sample import table_rows
+
+    write_json(smk.output.sample, prepared.sample, "sample")
+    write_csv(smk.output.sample_table, table_rows(prepared.sample))
 
 
 def gate(smk: Any) -> None:

@@ -14,7 +14,7 @@ from ..rule_io import log, registry_of
 ARTIFACTS = {"research_spec.json": "spec", "literature_context.json": "literature", "data_report.json": "report",
              "results.json": "results", "review_report.json": "review", "claims.json": "claims"}
 # ... and those it is written from when the run has them (the availability statement, the recovery check)
-OPTIONAL_ARTIFACTS = {"provenance.json": "provenance", "recovery.json": "recovery"}
+OPTIONAL_ARTIFACTS = {"provenance.json": "provenance", "recovery.json": "recovery", "sample.json": "sample"}
 
 
 def provenance(smk: Any) -> None:
@@ -79,7 +79,8 @@ def write(smk: Any) -> None:
         read_json(smk.input.review, "review_report"), figures_dir=Path(smk.input.figures[0]).parent,
         template=Path(smk.input.template), out_dir=out, registry_labels=labels,
         authors=smk.params.authors, claims=claims, registry_groups=groups, rewriter=rewriter, dataset=reg.prose,
-        phrases=smk.input.phrases, provenance_record=_optional(smk, "provenance"), recovery=_optional(smk, "recovery"))
+        phrases=smk.input.phrases, provenance_record=_optional(smk, "provenance"), recovery=_optional(smk, "recovery"),
+        sample=_optional(smk, "sample"))
     for note in summary["model_prose"]:
         log.info("model prose: %s", note)
     log.info("paper written: %s", summary)

@@ -120,6 +120,7 @@ class Ctx:
     notation: frozenset[str] = frozenset()  # the template's label macros (\Rsq): text, not numbers
     provenance: dict[str, Any] = field(default_factory=dict)  # output/paper/provenance.json (rule provenance)
     recovery: dict[str, Any] = field(default_factory=dict)  # output/paper/recovery.json (generated data only)
+    sample: dict[str, Any] = field(default_factory=dict)  # the engineer's sample.json (Table 1, sample flow)
 
     @property
     def generated(self) -> bool:

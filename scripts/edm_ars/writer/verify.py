@@ -354,6 +354,8 @@ def _scientific(text: str) -> tuple[str, list[tuple[int, dict[str, Any]]]]:
             if _skip_identifier(text, m.start()):
                 continue
             mant, neg, exponent = m.groupdict().get("mant") or "1", _sign(m, text), _exponent(m)
+            if abs(exponent) > 300:  # no number: an identifier such as a hexadecimal hash (957773e28598)
+                continue
             at = m.start() + len(m.group("lt") or "") + len(m.group("neg") or "")  # where the digits begin
             found.append((m.start(), {
                 "text": ("-" if neg else "") + text[at:m.end()].strip(),

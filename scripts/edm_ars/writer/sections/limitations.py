@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
-from .. import provenance
+from .. import provenance, table_one
 from ..common import data_name, suspiciously_high
 from ..context import Ctx
 from ..text import cap_first, join_list, lc_first, sentence
+
+_MISSING_NOTE = re.compile(r"\S+ is [\d.]+% missing in the training rows; imputed")
 
 
 def write(ctx: Ctx) -> str:
@@ -21,7 +23,12 @@ def write(ctx: Ctx) -> str:
         if re.search(r"\bcausal\b", text, re.I):
             continue  # the first item already says it
         items.append(sentence(ctx.t(text.strip(), f"research_spec.json:limitations.{i}")))
+    missing = table_one.missing_limitation(ctx)  # one sentence; the shares are in Table 1's missing-share column
+    if missing:
+        items.append(missing)
     for i, text in enumerate(ctx.data.get("warnings") or []):
+        if _MISSING_NOTE.match(text.strip()) and missing:
+            continue  # an earlier engineer's note per variable, which the sentence above replaces
         items.append(ctx.ph("limitations.data_warning",
                             warning=sentence(ctx.t(text.strip(), f"data_report.json:warnings.{i}"))))
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance
+from .. import narrative, provenance, table_one
 from ..common import (
     CI_LEVEL,
     at_risk_phrase,
@@ -40,18 +40,21 @@ def wave_label(ctx: Ctx, key: object) -> str:
 
 
 def predictor_table(ctx: Ctx) -> str:
+    # with Table 1 (sample.json) the missing shares are there, in its missing-share column
+    with_missing = not (ctx.sample and ctx.sample.get("predictors"))
     rows = []
     for i, p in enumerate(ctx.spec.get("predictors", [])):
         name = p["name"]
         label = ctx.t(clean_label(p.get("label") or ctx.var_label(name)),
                       f"research_spec.json:predictors.{i}.label")
         wave = wave_label(ctx, p.get("wave"))
-        miss = ctx.n.get(f"miss:{name}", "--")
-        rows.append(f"\\texttt{{{escape_latex(name)}}} & {label} & {wave} & {miss} \\\\")
-    return (f"\\begin{{table}}[tbp]\n\\caption{{{ctx.ph('methods.predictor_table_caption')}}}\n"
+        miss = f" & {ctx.n.get(f'miss:{name}', '--')}" if with_missing else ""
+        rows.append(f"\\texttt{{{escape_latex(name)}}} & {label} & {wave}{miss} \\\\")
+    caption = ctx.ph("methods.predictor_table_caption") if with_missing else ctx.ph("common.sample_predictor_table_caption")
+    return (f"\\begin{{table}}[tbp]\n\\caption{{{caption}}}\n"
             "\\label{tab:predictors}\n"
-            "\\small\n\\begin{tabularx}{\\columnwidth}{@{}lYZr@{}}\n\\toprule\n"
-            "Variable & Label & Wave & Missing \\\\\n\\midrule\n" + "\n".join(rows)
+            "\\small\n\\begin{tabularx}{\\columnwidth}{@{}lYZ" + ("r" if with_missing else "") + "@{}}\n\\toprule\n"
+            "Variable & Label & Wave" + (" & Missing" if with_missing else "") + " \\\\\n\\midrule\n" + "\n".join(rows)
             + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
 
 
@@ -127,7 +130,11 @@ def data_text(ctx: Ctx) -> str:
                                 low=n["OutcomeMin"], high=n["OutcomeMax"]))
         else:
             sents.append(ctx.ph("methods.outcome_mean_sd", mean=n["OutcomeMean"], sd=n["OutcomeSD"]))
-    return (f"\\subsection{{{ctx.ph('methods.data_title', units=cap_first(ctx.units))}}}\n" + " ".join(sents))
+    pointer = table_one.data_sentence(ctx)  # the sample flow and Table 1
+    if pointer:
+        sents.append(pointer)
+    floats = "".join("\n\n" + t for t in (table_one.flow_table(ctx), table_one.sample_table(ctx)) if t)
+    return (f"\\subsection{{{ctx.ph('methods.data_title', units=cap_first(ctx.units))}}}\n" + " ".join(sents) + floats)
 
 
 def outcome_text(ctx: Ctx) -> str:
@@ -181,6 +188,7 @@ def preprocessing_text(ctx: Ctx) -> str:
     imp = (d.get("imputation_protocol") or "").strip()
     if imp:
         sents.append(ctx.t(imp, "data_report.json:imputation_protocol") + ("" if imp.endswith(".") else "."))
+    sents += [x for x in (table_one.structural_sentence(ctx), table_one.duplicated_sentence(ctx)) if x]
     if "MaxMissingPct" in n:
         sents.append(ctx.ph("methods.missing_values", k=n["NVarsMissing"], n=n["NPredictors"],
                             pct=n["MaxMissingPct"], variable=escape_latex(n["MaxMissingVar"]),
