@@ -68,9 +68,39 @@ def failed_checks_sentence(ctx: Ctx) -> str:
 
 
 def leakage_sentence(ctx: Ctx) -> str:
-    """Possible leakage, when the Results flag it (and send the reader here)."""
+    """Possible leakage, when the Results flag it (and send the reader here), and the predictors the DataEngineer's
+    data check no_outcome_proxy found near-identical to the outcome in the training rows."""
     flagged = any(str(f).startswith("possible_leakage") for f in ctx.results.get("flags") or [])
-    return ctx.ph("limitations.leakage") if flagged or suspiciously_high(ctx) else ""
+    text = ctx.ph("limitations.leakage") if flagged or suspiciously_high(ctx) else ""
+    proxy = proxy_sentence(ctx)
+    return f"{text} {proxy}".strip() if proxy else text
+
+
+def proxy_sentence(ctx: Ctx) -> str:
+    """The feature columns of the failed data check no_outcome_proxy, each named with its correlation with the
+    outcome in the training rows (macros from data_report.json), and the threshold applied."""
+    checks = ctx.data.get("checks") or []
+    at = next((i for i, c in enumerate(checks) if c.get("name") == "no_outcome_proxy" and not c.get("passed")), None)
+    if at is None:
+        return ""
+    detail = checks[at].get("detail") or {}
+    proxies = [p for p in detail.get("proxies") or [] if isinstance(p, dict) and isinstance(p.get("r"), (int, float))]
+    threshold = detail.get("threshold")
+    if not proxies or not isinstance(threshold, (int, float)):
+        return ""
+    sources = ctx.data.get("feature_sources") or {}
+    base = f"data_report.json:checks.{at}.detail"
+    named = []
+    for j, p in enumerate(proxies[:3]):
+        column = str(p.get("column"))
+        source = sources.get(column, column)
+        label = lc_first(ctx.label_tex(source, "research_spec.json:predictors"))
+        r = ctx.m.add("ProxyR", f"{p['r']:.3f}", p["r"], f"{base}.proxies.{j}.r")
+        named.append(f"\\emph{{{label}}} (\\texttt{{{escape_latex(column)}}}, $r = {r}$)")
+    separation = (ctx.ph("limitations.leakage_proxy_separation")
+                  if any(p.get("separates_classes") for p in proxies) else "")
+    thr = ctx.m.add("ProxyThreshold", f"{threshold:.2f}", threshold, f"{base}.threshold")
+    return ctx.ph("limitations.leakage_proxy", proxies=join_list(named), threshold=thr, separation=separation)
 
 
 def errors_sentence(ctx: Ctx) -> str:
