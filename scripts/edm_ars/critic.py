@@ -412,12 +412,14 @@ def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
         reasons.append(f"Held-out R2 {why} suggests leakage through a proxy of the outcome ({listed}).")
     if proxies:
         outcome = a.report.get("outcome") or (a.spec.get("outcome") or {}).get("name")
-        listed = "; ".join(f"{q['column']} (predictor {q['source']}) r = {q['r']:.3f}"
-                           + (", separating the two classes" if q.get("separates_classes") else "")
-                           for q in proxies[:5])
+        listed = "; ".join(q["column"] + (f" (predictor {q['source']})" if q["source"] != q["column"] else "")
+                           + f" r = {q['r']:.3f}" + (", separating the two classes" if q.get("separates_classes")
+                                                      else "") for q in proxies[:5])
+        binary = a.results.get("task") != REGRESSION
         reasons.append(f"The data check no_outcome_proxy failed: in the training rows, feature columns correlate with "
-                       f"the outcome {outcome} above |r| = {proxies[0]['threshold']:g} or separate its classes "
-                       f"({listed}); such a predictor is a copy or a proxy of the outcome.")
+                       f"the outcome {outcome} above |r| = {proxies[0]['threshold']:g}"
+                       + (" or separate its two classes" if binary else "")
+                       + f" ({listed}); such a predictor is a copy or a proxy of the outcome.")
     predictors = {q["name"] for q in a.spec.get("predictors") or []}
     # the proxy the data check names is the first suspect; else the strongest predictor of a too-accurate model
     suspect = next((q["source"] for q in proxies if q["source"] in predictors), None)
