@@ -180,3 +180,27 @@ def _report(binary: bool) -> dict:
 def test_no_proxy_no_sentence(tmp_path, binary):
     _, out = tw._build(tmp_path, binary=binary, passed=True, data_report=_report(binary))
     assert "tracked the outcome almost exactly" not in (out / "paper.tex").read_text()
+
+
+def test_a_paper_written_after_the_proxy_was_dropped_says_so(tmp_path, reg):  # noqa: F811
+    """The revision applies the Critic's drop_predictor action and records it (research_spec.json
+    dropped_on_revision); the paper of the later round says that an earlier round was flagged and what was
+    removed, so the clean estimates are not read as the study as first posed."""
+    from edm_ars import actions as act
+
+    spec = tw.spec(False)
+    action = act.action("drop_predictor", "X1TXMTSCOR", reason="feature column correlated with the outcome",
+                        issue="sv_no_leakage_flag")
+    revised = act.apply_to_spec(spec, [action], reg)
+    assert "X1TXMTSCOR" not in [p["name"] for p in revised["predictors"]]
+    assert revised["dropped_on_revision"] == [{"name": "X1TXMTSCOR", "issue": "sv_no_leakage_flag",
+                                               "reason": "feature column correlated with the outcome"}]
+    _, out = tw._build(tmp_path, binary=False, passed=True, spec=revised, data_report=_report(False))
+    tex = (out / "paper.tex").read_text()
+    assert "A review of an earlier round of this study flagged possible leakage" in tex
+    assert r"(\texttt{X1TXMTSCOR}) was removed from the predictors as a suspected proxy" in tex
+    # a predictor dropped for another reason is not called a proxy
+    other = act.apply_to_spec(spec, [act.action("drop_predictor", "X1TXMTSCOR", reason="redundant",
+                                                issue="pf_parsimony")], reg)
+    _, out2 = tw._build(tmp_path, binary=False, passed=True, name="other", spec=other, data_report=_report(False))
+    assert "flagged possible leakage" not in (out2 / "paper.tex").read_text()

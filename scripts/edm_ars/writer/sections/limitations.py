@@ -72,8 +72,25 @@ def leakage_sentence(ctx: Ctx) -> str:
     data check no_outcome_proxy found near-identical to the outcome in the training rows."""
     flagged = any(str(f).startswith("possible_leakage") for f in ctx.results.get("flags") or [])
     text = ctx.ph("limitations.leakage") if flagged or suspiciously_high(ctx) else ""
-    proxy = proxy_sentence(ctx)
-    return f"{text} {proxy}".strip() if proxy else text
+    return " ".join(t for t in (text, proxy_sentence(ctx), dropped_proxy_sentence(ctx)) if t)
+
+
+#: the Critic's item whose revision drops a suspected proxy of the outcome (config/rubric.yaml)
+LEAKAGE_ITEM = "sv_no_leakage_flag"
+
+
+def dropped_proxy_sentence(ctx: Ctx) -> str:
+    """The predictors a review of an earlier round removed as suspected proxies of the outcome (research_spec.json
+    dropped_on_revision, written when the revision applied the Critic's drop_predictor action)."""
+    names = list(dict.fromkeys(str(d.get("name")) for d in ctx.spec.get("dropped_on_revision") or []
+                               if isinstance(d, dict) and d.get("issue") == LEAKAGE_ITEM and d.get("name")))
+    if not names:
+        return ""
+    named = join_list([f"\\emph{{{lc_first(ctx.label_tex(n, 'research_spec.json:dropped_on_revision'))}}} "
+                       f"(\\texttt{{{escape_latex(n)}}})" for n in names])
+    if len(names) > 1:
+        return ctx.ph("limitations.leakage_dropped_many", predictors=named)
+    return ctx.ph("limitations.leakage_dropped_one", predictors=named)
 
 
 def proxy_sentence(ctx: Ctx) -> str:
