@@ -371,12 +371,16 @@ def outcome_proxies(train_X: pd.DataFrame, train_y: pd.Series, task: str, limit:
     `min_class` rows). Each entry: {"column", "r" (rounded to 4 places), "separates_classes" (binary only)}.
     One vectorised pass over the columns; a constant column has r = 0."""
     y = pd.to_numeric(train_y, errors="coerce").to_numpy(dtype=float)
-    X = train_X.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    try:
+        X = train_X.to_numpy(dtype=float, na_value=np.nan)
+    except (TypeError, ValueError):  # a column left as text: its values count as missing here
+        X = train_X.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     keep = np.isfinite(y)
     X, y = X[keep], y[keep]
     if len(y) < 3 or X.shape[1] == 0:
         return []
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column has no mean: it counts as constant
         Xc = X - np.nanmean(X, axis=0)
         Xc = np.where(np.isfinite(Xc), Xc, 0.0)  # a missing value counts as the column's mean
         yc = y - y.mean()
@@ -386,10 +390,10 @@ def outcome_proxies(train_X: pd.DataFrame, train_y: pd.Series, task: str, limit:
     if task == "binary_classification":
         one, zero = y == 1, y == 0
         if one.sum() >= min_class and zero.sum() >= min_class:
-            Xn = np.where(np.isfinite(X), X, np.nan)
-            with np.errstate(invalid="ignore"):
-                lo1, hi1 = np.nanmin(Xn[one], axis=0), np.nanmax(Xn[one], axis=0)
-                lo0, hi0 = np.nanmin(Xn[zero], axis=0), np.nanmax(Xn[zero], axis=0)
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column within a class
+                lo1, hi1 = np.nanmin(X[one], axis=0), np.nanmax(X[one], axis=0)
+                lo0, hi0 = np.nanmin(X[zero], axis=0), np.nanmax(X[zero], axis=0)
             separates = (hi0 < lo1) | (hi1 < lo0)
     hits = np.flatnonzero((np.abs(r) > limit) | separates)
     out = []
