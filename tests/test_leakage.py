@@ -193,12 +193,14 @@ def test_a_paper_written_after_the_proxy_was_dropped_says_so(tmp_path, reg):  # 
                         issue="sv_no_leakage_flag")
     revised = act.apply_to_spec(spec, [action], reg)
     assert "X1TXMTSCOR" not in [p["name"] for p in revised["predictors"]]
-    assert revised["dropped_on_revision"] == [{"name": "X1TXMTSCOR", "issue": "sv_no_leakage_flag",
+    assert revised["dropped_on_revision"] == [{"name": "X1TXMTSCOR", "label": "X1 Mathematics standardized theta score",
+                                               "issue": "sv_no_leakage_flag",
                                                "reason": "feature column correlated with the outcome"}]
     _, out = tw._build(tmp_path, binary=False, passed=True, spec=revised, data_report=_report(False))
     tex = (out / "paper.tex").read_text()
     assert "A review of an earlier round of this study flagged possible leakage" in tex
-    assert r"(\texttt{X1TXMTSCOR}) was removed from the predictors as a suspected proxy" in tex
+    assert (r"\emph{mathematics standardized theta score} (\texttt{X1TXMTSCOR}) was removed from the predictors as "
+            "a suspected proxy") in tex
     # a predictor dropped for another reason is not called a proxy
     other = act.apply_to_spec(spec, [act.action("drop_predictor", "X1TXMTSCOR", reason="redundant",
                                                 issue="pf_parsimony")], reg)

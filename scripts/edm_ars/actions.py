@@ -125,9 +125,11 @@ def apply_to_spec(spec: dict[str, Any], actions: list[dict[str, Any]], reg: Regi
         names = [p["name"] for p in out["predictors"]]
         if kind == "drop_predictor":
             if value in names:
+                label = next((str(p.get("label") or "") for p in out["predictors"] if p["name"] == value), "")
                 out["predictors"] = [p for p in out["predictors"] if p["name"] != value]
                 applied.append(f"dropped predictor {value} ({a.get('reason') or a.get('issue')})")
-                dropped.append({"name": value, "issue": a.get("issue") or "", "reason": a.get("reason") or ""})
+                dropped.append({"name": value, "label": label, "issue": a.get("issue") or "",
+                                "reason": a.get("reason") or ""})
             else:
                 applied.append(f"drop_predictor {value}: not a predictor of this specification; nothing to do")
         elif kind == "add_predictor":

@@ -8,7 +8,7 @@ from ...texescape import escape_latex
 from .. import provenance
 from ..common import data_name, suspiciously_high
 from ..context import Ctx
-from ..text import cap_first, join_list, lc_first, sentence
+from ..text import cap_first, clean_label, join_list, lc_first, sentence
 
 
 def write(ctx: Ctx) -> str:
@@ -82,13 +82,21 @@ LEAKAGE_ITEM = "sv_no_leakage_flag"
 def dropped_proxy_sentence(ctx: Ctx) -> str:
     """The predictors a review of an earlier round removed as suspected proxies of the outcome (research_spec.json
     dropped_on_revision, written when the revision applied the Critic's drop_predictor action)."""
-    names = list(dict.fromkeys(str(d.get("name")) for d in ctx.spec.get("dropped_on_revision") or []
-                               if isinstance(d, dict) and d.get("issue") == LEAKAGE_ITEM and d.get("name")))
-    if not names:
+    dropped = [d for d in ctx.spec.get("dropped_on_revision") or []
+               if isinstance(d, dict) and d.get("issue") == LEAKAGE_ITEM and d.get("name")]
+    labels = {str(d["name"]): str(d.get("label") or "") for d in dropped}
+    if not labels:
         return ""
-    named = join_list([f"\\emph{{{lc_first(ctx.label_tex(n, 'research_spec.json:dropped_on_revision'))}}} "
-                       f"(\\texttt{{{escape_latex(n)}}})" for n in names])
-    if len(names) > 1:
+
+    def named_as(name: str) -> str:
+        code = f"\\texttt{{{escape_latex(name)}}}"
+        label = clean_label(labels[name]) or ctx.var_label(name)
+        if label.strip().lower() == name.lower():  # no label beyond the column's name
+            return code
+        return f"\\emph{{{lc_first(ctx.t(label, 'research_spec.json:dropped_on_revision'))}}} ({code})"
+
+    named = join_list([named_as(n) for n in labels])
+    if len(labels) > 1:
         return ctx.ph("limitations.leakage_dropped_many", predictors=named)
     return ctx.ph("limitations.leakage_dropped_one", predictors=named)
 
