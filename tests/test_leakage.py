@@ -161,6 +161,8 @@ def test_the_paper_states_the_r2_flag_and_the_proxy(tmp_path):
     assert r"(\texttt{X1TXMTSCOR}, $r = \ProxyR{}$)" in tex and "tracked the outcome almost exactly" in tex
     assert r"\newcommand{\ProxyR}{0.993} % data_report.json:checks.3.detail.proxies.0.r" in numbers
     assert "% data_report.json:checks.3.detail.threshold" in numbers
+    # the Discussion does not call the estimate a fair guide
+    assert "fair guide" not in tex and "this estimate is not a guide to" in tex
     arts = tw._artifacts_by_name({"spec": tw.spec(False), "literature": tw.literature(), "data_report": rep,
                                   "results": res, "review": tw.review(False)})
     report = verify_paper(out / "paper.tex", artifacts=arts)
@@ -179,7 +181,8 @@ def _report(binary: bool) -> dict:
 @pytest.mark.parametrize("binary", [True, False])
 def test_no_proxy_no_sentence(tmp_path, binary):
     _, out = tw._build(tmp_path, binary=binary, passed=True, data_report=_report(binary))
-    assert "tracked the outcome almost exactly" not in (out / "paper.tex").read_text()
+    tex = (out / "paper.tex").read_text()
+    assert "tracked the outcome almost exactly" not in tex and "this estimate is not a guide" not in tex
 
 
 def test_a_paper_written_after_the_proxy_was_dropped_says_so(tmp_path, reg):  # noqa: F811
