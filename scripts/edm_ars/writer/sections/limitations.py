@@ -119,9 +119,13 @@ def proxy_sentence(ctx: Ctx) -> str:
     for j, p in enumerate(proxies[:3]):
         column = str(p.get("column"))
         source = sources.get(column, column)
-        label = lc_first(ctx.label_tex(source, "research_spec.json:predictors"))
         r = ctx.m.add("ProxyR", f"{p['r']:.3f}", p["r"], f"{base}.proxies.{j}.r")
-        named.append(f"\\emph{{{label}}} (\\texttt{{{escape_latex(column)}}}, $r = {r}$)")
+        code = f"\\texttt{{{escape_latex(column)}}}"
+        if ctx.var_label(source).strip().lower() == column.lower():  # no label beyond the column's name
+            named.append(f"{code} ($r = {r}$)")
+            continue
+        label = lc_first(ctx.label_tex(source, "research_spec.json:predictors"))
+        named.append(f"\\emph{{{label}}} ({code}, $r = {r}$)")
     separation = (ctx.ph("limitations.leakage_proxy_separation")
                   if any(p.get("separates_classes") for p in proxies) else "")
     thr = ctx.m.add("ProxyThreshold", f"{threshold:.2f}", threshold, f"{base}.threshold")
