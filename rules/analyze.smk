@@ -91,6 +91,7 @@ rule evaluate:
         seed=lookup(dpath="seed", within=config),
         n_bootstrap=lookup(dpath="analysis/n_bootstrap", within=config),
         models=round_models,
+        leakage={key: config["analysis"][key] for key in ("leakage_auc", "leakage_r2")},
     script:
         "../scripts/evaluate.py"
 

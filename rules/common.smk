@@ -16,7 +16,7 @@ os.environ.update(
 )
 
 from edm_ars.datasets.adapters import adapter as _adapter  # noqa: E402
-from edm_ars.errors import DataError  # noqa: E402
+from edm_ars.errors import DataError, EdmArsError  # noqa: E402
 from edm_ars.gates import MODES, subjects  # noqa: E402
 from edm_ars.conventions import STACKING  # noqa: E402
 from edm_ars.registry import load_registry  # noqa: E402
@@ -34,8 +34,14 @@ STAGES = ["formulate", "engineer", "analyze"]
 # The data set: its registry (file or folder) and where its rows come from (registry/datasets.yaml, or
 # dataset=csv path=... registry=...). Repository files are addressed from the workflow's folder, so
 # `--directory` may point anywhere.
-ADAPTER = _adapter(config["dataset"], config, BASE / "registry")
-REGISTRY = load_registry(ADAPTER.registry)
+try:
+    ADAPTER = _adapter(config["dataset"], config, BASE / "registry")
+    REGISTRY = load_registry(ADAPTER.registry)
+    if not ADAPTER.generated and not Path(ADAPTER.raw_path(config)).is_file():
+        raise DataError(ADAPTER.missing_message(ADAPTER.raw_path(config), REGISTRY))
+except EdmArsError as _exc:
+    # a missing file or a registry that is not valid YAML: the message alone, without the Snakefile's frames
+    sys.exit(f"EDM-ARS: {_exc}")
 REGISTRY_FILES = [os.path.relpath(f) for f in ADAPTER.registry_files()]
 DATASET_INDEX = workflow_file("registry", "datasets.yaml")
 LAYOUT_FILE = ADAPTER.layout_file(REGISTRY) and os.path.relpath(

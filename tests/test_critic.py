@@ -112,7 +112,7 @@ def good(reg):
                "stability": {"unstable": False, "top5_overlap": {"mean": 0.9}, "n_perturbations": 3,
                              "thresholds": {"unstable_top5": 0.6}},
                "figures": figures, "flags": [], "errors": [],
-               "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95}}
+               "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95, "leakage_r2": None}}
     claims = {"claims": [{"id": "outperforms_xgboost", "statement": "The selected model (logistic) predicts better "
                           "than xgboost.", "status": "inconclusive", "reason": "", "evidence": [], "source": "code",
                           "compares": {"a": "logistic", "b": "xgboost", "assertion": "better"}}]}

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from edm_ars.analysis import above_floor, best_interpretable, evaluate_models, flags_for, select_best, thresholds_for
-from edm_ars.conventions import LEAKAGE_AUC, QUALITY_FLOOR
+from edm_ars.conventions import LEAKAGE_AUC, LEAKAGE_R2, QUALITY_FLOOR
 from edm_ars.models import BINARY, FAMILIES, fit_stacking, predict, tune
 
 
@@ -98,13 +98,30 @@ def test_quality_floor_and_flags():
 def test_the_evaluation_records_the_thresholds_it_applies():
     """evaluation.json (and results.json) carry the values flags_for and above_floor applied."""
     binary = thresholds_for(BINARY)
-    assert binary == {"quality_floor": QUALITY_FLOOR["auc"], "leakage_auc": LEAKAGE_AUC}
+    assert binary == {"quality_floor": QUALITY_FLOOR["auc"], "leakage_auc": LEAKAGE_AUC, "leakage_r2": None}
     models = {"logistic": summary(binary["quality_floor"] - 0.01, 0.5, 0.6),
               "xgboost": summary(binary["leakage_auc"] + 0.01, 0.9, 0.99)}
     assert above_floor(models, "auc") == ["xgboost"]
     assert {f.split(":")[0] for f in flags_for(BINARY, models)} == {"possible_leakage", "below_quality_floor"}
     assert f"> {binary['leakage_auc']}" in next(f for f in flags_for(BINARY, models) if "leakage" in f)
-    assert thresholds_for("regression") == {"quality_floor": QUALITY_FLOOR["r2"], "leakage_auc": None}
+    assert thresholds_for("regression") == {"quality_floor": QUALITY_FLOOR["r2"], "leakage_auc": None,
+                                            "leakage_r2": LEAKAGE_R2}
+
+
+def test_a_regression_above_the_r2_ceiling_is_flagged_as_possible_leakage():
+    """R2 above the recorded ceiling (default LEAKAGE_R2, config analysis.leakage_r2) flags possible leakage, as an
+    AUC above leakage_auc does for a binary outcome; the configured ceiling is the one applied and recorded."""
+    def reg_summary(r2):
+        return {"metrics": {"r2": r2, "rmse": 1.0}, "ci": {"r2": [r2 - 0.01, r2 + 0.01]}}
+
+    models = {"elastic_net": reg_summary(0.999), "random_forest": reg_summary(0.40)}
+    flags = flags_for("regression", models)
+    assert flags == [f"possible_leakage: elastic_net R2 0.999 > {LEAKAGE_R2:g}"]
+    lenient = {"leakage_r2": 0.9995, "leakage_auc": 0.99}
+    assert not [f for f in flags_for("regression", models, lenient) if f.startswith("possible_leakage")]
+    assert thresholds_for("regression", lenient)["leakage_r2"] == 0.9995
+    assert thresholds_for(BINARY, lenient) == {"quality_floor": QUALITY_FLOOR["auc"], "leakage_auc": 0.99,
+                                               "leakage_r2": None}
 
 
 def test_cluster_bootstrap_draws_whole_clusters():

@@ -63,7 +63,7 @@ def test_full_offline_run_builds_the_paper(base_run):
     # the thresholds the Analyst applied travel with its artifacts (edm_ars.conventions decides them once)
     evaluation = read(out / "round_0" / "analysis" / "evaluation.json")
     assert evaluation["thresholds"] == results["thresholds"] == {"quality_floor": QUALITY_FLOOR["auc"],
-                                                                 "leakage_auc": LEAKAGE_AUC}
+                                                                 "leakage_auc": LEAKAGE_AUC, "leakage_r2": None}
     assert results["stability"]["thresholds"] == {"unstable_top5": UNSTABLE_TOP5}
     kinds = {f["kind"] for f in results["figures"]}
     assert {"roc", "calibration", "shap_summary", "shap_importance", "fairness"} <= kinds

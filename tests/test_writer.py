@@ -404,7 +404,8 @@ def results(binary: bool) -> dict:
             "top_features": top, "shap": _shap(list(models), top, () if binary else ("mlp",)), "fairness": fair,
             "stability": _stability(primary, interpreted, models[best]["metrics"][primary]),
             "figures": figures, "tables": [], "flags": flags, "errors": errors,
-            "thresholds": {"quality_floor": 0.6 if binary else 0.05, "leakage_auc": 0.95 if binary else None}}
+            "thresholds": {"quality_floor": 0.6 if binary else 0.05, "leakage_auc": 0.95 if binary else None,
+                           "leakage_r2": None if binary else 0.95}}
 
 
 def review(passed: bool) -> dict:
@@ -1019,7 +1020,7 @@ def regression_variant(arts: dict) -> dict:
     ev["overlapping_top"] = [m for m in ev["overlapping_top"]
                              if res["models"][m]["ci"]["r2"][0] <= hi and lo <= res["models"][m]["ci"]["r2"][1]]
     res["flags"] = ["below_quality_floor: mlp R2 0.031 < 0.05 (not interpreted)"]
-    res["thresholds"] = {"quality_floor": 0.05, "leakage_auc": None}
+    res["thresholds"] = {"quality_floor": 0.05, "leakage_auc": None, "leakage_r2": 0.95}
     fa = res["fairness"]
     fa.update(task="regression", primary_metric="rmse", error_scale={"kind": "training_outcome_sd", "sd": 0.88},
               decision_rule=None)

@@ -118,14 +118,18 @@ def apply_to_spec(spec: dict[str, Any], actions: list[dict[str, Any]], reg: Regi
     (and which actions could not be applied, and why)."""
     out = dict(spec, predictors=list(spec["predictors"]))
     applied: list[str] = []
+    dropped: list[dict[str, Any]] = []  # structured: the Writer states a predictor a review removed, and why
     outcome = spec["outcome"]["name"]
     for a in actions:
         kind, value = a["action"], a.get("value")
         names = [p["name"] for p in out["predictors"]]
         if kind == "drop_predictor":
             if value in names:
+                label = next((str(p.get("label") or "") for p in out["predictors"] if p["name"] == value), "")
                 out["predictors"] = [p for p in out["predictors"] if p["name"] != value]
                 applied.append(f"dropped predictor {value} ({a.get('reason') or a.get('issue')})")
+                dropped.append({"name": value, "label": label, "issue": a.get("issue") or "",
+                                "reason": a.get("reason") or ""})
             else:
                 applied.append(f"drop_predictor {value}: not a predictor of this specification; nothing to do")
         elif kind == "add_predictor":
@@ -150,6 +154,8 @@ def apply_to_spec(spec: dict[str, Any], actions: list[dict[str, Any]], reg: Regi
                 applied.append("research question restated: " + out["research_question"])
     if applied:
         out["revision_actions_applied"] = list(spec.get("revision_actions_applied") or []) + applied
+    if dropped:
+        out["dropped_on_revision"] = list(spec.get("dropped_on_revision") or []) + dropped
     return out
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .conventions import LEAKAGE_AUC, QUALITY_FLOOR  # noqa: F401 (QUALITY_FLOOR: re-exported)
+from .conventions import LEAKAGE_AUC, LEAKAGE_R2, QUALITY_FLOOR  # noqa: F401 (QUALITY_FLOOR: re-exported)
 from .metrics import (
     HIGHER_IS_BETTER,
     PRIMARY,
@@ -186,24 +186,33 @@ def best_interpretable(models: dict[str, dict[str, Any]], primary: str, selected
     return max(eligible, key=lambda m: sign * models[m]["metrics"][primary])
 
 
-def flags_for(task: str, models: dict[str, dict[str, Any]]) -> list[str]:
+def flags_for(task: str, models: dict[str, dict[str, Any]], leakage: dict[str, float] | None = None) -> list[str]:
+    """The evaluation's flags: possible leakage (held-out AUC, or R2 for a regression task, above the ceiling of
+    thresholds_for) and models under the quality floor."""
     flags = []
     primary = PRIMARY[task]
+    ceilings = thresholds_for(task, leakage)
     for name, m in models.items():
-        if task == "binary_classification" and m["metrics"]["auc"] > LEAKAGE_AUC:
-            flags.append(f"possible_leakage: {name} AUC {m['metrics']['auc']:.3f} > {LEAKAGE_AUC}")
+        for metric, key in (("auc", "leakage_auc"), ("r2", "leakage_r2")):
+            limit, value = ceilings[key], m["metrics"].get(metric)
+            if limit is not None and isinstance(value, (int, float)) and value > limit:
+                flags.append(f"possible_leakage: {name} {metric.upper()} {value:.3f} > {limit:g}")
         if m["metrics"][primary] < QUALITY_FLOOR[primary]:
             flags.append(f"below_quality_floor: {name} {primary.upper()} {m['metrics'][primary]:.3f} < "
                          f"{QUALITY_FLOOR[primary]} (not interpreted)")
     return flags
 
 
-def thresholds_for(task: str) -> dict[str, float | None]:
+def thresholds_for(task: str, leakage: dict[str, float] | None = None) -> dict[str, float | None]:
     """The thresholds the evaluation applies (flags_for, above_floor), recorded in evaluation.json and
-    results.json under `thresholds`: the quality floor of the task's primary metric and the leakage AUC
-    ceiling (None for a regression task, which has no AUC)."""
+    results.json under `thresholds`: the quality floor of the task's primary metric, the leakage AUC ceiling
+    (None for a regression task, which has no AUC) and the leakage R2 ceiling (None for a binary task).
+    `leakage`: the configured ceilings {"leakage_auc", "leakage_r2"} (config analysis.*), else the conventions'."""
+    leakage = leakage or {}
+    binary = task == "binary_classification"
     return {"quality_floor": QUALITY_FLOOR[PRIMARY[task]],
-            "leakage_auc": LEAKAGE_AUC if task == "binary_classification" else None}
+            "leakage_auc": float(leakage.get("leakage_auc", LEAKAGE_AUC)) if binary else None,
+            "leakage_r2": None if binary else float(leakage.get("leakage_r2", LEAKAGE_R2))}
 
 
 def primary_metric(task: str) -> str:

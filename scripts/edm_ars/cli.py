@@ -207,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     except EdmArsError as exc:
         print(f"edm-ars: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file given on the command line that is missing or unreadable: one line, no frames
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"edm-ars: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -25,12 +25,19 @@ FLEXIBLE_FAMILIES = frozenset({"random_forest", "xgboost", "mlp", STACKING})
 QUALITY_FLOOR = {"auc": 0.60, "r2": 0.05}
 # a held-out AUC above this on educational data suggests leakage
 LEAKAGE_AUC = 0.95
+# a held-out R2 above this on educational data suggests leakage (config analysis.leakage_r2)
+LEAKAGE_R2 = 0.95
+# a predictor column correlated above this (absolute Pearson r) with the outcome in the training rows is a suspected
+# proxy of the outcome: a failed data check of the DataEngineer (config engineer.leakage_corr)
+LEAKAGE_CORR = 0.98
 # the interpreted model's ranking is unstable when the mean top-5 SHAP overlap across perturbations is under this
 UNSTABLE_TOP5 = 0.6
 
 #: The key of the record of the thresholds an artifact's judgements applied, named after the constants above:
 #: evaluation.json and results.json: {"quality_floor": floor of the primary metric, "leakage_auc": the AUC
-#: ceiling (null: not applied, a regression task)}; stability.json and results.json stability:
+#: ceiling (null: not applied, a regression task), "leakage_r2": the R2 ceiling (null: not applied, a binary
+#: task)}; data_report.json: {"leakage_corr": the |r| ceiling of a predictor column with the outcome in the
+#: training rows}; stability.json and results.json stability:
 #: {"unstable_top5": the mean top-5 overlap under which the ranking is unstable}.
 THRESHOLDS = "thresholds"
 

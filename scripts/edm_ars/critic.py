@@ -20,7 +20,7 @@ from typing import Any
 
 from . import actions as act
 from .artifacts import read_yaml
-from .conventions import STACKING, applied_threshold
+from .conventions import REGRESSION, STACKING, applied_threshold
 from .errors import EdmArsError
 from .formulate import validate_spec
 from .registry import DRAFT_MARKER, Registry, draft_marker_keys, rules_text
@@ -203,7 +203,7 @@ def check_outcome_absent(a: Artifacts, p: dict[str, Any]) -> Finding:
 
 #: Data checks with a rubric item of their own (not counted twice).
 COVERED_DATA_CHECKS = {"outcome_not_in_features", "zero_school_overlap", "analytic_n_at_least_min",
-                       "events_per_predictor_10"}
+                       "events_per_predictor_10", "no_outcome_proxy"}
 
 
 @code_check("data_checks")
@@ -404,23 +404,68 @@ def check_figure_sanity(a: Artifacts, p: dict[str, Any]) -> Finding:
                    f"{len(problems)} figure defect(s) in results.json figures: {shown}.")
 
 
+def outcome_proxies(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The feature columns the DataEngineer's failed data check no_outcome_proxy found near-identical to the outcome
+    in the training rows, each with its source predictor and the threshold applied (empty: none, or no such check)."""
+    check = next((c for c in report.get("checks") or [] if c.get("name") == "no_outcome_proxy"), None)
+    if check is None or check.get("passed"):
+        return []
+    detail = check.get("detail") or {}
+    sources = report.get("feature_sources") or {}
+    return [{**p, "source": sources.get(p.get("column"), p.get("column")), "threshold": detail.get("threshold")}
+            for p in detail.get("proxies") or [] if isinstance(p, dict)]
+
+
 @code_check("leakage_auc")
 def check_leakage_auc(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """Possible leakage, for both tasks: a held-out AUC (binary) or R2 (regression) above the ceiling the analysis
+    recorded (results.json thresholds.leakage_auc, thresholds.leakage_r2), a possible_leakage flag, or a feature
+    column that the DataEngineer's data check no_outcome_proxy found near-identical to the outcome in the training
+    rows. (The item keeps its historical name `leakage_auc`.)"""
     limit = applied_threshold(a.results, "leakage_auc", file=RESULTS)  # None: not applied (no AUC)
-    high = {m: r["metrics"]["auc"] for m, r in (a.results.get("models") or {}).items()
-            if limit is not None and isinstance((r.get("metrics") or {}).get("auc"), (int, float))
-            and r["metrics"]["auc"] > limit}
+    r2_limit = (applied_threshold(a.results, "leakage_r2", file=RESULTS) if a.results.get("task") == REGRESSION
+                else None)  # a binary results.json may predate the R2 ceiling; it never applies there
+
+    def above(metric: str, ceiling: float | None) -> dict[str, float]:
+        return {m: float(r["metrics"][metric]) for m, r in (a.results.get("models") or {}).items()
+                if ceiling is not None and isinstance((r.get("metrics") or {}).get(metric), (int, float))
+                and r["metrics"][metric] > ceiling}
+
+    high, high_r2 = above("auc", limit), above("r2", r2_limit)
     flagged = [f for f in a.results.get("flags") or [] if f.startswith("possible_leakage")]
-    above = f"above the leakage threshold {limit:g}" if limit is not None else "flagged as possible leakage"
-    listed = ", ".join(f"{m} {v:.3f}" for m, v in sorted(high.items())) or "; ".join(flagged)
-    # the strongest predictor of a suspiciously accurate model is the first proxy suspect
-    top = next((f["feature"] for f in a.results.get("top_features") or []
-                if f.get("feature") in {q["name"] for q in a.spec.get("predictors") or []}), None)
-    fix = (act.action("drop_predictor", top, reason=f"strongest predictor of a model with held-out AUC {above} "
-                      "(suspected proxy of the outcome)"),) if top else ()
-    return Finding(not high and not flagged, {"models": high, "flags": flagged, "leakage_auc": limit},
-                   f"Held-out AUC {above} suggests leakage through a proxy of the outcome ({listed}).",
-                   actions=fix)
+    proxies = outcome_proxies(a.report)
+    reasons = []
+    if high or (flagged and not high_r2 and r2_limit is None):
+        why = f"above the leakage threshold {limit:g}" if limit is not None else "flagged as possible leakage"
+        listed = ", ".join(f"{m} {v:.3f}" for m, v in sorted(high.items())) or "; ".join(flagged)
+        reasons.append(f"Held-out AUC {why} suggests leakage through a proxy of the outcome ({listed}).")
+    if high_r2 or (flagged and not high and r2_limit is not None):
+        listed = ", ".join(f"{m} {v:.3f}" for m, v in sorted(high_r2.items())) or "; ".join(flagged)
+        why = f"above the leakage threshold {r2_limit:g}" if high_r2 else "flagged as possible leakage"
+        reasons.append(f"Held-out R2 {why} suggests leakage through a proxy of the outcome ({listed}).")
+    if proxies:
+        outcome = a.report.get("outcome") or (a.spec.get("outcome") or {}).get("name")
+        listed = "; ".join(q["column"] + (f" (predictor {q['source']})" if q["source"] != q["column"] else "")
+                           + f" r = {q['r']:.3f}" + (", separating the two classes" if q.get("separates_classes")
+                                                      else "") for q in proxies[:5])
+        binary = a.results.get("task") != REGRESSION
+        reasons.append(f"The data check no_outcome_proxy failed: in the training rows, feature columns correlate with "
+                       f"the outcome {outcome} above |r| = {proxies[0]['threshold']:g}"
+                       + (" or separate its two classes" if binary else "")
+                       + f" ({listed}); such a predictor is a copy or a proxy of the outcome.")
+    predictors = {q["name"] for q in a.spec.get("predictors") or []}
+    # the proxy the data check names is the first suspect; else the strongest predictor of a too-accurate model
+    suspect = next((q["source"] for q in proxies if q["source"] in predictors), None)
+    top = suspect or next((f["feature"] for f in a.results.get("top_features") or []
+                           if f.get("feature") in predictors), None)
+    reason = ("feature column correlated with the outcome in the training rows above the data check's threshold "
+              "(suspected proxy of the outcome)" if suspect else
+              "strongest predictor of a model with held-out performance above the leakage threshold (suspected proxy "
+              "of the outcome)")
+    fix = (act.action("drop_predictor", top, reason=reason),) if top else ()
+    passed = not high and not high_r2 and not flagged and not proxies
+    return Finding(passed, {"models": high, "flags": flagged, "leakage_auc": limit, "r2_models": high_r2,
+                            "leakage_r2": r2_limit, "proxies": proxies}, " ".join(reasons), actions=fix)
 
 
 @code_check("claims_consistent")

@@ -27,6 +27,7 @@ from sklearn.experimental import enable_iterative_imputer  # noqa: F401  (enable
 from sklearn.impute import IterativeImputer
 from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedGroupKFold, StratifiedKFold
 
+from .conventions import LEAKAGE_CORR
 from .errors import DataError
 from .layout import Layout
 from .registry import Registry, sentinels, value_labels
@@ -52,6 +53,7 @@ class Protocol:
     iterative_max_iter: int = 5
     min_clusters: int = 50
     structural_above: float = 40.0  # % missing (training rows): missing by design, so an indicator is added
+    leakage_corr: float = LEAKAGE_CORR  # |r| with the outcome in the training rows above which a column is a proxy
     imputation: str = "by_missingness"  # by_missingness | simple | iterative (edm_ars.actions.IMPUTATIONS)
 
 
@@ -382,6 +384,48 @@ def duplicated_columns(frame: pd.DataFrame) -> dict[str, str]:
 # ---- 7. checks ------------------------------------------------------------------------------
 
 
+def outcome_proxies(train_X: pd.DataFrame, train_y: pd.Series, task: str, limit: float,
+                    min_class: int = 10) -> list[dict[str, Any]]:
+    """The feature columns that look like a copy of the outcome in the training rows, strongest first: absolute
+    Pearson correlation with the outcome above `limit`, and for a binary outcome also a column that separates the
+    two classes perfectly (every value of one class below every value of the other; each class at least
+    `min_class` rows). Each entry: {"column", "r" (rounded to 4 places), "separates_classes" (binary only)}.
+    One vectorised pass over the columns; a constant column has r = 0."""
+    y = pd.to_numeric(train_y, errors="coerce").to_numpy(dtype=float)
+    try:
+        X = train_X.to_numpy(dtype=float, na_value=np.nan)
+    except (TypeError, ValueError):  # a column left as text: its values count as missing here
+        X = train_X.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    keep = np.isfinite(y)
+    X, y = X[keep], y[keep]
+    if len(y) < 3 or X.shape[1] == 0:
+        return []
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column has no mean: it counts as constant
+        Xc = X - np.nanmean(X, axis=0)
+        Xc = np.where(np.isfinite(Xc), Xc, 0.0)  # a missing value counts as the column's mean
+        yc = y - y.mean()
+        sx, sy = np.sqrt((Xc ** 2).sum(axis=0)), float(np.sqrt((yc ** 2).sum()))
+        r = np.where(sx > 0, (Xc * yc[:, None]).sum(axis=0) / (sx * sy), 0.0) if sy > 0 else np.zeros(X.shape[1])
+    separates = np.zeros(X.shape[1], dtype=bool)
+    if task == "binary_classification":
+        one, zero = y == 1, y == 0
+        if one.sum() >= min_class and zero.sum() >= min_class:
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column within a class
+                lo1, hi1 = np.nanmin(X[one], axis=0), np.nanmax(X[one], axis=0)
+                lo0, hi0 = np.nanmin(X[zero], axis=0), np.nanmax(X[zero], axis=0)
+            separates = (hi0 < lo1) | (hi1 < lo0)
+    hits = np.flatnonzero((np.abs(r) > limit) | separates)
+    out = []
+    for j in sorted(hits, key=lambda j: -abs(r[j])):
+        entry: dict[str, Any] = {"column": str(train_X.columns[j]), "r": round(float(r[j]), 4)}
+        if task == "binary_classification":
+            entry["separates_classes"] = bool(separates[j])
+        out.append(entry)
+    return out
+
+
 def data_checks(train_X: pd.DataFrame, test_X: pd.DataFrame, train_y: pd.Series, test_y: pd.Series, task: str,
                 outcome: str, n_predictors: int, analytic_n: int, retention: float, overlap: int,
                 proto: Protocol, structural: bool, outcome_range: list[float] | None = None
@@ -401,6 +445,8 @@ def data_checks(train_X: pd.DataFrame, test_X: pd.DataFrame, train_y: pd.Series,
           dup_names + train_X.columns[dup_values.to_numpy()].tolist())
     check("outcome_not_in_features", outcome not in train_X.columns
           and not any(c.startswith(f"{outcome}__") for c in train_X.columns), outcome)
+    proxies = outcome_proxies(train_X, train_y, task, proto.leakage_corr)
+    check("no_outcome_proxy", not proxies, {"threshold": proto.leakage_corr, "proxies": proxies})
     check("same_columns_train_test", list(train_X.columns) == list(test_X.columns), len(train_X.columns))
     check("encoded_width_reasonable", train_X.shape[1] <= 1000 and train_X.shape[1] < 5 * max(n_predictors, 1) + 50,
           {"encoded_columns": train_X.shape[1], "predictors": n_predictors})
@@ -474,7 +520,8 @@ def protocol(cfg: dict[str, Any], seed: int, imputation: str | None = None) -> P
                     warn_above=cfg["warn_above"], min_analytic_n=cfg["min_analytic_n"],
                     min_retention=cfg["min_retention"], max_categories=cfg["max_categories"],
                     structural_above=cfg.get("structural_above", Protocol.structural_above),
-                    imputation=imputation or cfg["imputation"])
+                    imputation=imputation or cfg["imputation"],
+                    leakage_corr=float(cfg.get("leakage_corr", LEAKAGE_CORR)))
 
 
 def read_needed(path: str | Path, spec: dict[str, Any], reg: Registry, available: Iterable[str]) -> pd.DataFrame:
@@ -649,6 +696,7 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
         "imputation_strategy": proto.imputation,
         "imputation_protocol": imputation_protocol(proto),
         "protected": present_sub,
+        "thresholds": {"leakage_corr": proto.leakage_corr},
     }
     return Prepared(train_X, train_y, test_X, test_y, test_protected, groups.iloc[train_idx].reset_index(drop=True),
                     report, groups.iloc[test_idx].reset_index(drop=True), sample)

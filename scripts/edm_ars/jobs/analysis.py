@@ -226,8 +226,9 @@ def evaluate(smk: Any) -> None:
         "selection_evidence": evidence, "interpreted_model": interpreted, "above_floor": above_floor(models, primary),
         "n_bootstrap": smk.params.n_bootstrap, "test_n": int(len(y)), **resampling, "models": models,
         "baselines": baselines, "paired_comparisons": comparisons, "comparison_alpha": ALPHA, "figures": figs,
-        "tables": [{"path": "tables/metrics.csv", "kind": "metrics"}], "flags": flags_for(task, models),
-        "thresholds": thresholds_for(task), "errors": errors,
+        "tables": [{"path": "tables/metrics.csv", "kind": "metrics"}],
+        "flags": flags_for(task, models, smk.params.leakage),
+        "thresholds": thresholds_for(task, smk.params.leakage), "errors": errors,
     }
     log.info("selected %s (interpreted: %s); evidence %s", best, interpreted, evidence)
     write_json(smk.output.evaluation, evaluation)
@@ -495,7 +496,7 @@ def analyze(smk: Any) -> None:
         "figures": ev["figures"] + ex["figures"] + fa["figures"],
         "tables": ev["tables"] + fa["tables"],
         "flags": flags,
-        "thresholds": {k: applied_threshold(ev, k, file=smk.input.evaluation) for k in ("quality_floor", "leakage_auc")},
+        "thresholds": {k: applied_threshold(ev, k, file=smk.input.evaluation) for k in ("quality_floor", "leakage_auc", "leakage_r2")},
         "errors": ev["errors"] + ex["errors"] + fa["errors"] + st.get("errors", []),
     }
     log.info("results: best %s, %d flags, %d errors", results["best_model"], len(flags), len(results["errors"]))

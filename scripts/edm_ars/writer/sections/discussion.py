@@ -22,6 +22,7 @@ from ..consistency import (
     comparison_evidence,
     evidence_for,
     record_comparison,
+    record_promise,
     stacking_base,
 )
 from ..context import Ctx
@@ -64,6 +65,8 @@ def write(ctx: Ctx) -> str:
         ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
                statement=primary_stmt(ctx), units=units, unseen=unseen)
         + " " + (ctx.ph("provenance.discussion_performance", units=units) if ctx.generated
+                 else ctx.ph("discussion.performance_leakage_caveat", outcome=ctx.outcome_phrase, units=units)
+                 if leakage_suspected(ctx)
                  else ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_phrase, units=units,
                              scope=scope)))
     fam = model_family(best)
@@ -208,3 +211,15 @@ def _discussion_fairness(ctx: Ctx) -> str:
     else:
         text = ctx.ph("discussion.fairness_no_gap") + f"{c.citep('fairness', limit=2)}."
     return text + extra
+
+
+def leakage_suspected(ctx: Ctx) -> bool:
+    """The analysis flagged possible leakage (a held-out AUC or R2 above its ceiling) or the DataEngineer's data
+    check no_outcome_proxy failed: the estimate is then no guide to what a model could achieve."""
+    flagged = any(str(f).startswith("possible_leakage") for f in ctx.results.get("flags") or [])
+    suspected = flagged or any(c.get("name") == "no_outcome_proxy" and not c.get("passed")
+                               for c in ctx.data.get("checks") or [])
+    if suspected:  # the caveat sends the reader to the Limitations, which discuss the leakage
+        record_promise(ctx.outline, "sec:discussion", "sec:limitations", ["leakage"],
+                       "discussion.performance_leakage_caveat")
+    return suspected

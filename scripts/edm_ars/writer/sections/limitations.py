@@ -8,7 +8,7 @@ from ...texescape import escape_latex
 from .. import provenance, table_one
 from ..common import data_name, suspiciously_high
 from ..context import Ctx
-from ..text import cap_first, join_list, lc_first, sentence
+from ..text import cap_first, clean_label, join_list, lc_first, sentence
 
 _MISSING_NOTE = re.compile(r"\S+ is [\d.]+% missing in the training rows; imputed")
 
@@ -75,9 +75,68 @@ def failed_checks_sentence(ctx: Ctx) -> str:
 
 
 def leakage_sentence(ctx: Ctx) -> str:
-    """Possible leakage, when the Results flag it (and send the reader here)."""
+    """Possible leakage, when the Results flag it (and send the reader here), and the predictors the DataEngineer's
+    data check no_outcome_proxy found near-identical to the outcome in the training rows."""
     flagged = any(str(f).startswith("possible_leakage") for f in ctx.results.get("flags") or [])
-    return ctx.ph("limitations.leakage") if flagged or suspiciously_high(ctx) else ""
+    text = ctx.ph("limitations.leakage") if flagged or suspiciously_high(ctx) else ""
+    return " ".join(t for t in (text, proxy_sentence(ctx), dropped_proxy_sentence(ctx)) if t)
+
+
+#: the Critic's item whose revision drops a suspected proxy of the outcome (config/rubric.yaml)
+LEAKAGE_ITEM = "sv_no_leakage_flag"
+
+
+def dropped_proxy_sentence(ctx: Ctx) -> str:
+    """The predictors a review of an earlier round removed as suspected proxies of the outcome (research_spec.json
+    dropped_on_revision, written when the revision applied the Critic's drop_predictor action)."""
+    dropped = [d for d in ctx.spec.get("dropped_on_revision") or []
+               if isinstance(d, dict) and d.get("issue") == LEAKAGE_ITEM and d.get("name")]
+    labels = {str(d["name"]): str(d.get("label") or "") for d in dropped}
+    if not labels:
+        return ""
+
+    def named_as(name: str) -> str:
+        code = f"\\texttt{{{escape_latex(name)}}}"
+        label = clean_label(labels[name]) or ctx.var_label(name)
+        if label.strip().lower() == name.lower():  # no label beyond the column's name
+            return code
+        return f"\\emph{{{lc_first(ctx.t(label, 'research_spec.json:dropped_on_revision'))}}} ({code})"
+
+    named = join_list([named_as(n) for n in labels])
+    if len(labels) > 1:
+        return ctx.ph("limitations.leakage_dropped_many", predictors=named)
+    return ctx.ph("limitations.leakage_dropped_one", predictors=named)
+
+
+def proxy_sentence(ctx: Ctx) -> str:
+    """The feature columns of the failed data check no_outcome_proxy, each named with its correlation with the
+    outcome in the training rows (macros from data_report.json), and the threshold applied."""
+    checks = ctx.data.get("checks") or []
+    at = next((i for i, c in enumerate(checks) if c.get("name") == "no_outcome_proxy" and not c.get("passed")), None)
+    if at is None:
+        return ""
+    detail = checks[at].get("detail") or {}
+    proxies = [p for p in detail.get("proxies") or [] if isinstance(p, dict) and isinstance(p.get("r"), (int, float))]
+    threshold = detail.get("threshold")
+    if not proxies or not isinstance(threshold, (int, float)):
+        return ""
+    sources = ctx.data.get("feature_sources") or {}
+    base = f"data_report.json:checks.{at}.detail"
+    named = []
+    for j, p in enumerate(proxies[:3]):
+        column = str(p.get("column"))
+        source = sources.get(column, column)
+        r = ctx.m.add("ProxyR", f"{p['r']:.3f}", p["r"], f"{base}.proxies.{j}.r")
+        code = f"\\texttt{{{escape_latex(column)}}}"
+        if ctx.var_label(source).strip().lower() == column.lower():  # no label beyond the column's name
+            named.append(f"{code} ($r = {r}$)")
+            continue
+        label = lc_first(ctx.label_tex(source, "research_spec.json:predictors"))
+        named.append(f"\\emph{{{label}}} ({code}, $r = {r}$)")
+    separation = (ctx.ph("limitations.leakage_proxy_separation")
+                  if any(p.get("separates_classes") for p in proxies) else "")
+    thr = ctx.m.add("ProxyThreshold", f"{threshold:.2f}", threshold, f"{base}.threshold")
+    return ctx.ph("limitations.leakage_proxy", proxies=join_list(named), threshold=thr, separation=separation)
 
 
 def errors_sentence(ctx: Ctx) -> str:

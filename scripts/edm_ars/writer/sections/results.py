@@ -353,13 +353,15 @@ def quality_text(ctx: Ctx, sec: str) -> str:
             text += " " + ctx.ph("results.residuals_figure", figure=fig_ref(ctx, rs, sec))
     leaks = _flag_models(ctx, "possible_leakage")
     if leaks:
-        names = join_list([f"{model_np(ctx, x)} ({ctx.mac(x, 'auc') or ''})".replace(" ()", "") for _, x in leaks])
-        thr = ctx.results["thresholds"].get("leakage_auc")
+        # the metric whose ceiling flagged them: AUC for a binary outcome, R2 for a continuous one
+        metric, key = ("auc", "leakage_auc") if ctx.binary else ("r2", "leakage_r2")
+        names = join_list([f"{model_np(ctx, x)} ({ctx.mac(x, metric) or ''})".replace(" ()", "") for _, x in leaks])
+        thr = ctx.results["thresholds"].get(key)
         if isnum(thr):
-            auc = ctx.ph("results.leakage_auc_above", models=names, threshold=ctx.m.add(
-                "LeakageThreshold", f"{thr:.2f}", thr, "results.json:thresholds.leakage_auc"))
+            auc = ctx.ph(f"results.{key}_above", models=names, threshold=ctx.m.add(
+                "LeakageThreshold", f"{thr:.2f}", thr, f"results.json:thresholds.{key}"))
         else:
-            auc = ctx.ph("results.leakage_auc", models=names)
+            auc = ctx.ph(f"results.{key}", models=names)
         text += " " + ctx.ph("results.leakage_flagged", auc=auc, kind=_kind_of_prediction(ctx))
         record_promise(ctx.outline, "sec:comparison", "sec:limitations", ["leakage"], "results.leakage_flagged")
     elif suspiciously_high(ctx):
