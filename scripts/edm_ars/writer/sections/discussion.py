@@ -26,6 +26,7 @@ from ..consistency import (
 )
 from ..context import Ctx
 from ..text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
+from . import splits
 
 #: the Discussion's blocks that read findings as facts about students (what the features mean, practical use, the
 #: groups, further studies of the population): left out when the rows were generated
@@ -66,6 +67,7 @@ def write(ctx: Ctx) -> str:
         + " " + (ctx.ph("provenance.discussion_performance", units=units) if ctx.generated
                  else ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_phrase, units=units,
                              scope=scope)))
+    add("performance", splits.discussion(ctx))  # how far the estimate depends on the split
     fam = model_family(best)
     # the selected model against the best model of the other family: the sentence follows the comparison evidence
     # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it

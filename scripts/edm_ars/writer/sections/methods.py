@@ -26,6 +26,7 @@ from ..consistency import record_promise
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
+from . import splits
 
 
 def wave_label(ctx: Ctx, key: object) -> str:
@@ -208,7 +209,9 @@ def evaluation_text(ctx: Ctx) -> str:
         sents.append(ctx.ph("methods.bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"])
                      + c.citep("bootstrap", limit=1) + ".")
     sents += methods_interpretation(ctx)
-    return f"\\subsection{{{ctx.ph('methods.evaluation_title')}}}\n" + " ".join(sents)
+    repeated = splits.methods(ctx)  # the repeated grouped splits, a paragraph of their own
+    return (f"\\subsection{{{ctx.ph('methods.evaluation_title')}}}\n" + " ".join(sents)
+            + (f"\n\n{repeated}" if repeated else ""))
 
 
 def write(ctx: Ctx) -> str:

@@ -40,6 +40,7 @@ from ..text import (
     model_family,
     number_word,
 )
+from . import splits
 
 
 def results_table(ctx: Ctx) -> str:
@@ -52,7 +53,7 @@ def results_table(ctx: Ctx) -> str:
     extras = [e for e in extras if e in present and e != metric][:3]
     has_ci = any(ctx.ci(x, metric) for x in ctx.results["models"])
     head = (["Model", metric_name(ctx)] + ([f"{CI_LEVEL} CI"] if has_ci else [])
-            + [metric_name(ctx, e) for e in extras])
+            + [metric_name(ctx, e) for e in extras] + splits.table_head(ctx))
     rows = []
     sign = -1 if metric in LOWER_IS_BETTER else 1
 
@@ -66,6 +67,7 @@ def results_table(ctx: Ctx) -> str:
             lo, hi = ctx.n.get(f"{name}|{metric}|lo"), ctx.n.get(f"{name}|{metric}|hi")
             cells.append(f"[{lo}, {hi}]" if lo and hi else "--")
         cells += [ctx.mac(name, e) or "--" for e in extras]
+        cells += splits.table_cells(ctx, name)
         if name == ctx.best:
             cells = [f"\\textbf{{{x}}}" for x in cells]
         rows.append(" & ".join(cells) + " \\\\")
@@ -81,6 +83,8 @@ def results_table(ctx: Ctx) -> str:
     if has_ci and "NBootstrap" in ctx.n:
         caption += " " + ctx.ph("results.table_caption_bootstrap", n_bootstrap=ctx.n["NBootstrap"])
     caption += " " + direction
+    if splits.table_caption(ctx):
+        caption += " " + splits.table_caption(ctx)
     cols = "l" + "c" * (len(head) - 1)
     return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:results}\n\\small\n"
             "\\setlength{\\tabcolsep}{4pt}\n\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n" + " & ".join(head)
@@ -169,6 +173,7 @@ def comparison(ctx: Ctx) -> tuple[list[str], list[str]]:
     if sel:
         paras.append(sel)
     paras.append(quality_text(ctx, sec))
+    paras += splits.results(ctx)
     return paras, []
 
 
