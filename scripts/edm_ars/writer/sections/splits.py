@@ -141,9 +141,11 @@ def discussion(ctx: Ctx) -> str:
     if not ref:
         return ""
     name = ref["model"]
-    key = "splits.discussion_larger" if ref.get("spread_larger") else "splits.discussion_smaller"
-    return ctx.ph(key, metric=metric_name(ctx), model=model_np(ctx, name), n_splits=ctx.n["splits|n"],
-                  sd=ctx.n[f"{name}|split_sd"], half=ctx.n["splits|half_width"])
+    values = {"metric": metric_name(ctx), "model": model_np(ctx, name), "n_splits": ctx.n["splits|n"],
+              "sd": ctx.n[f"{name}|split_sd"], "half": ctx.n["splits|half_width"]}
+    if ref.get("spread_larger"):
+        return ctx.ph("splits.discussion_larger", **values)
+    return ctx.ph("splits.discussion_smaller", **values)
 
 
 def limitation(ctx: Ctx) -> str:
