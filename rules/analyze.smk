@@ -191,7 +191,6 @@ rule stability:
 rule split_run:
     input:
         unpack(split_fits),
-        unpack(engineered_for),
         unpack(spec_for),
         unpack(layout_input),
         unpack(
@@ -199,6 +198,7 @@ rule split_run:
                 earlier="output/round_{prev}/analysis/splits/split_{split}.json"
             )
         ),
+        report=lambda wildcards: engineered_for(wildcards)["report"],
         raw=raw_data,
         manifest="output/data/dataset.json",
         tier2="output/registry/tier2.json",

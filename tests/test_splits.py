@@ -46,10 +46,10 @@ def test_a_split_refits_each_family_with_its_tuned_configuration(prepared):
     fitted = {"logistic": {"best_params": {"C": 0.1}, "features": list(prep.train_X.columns)},
               "xgboost": {"best_params": {"n_estimators": 30, "max_depth": 2}, "features": []}}
     errors = []
-    out = refit_models("binary_classification", fitted, lambda: prep, 42, errors, "split 1")
+    out = refit_models("binary_classification", fitted, prep, 42, errors, "split 1")
     assert not errors and set(out) == {"logistic", "xgboost"}
     assert all(0.5 < out[m]["metric"] <= 1 for m in out)
-    again = refit_models("binary_classification", fitted, lambda: prep, 42, [], "split 1")
+    again = refit_models("binary_classification", fitted, prep, 42, [], "split 1")
     assert {m: v["metric"] for m, v in again.items()} == {m: v["metric"] for m, v in out.items()}
 
 
@@ -57,10 +57,16 @@ def test_a_split_whose_training_rows_hold_one_class_is_recorded(prepared):
     prep = prepared[2]
     one = type(prep)(**{**prep.__dict__, "train_y": prep.train_y * 0})
     errors = []
-    out = refit_models("binary_classification", {"logistic": {"best_params": {}, "features": []}}, lambda: one, 42,
+    out = refit_models("binary_classification", {"logistic": {"best_params": {}, "features": []}}, one, 42,
                        errors, "split 2")
     assert out["logistic"]["metric"] is None
     assert errors[0]["type"] == "SingleClass" and errors[0]["phase"] == "splits"
+    # a test side with one class has no AUC: recorded, not a crash
+    no_auc = type(prep)(**{**prep.__dict__, "test_y": prep.test_y * 0})
+    errors = []
+    out = refit_models("binary_classification", {"logistic": {"best_params": {}, "features": []}}, no_auc,
+                       42, errors, "split 2")
+    assert out["logistic"]["metric"] is None and "test rows of split 2 hold one outcome class" in errors[0]["message"]
 
 
 def _evaluation(best="logistic", ci=(0.80, 0.84), models=None):
@@ -212,3 +218,21 @@ def test_without_repeated_splits_the_paper_states_the_single_split(tmp_path):
     tex = (out / "paper.tex").read_text()
     assert "single train/test split" in slot_content(tex, "LIMITATIONS")
     assert "NSplits" not in tex and "Mean (SD)" not in tex
+
+
+# ---- the workflow ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("repeated, jobs", [(None, 2), (1, 0), (4, 3)])
+def test_the_split_jobs_follow_the_configuration_and_one_split_disables_them(tmp_path, repeated, jobs):
+    """A dry run of round 0's results: one split_run job per split beyond the main one (the test configuration
+    has 3 splits) and the splits summary, or neither of them and a results job without the splits when 1."""
+    from workflow import snakemake
+
+    overrides = f"analysis:\n  repeated_splits: {repeated}\n" if repeated else None
+    done = snakemake(tmp_path, "output/round_0/results.json", "-n", "--quiet", "rules", overrides=overrides)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = dict(line.split()[:2] for line in done.stdout.splitlines() if len(line.split()) == 2)
+    assert int(counts.get("split_run", 0)) == jobs
+    assert ("splits" in counts) == (jobs > 0) and counts["analyze"] == "1"

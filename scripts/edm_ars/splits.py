@@ -16,8 +16,10 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .engineer import Prepared
 
 log = logging.getLogger("edm_ars")
 
@@ -47,19 +49,19 @@ def split_facts(report: dict[str, Any]) -> dict[str, Any]:
             "method": str(split["method"])}
 
 
-def refit_models(task: str, fitted: dict[str, dict[str, Any]], data: Callable[[], Any], seed: int,
+def refit_models(task: str, fitted: dict[str, dict[str, Any]], prep: Prepared, seed: int,
                  errors: list[dict[str, Any]], what: str) -> dict[str, dict[str, Any]]:
-    """Each family in `fitted` (name -> its models/<m>.json record) refitted with its tuned best_params on the
-    training rows of data() (an edm_ars.engineer.Prepared) and scored on its test rows: name -> {metric,
-    fit_seconds}. A family stopped by a condition of the data (edm_ars.errors.AnalysisLimitation) or the memory
+    """Each family in `fitted` (name -> its models/<m>.json record) refitted with its tuned best_params and the
+    run's seed (as the main fit) on the training rows of the split `prep` (edm_ars.engineer.prepare's output) and
+    scored on its test rows: name -> {metric, fit_seconds}. A family stopped by a condition of the data (edm_ars.errors.AnalysisLimitation) or the memory
     is recorded in `errors` with metric None; anything else raises."""
     import numpy as np
 
+    from .errors import SingleClass
     from .models import fit, predict, score
     from .phases import recorded
 
     out: dict[str, dict[str, Any]] = {}
-    prep = data()
     X, y = prep.train_X, prep.train_y.to_numpy(dtype=float)
     Xt, yt = prep.test_X, prep.test_y.to_numpy(dtype=float)
     for name, info in fitted.items():
@@ -68,6 +70,8 @@ def refit_models(task: str, fitted: dict[str, dict[str, Any]], data: Callable[[]
             log.info("%s: split %s has %d columns (main fit: %d)", name, what, X.shape[1], len(info["features"]))
         rec: dict[str, Any] = {"metric": None}
         with recorded(errors, "splits", f"{what} {name}"):
+            if task == "binary_classification" and len(np.unique(yt)) < 2:
+                raise SingleClass(f"the {len(yt)} test rows of {what} hold one outcome class only, so no AUC")
             wall = time.perf_counter()
             model = fit(name, task, seed, info["best_params"], X, y)
             value = score(task, yt, predict(model, task, Xt))

@@ -367,6 +367,8 @@ def split_run(smk: Any) -> None:
             fitted[name] = info
     inputs = {name: smk.input[f"{name}_meta"] for name in fitted}
     kept = earlier_record(smk) or {}
+    if (kept.get("facts") or {}).get("seed") != seed:
+        kept = {}
     out = {"split": k, "facts": kept.get("facts"), "models": {}, "inputs": inputs, "not_fitted": failed,
            "errors": []}
     for name in fitted:
@@ -386,7 +388,7 @@ def split_run(smk: Any) -> None:
         proto = replace(protocol(smk.params.protocol, smk.params.seed, report["imputation_strategy"]), seed=seed)
         prep = prepare(raw, spec, reg, layout_of(smk), proto)
         out["facts"] = split_facts(prep.report)
-        out["models"] |= refit_models(task, todo, lambda: prep, smk.params.seed, out["errors"], f"split {k}")
+        out["models"] |= refit_models(task, todo, prep, smk.params.seed, out["errors"], f"split {k}")
     out["models"] = {name: out["models"][name] for name in fitted}
     log.info("split %d (seed %d): %d test students in %d clusters; %s", k, seed, out["facts"]["test_n"],
              out["facts"]["test_clusters"], {m: v["metric"] for m, v in out["models"].items()})
