@@ -501,10 +501,6 @@ def register_numbers(ctx: Ctx) -> None:
         if isinstance(f.get(key), (int, float)):
             n[f"feat|{i}"] = m.metric(macro_name("Feature", spell_digits(str(i + 1)), "Importance"),
                                       f[key], f"results.json:top_features.{i}.{key}")
-    # the repeated grouped splits (results.json splits), when the study was repeated over them
-    from .sections import splits
-
-    splits.register(ctx)
     # review
     rv = ctx.review  # the review's scores are not printed (the paper says whether it passed and lists its issues)
     n["NIssues"] = m.count("NReviewIssues", len(rv.get("issues") or []),

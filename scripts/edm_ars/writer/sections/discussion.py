@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance
+from .. import narrative, provenance, splits
 from ..common import (
     CI_LEVEL,
     feature_names,
@@ -26,7 +26,6 @@ from ..consistency import (
 )
 from ..context import Ctx
 from ..text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
-from . import splits
 
 #: the Discussion's blocks that read findings as facts about students (what the features mean, practical use, the
 #: groups, further studies of the population): left out when the rows were generated

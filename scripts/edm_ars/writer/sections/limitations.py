@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
-from .. import provenance
+from .. import provenance, splits
 from ..common import data_name, suspiciously_high
 from ..context import Ctx
 from ..text import cap_first, join_list, lc_first, sentence
-from . import splits
 
 
 def write(ctx: Ctx) -> str:

@@ -6,7 +6,7 @@ import re
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance
+from .. import narrative, provenance, splits
 from ..common import (
     CI_LEVEL,
     attr_label,
@@ -26,7 +26,6 @@ from ..consistency import record_promise
 from ..context import Ctx
 from ..macros import macro_name
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
-from . import splits
 
 
 def wave_label(ctx: Ctx, key: object) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance
+from .. import narrative, provenance, splits
 from ..common import (
     CI_LEVEL,
     PERTURBATION_KIND,
@@ -40,7 +40,6 @@ from ..text import (
     model_family,
     number_word,
 )
-from . import splits
 
 
 def results_table(ctx: Ctx) -> str:

@@ -1,15 +1,16 @@
 """The repeated grouped splits (results.json `splits`, edm_ars.splits) in the paper: their macros, the model table's
-column, a Methods paragraph, a Results paragraph, a Discussion sentence and a Limitations item. Absent when the run
-was not repeated over splits (analysis.repeated_splits 1), so every function then returns nothing."""
+column, a Methods paragraph, a Results paragraph, a Discussion sentence and a Limitations item (a shared module the
+sections call, like narrative). Absent when the run was not repeated over splits (analysis.repeated_splits 1), so
+every function then returns nothing."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..common import CI_LEVEL, metric_name, model_np
-from ..context import Ctx
-from ..macros import macro_name
-from ..text import cap_first, isnum
+from .common import CI_LEVEL, metric_name, model_np
+from .context import Ctx
+from .macros import macro_name
+from .text import cap_first, isnum
 
 SRC = "results.json:splits"
 
