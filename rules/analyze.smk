@@ -211,8 +211,58 @@ rule stability:
         "../scripts/stability.py"
 
 
+rule split_run:
+    input:
+        unpack(split_fits),
+        unpack(spec_for),
+        unpack(layout_input),
+        unpack(
+            earlier_round(
+                earlier="output/round_{prev}/analysis/splits/split_{split}.json"
+            )
+        ),
+        report=lambda wildcards: engineered_for(wildcards)["report"],
+        raw=raw_data,
+        manifest="output/data/dataset.json",
+        tier2="output/registry/tier2.json",
+        registry=REGISTRY_FILES,
+    output:
+        run="output/round_{round}/analysis/splits/split_{split}.json",
+    log:
+        "logs/split_run/round_{round}/split_{split}.log",
+    benchmark:
+        "benchmarks/split_run/round_{round}/split_{split}.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    threads: 1
+    params:
+        seed=lookup(dpath="seed", within=config),
+        protocol=lookup(dpath="engineer", within=config),
+        models=round_bases,
+    script:
+        "../scripts/split_run.py"
+
+
+rule splits:
+    input:
+        runs=split_runs,
+        evaluation="output/round_{round}/analysis/evaluation.json",
+        report=lambda wildcards: engineered_for(wildcards)["report"],
+    output:
+        splits="output/round_{round}/analysis/splits.json",
+    log:
+        "logs/splits/round_{round}.log",
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        repeated=lookup(dpath="analysis/repeated_splits", within=config),
+    script:
+        "../scripts/splits.py"
+
+
 rule analyze:
     input:
+        unpack(split_summary),
         evaluation="output/round_{round}/analysis/evaluation.json",
         explain="output/round_{round}/analysis/explain.json",
         fairness="output/round_{round}/analysis/fairness.json",

@@ -21,6 +21,7 @@ from edm_ars.gates import MODES, subjects  # noqa: E402
 from edm_ars.conventions import STACKING  # noqa: E402
 from edm_ars.registry import load_registry  # noqa: E402
 from edm_ars.stability import perturbations  # noqa: E402
+from edm_ars.splits import extra_splits  # noqa: E402
 
 
 def workflow_file(*parts):
@@ -63,6 +64,7 @@ wildcard_constraints:
     round=r"\d+",
     model=r"[a-z_]+",
     perturbation=r"[a-z]+_[a-z0-9]+",
+    split=r"[1-9]\d*",
     gate=r"formulate|engineer|analyze|critique|write",
 
 
@@ -406,6 +408,29 @@ def stability_runs(wildcards):
     return [
         f"output/round_{wildcards.round}/analysis/stability/{p}.json" for p in names
     ]
+
+
+def split_runs(wildcards):
+    """The repeated grouped splits of a round (split 0 is the main split: no job)."""
+    return [
+        f"output/round_{wildcards.round}/analysis/splits/split_{k}.json"
+        for k in extra_splits(config["analysis"]["repeated_splits"])
+    ]
+
+
+def split_fits(wildcards):
+    """The tuned configurations (models/<m>.json) a split job refits: every single family of the round."""
+    return {
+        f"{m}_meta": model_file(m, wildcards.round, "json")
+        for m in base_models(wildcards.round)
+    }
+
+
+def split_summary(wildcards):
+    """splits.json for the analyze job, when the study is repeated over more than one split."""
+    if not extra_splits(config["analysis"]["repeated_splits"]):
+        return {}
+    return {"splits": f"output/round_{wildcards.round}/analysis/splits.json"}
 
 
 def final_round():

@@ -35,8 +35,8 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert (out / "paper.pdf").stat().st_size > 20_000
     assert sorted(set(jobs_run(result))) == sorted({"synthesize", "dataset", "registry_tier2", "formulate",
                                                     "engineer", "fit_model", "fit_stacking", "fit_baselines", "evaluate",
-                                                    "explain",
-                                                    "fairness", "stability_run", "stability", "analyze", "debate",
+                                                    "explain", "fairness", "stability_run", "stability", "split_run",
+                                                    "splits", "analyze", "debate",
                                                     "critique", "provenance", "recovery", "write", "compile_pdf"})
     spec = read(out / "round_0" / "research_spec.json")
     report = read(out / "round_0" / "data" / "data_report.json")
@@ -65,6 +65,11 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert evaluation["thresholds"] == results["thresholds"] == {"quality_floor": QUALITY_FLOOR["auc"],
                                                                  "leakage_auc": LEAKAGE_AUC, "leakage_r2": None}
     assert results["stability"]["thresholds"] == {"unstable_top5": UNSTABLE_TOP5}
+    # the study repeated over the test configuration's 3 grouped splits, each with no cluster on both sides
+    splits = results["splits"]
+    assert splits["n_splits"] == 3 and len(set(splits["seeds"])) == 3 and splits["seeds"][0] == report["split"]["seed"]
+    assert all(s["group_overlap"] == 0 for s in splits["splits"]) and splits["not_refitted"] == ["stacking"]
+    assert {m: r["n"] for m, r in splits["models"].items()} == {"logistic": 3, "xgboost": 3}
     kinds = {f["kind"] for f in results["figures"]}
     assert {"roc", "calibration", "shap_summary", "shap_importance", "fairness"} <= kinds
     for f in results["figures"]:

@@ -1,5 +1,5 @@
 """The Analyst's jobs (envs/analysis.yaml): fit_model, fit_stacking, evaluate, explain, fairness, stability_run,
-stability, analyze."""
+stability, split_run, splits, analyze."""
 
 from __future__ import annotations
 
@@ -465,14 +465,83 @@ def stability(smk: Any) -> None:
     write_json(smk.output.stability, result)
 
 
+def split_run(smk: Any) -> None:
+    """One more grouped split (edm_ars.splits): the DataEngineer's preparation of the raw data with the split seed
+    of split k, every single model family refitted with the hyperparameters tuned on the main split and scored on
+    the split's test rows. A family whose fit (models/<m>.json) and data are those an earlier round scored on this
+    split is kept from that round's record."""
+    from dataclasses import replace
+
+    from ..reuse import earlier_record
+    from ..splits import refit_models, split_facts, split_seed
+
+    k = int(smk.wildcards.split)
+    seed = split_seed(smk.params.seed, k)
+    report = read_json(smk.input.report, "data_report")
+    task = report["task"]
+    fitted, failed = {}, []
+    for name in smk.params.models:
+        info = read_json(smk.input[f"{name}_meta"])
+        if info.get("failed"):
+            failed.append(name)
+        else:
+            fitted[name] = info
+    inputs = {name: smk.input[f"{name}_meta"] for name in fitted}
+    kept = earlier_record(smk) or {}
+    if (kept.get("facts") or {}).get("seed") != seed:
+        kept = {}
+    out = {"split": k, "facts": kept.get("facts"), "models": {}, "inputs": inputs, "not_fitted": failed,
+           "errors": []}
+    for name in fitted:
+        prev = (kept.get("models") or {}).get(name)
+        if prev and prev.get("metric") is not None and (kept.get("inputs") or {}).get(name) == inputs[name]:
+            out["models"][name] = prev
+            log.info("split %d, %s: kept from the previous round (same fit, same data)", k, name)
+    todo = {name: info for name, info in fitted.items() if name not in out["models"]}
+    if todo or out["facts"] is None:
+        from ..engineer import prepare, protocol, read_needed
+        from ..rule_io import layout_of, registry_of
+
+        reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
+        spec = read_json(smk.input.spec, "research_spec")
+        raw = read_needed(smk.input.raw, spec, reg, read_json(smk.input.manifest)["columns"])
+        # the round's protocol (its imputation strategy as the data report records it), another split seed
+        proto = replace(protocol(smk.params.protocol, smk.params.seed, report["imputation_strategy"]), seed=seed)
+        prep = prepare(raw, spec, reg, layout_of(smk), proto)
+        out["facts"] = split_facts(prep.report)
+        out["models"] |= refit_models(task, todo, prep, smk.params.seed, out["errors"], f"split {k}")
+    out["models"] = {name: out["models"][name] for name in fitted}
+    log.info("split %d (seed %d): %d test students in %d clusters; %s", k, seed, out["facts"]["test_n"],
+             out["facts"]["test_clusters"], {m: v["metric"] for m, v in out["models"].items()})
+    write_json(smk.output.run, out)
+
+
+def splits(smk: Any) -> None:
+    """splits.json: the primary metric of every single model on the main split and the repeated ones, with its
+    mean, SD, min and max across splits (edm_ars.splits.summarize)."""
+    from ..splits import summarize
+
+    evaluation = read_json(smk.input.evaluation)
+    report = read_json(smk.input.report, "data_report")
+    runs = [read_json(p) for p in smk.input.runs]
+    doc = summarize(evaluation, report, runs, smk.params.repeated)
+    for m, rec in doc["models"].items():
+        if rec.get("n"):
+            log.info("%s: %s over %d splits mean %.4f, SD %.4f, range %.4f-%.4f", m, doc["primary_metric"],
+                     rec["n"], rec["mean"], rec["sd"], rec["min"], rec["max"])
+    write_json(smk.output.splits, doc, "splits")
+
+
 def analyze(smk: Any) -> None:
-    """results.json from the analysis phases (evaluate, explain, fairness, stability)."""
+    """results.json from the analysis phases (evaluate, explain, fairness, stability, repeated splits)."""
     from ..conventions import applied_threshold
 
     ev = read_json(smk.input.evaluation)
     ex = read_json(smk.input.explain)
     fa = read_json(smk.input.fairness)
     st = read_json(smk.input.stability)
+    # the repeated grouped splits, unless analysis.repeated_splits is 1
+    sp = read_json(smk.input.splits, "splits") if "splits" in smk.input.keys() else None
     flags = list(ev["flags"])
     audit = fa.get("audit") or {}
     flags += [f"fairness: {f}" for f in audit.get("flags", []) if "unreliable" not in f]
@@ -493,11 +562,22 @@ def analyze(smk: Any) -> None:
                  "skipped": ex["skipped"]},
         "fairness": audit,
         "stability": st,
+        **({"splits": _split_spread(sp)} if sp else {}),
         "figures": ev["figures"] + ex["figures"] + fa["figures"],
         "tables": ev["tables"] + fa["tables"],
         "flags": flags,
         "thresholds": {k: applied_threshold(ev, k, file=smk.input.evaluation) for k in ("quality_floor", "leakage_auc", "leakage_r2")},
-        "errors": ev["errors"] + ex["errors"] + fa["errors"] + st.get("errors", []),
+        "errors": ev["errors"] + ex["errors"] + fa["errors"] + st.get("errors", []) + (sp or {}).get("errors", []),
     }
     log.info("results: best %s, %d flags, %d errors", results["best_model"], len(flags), len(results["errors"]))
     write_json(smk.output.results, results, "results")
+
+
+def _split_spread(doc: dict[str, Any]) -> dict[str, Any]:
+    """What results.json carries of splits.json: the spread per model and the reference model's comparison with
+    its single-split interval, the seeds and the students and clusters of every split (not the per-split metrics
+    of every model twice: they are in `models.<m>.values`)."""
+    keep = ("primary_metric", "n_splits", "n_repeated", "seeds", "clustered", "test_clusters", "test_n", "refitted",
+            "not_refitted", "tuning", "models", "reference")
+    return {k: doc[k] for k in keep} | {"splits": [{k: v for k, v in s.items() if k != "metrics"}
+                                                   for s in doc["splits"]]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance
+from .. import narrative, provenance, splits
 from ..common import (
     CI_LEVEL,
     feature_names,
@@ -69,6 +69,7 @@ def write(ctx: Ctx) -> str:
                  if leakage_suspected(ctx)
                  else ctx.ph("discussion.performance_fair_guide", outcome=ctx.outcome_phrase, units=units,
                              scope=scope)))
+    add("performance", splits.discussion(ctx))  # how far the estimate depends on the split
     fam = model_family(best)
     # the selected model against the best model of the other family: the sentence follows the comparison evidence
     # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
-from .. import provenance, table_one
+from .. import provenance, splits, table_one
 from ..common import data_name, suspiciously_high
 from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, sentence
@@ -45,8 +45,11 @@ def write(ctx: Ctx) -> str:
         items.append(cap_first(ctx.ph("limitations.clusters_reconstructed", unit=unit)))
     elif not ctx.school_split_ok:
         items.append(cap_first(ctx.ph("limitations.clusters_shared", units=ctx.units, unit=unit)))
-    items.append(ctx.ph("limitations.single_split_stability", short=data_name(ctx)) if ctx.stability.get("runs")
-                 else ctx.ph("limitations.single_split", short=data_name(ctx)))
+    if splits.limitation(ctx):  # the study was repeated over grouped splits
+        items.append(splits.limitation(ctx))
+    else:
+        items.append(ctx.ph("limitations.single_split_stability", short=data_name(ctx)) if ctx.stability.get("runs")
+                     else ctx.ph("limitations.single_split", short=data_name(ctx)))
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         items.append(ctx.ph("limitations.subgroups_not_evaluated"))

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance, table_one
+from .. import narrative, provenance, splits, table_one
 from ..common import (
     CI_LEVEL,
     at_risk_phrase,
@@ -225,7 +225,9 @@ def evaluation_text(ctx: Ctx) -> str:
         sents.append(ctx.ph("methods.paired_method", metric=metric_name(ctx), level=CI_LEVEL, k=n["NPairs"],
                             alpha=n["ComparisonAlpha"]))
     sents += methods_interpretation(ctx)
-    return f"\\subsection{{{ctx.ph('methods.evaluation_title')}}}\n" + " ".join(sents)
+    repeated = splits.methods(ctx)  # the repeated grouped splits, a paragraph of their own
+    return (f"\\subsection{{{ctx.ph('methods.evaluation_title')}}}\n" + " ".join(sents)
+            + (f"\n\n{repeated}" if repeated else ""))
 
 
 def write(ctx: Ctx) -> str:

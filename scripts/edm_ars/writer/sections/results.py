@@ -6,7 +6,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance
+from .. import narrative, provenance, splits
 from ..common import (
     CI_LEVEL,
     PERTURBATION_KIND,
@@ -56,7 +56,7 @@ def results_table(ctx: Ctx) -> str:
     extras = [e for e in extras if e in present and e != metric][:3]
     has_ci = any(ctx.ci(x, metric) for x in rated)
     head = (["Model", metric_name(ctx)] + ([f"{CI_LEVEL} CI"] if has_ci else [])
-            + [metric_name(ctx, e) for e in extras])
+            + [metric_name(ctx, e) for e in extras] + splits.table_head(ctx))
     sign = -1 if metric in LOWER_IS_BETTER else 1
 
     def order(name: str) -> float:
@@ -69,6 +69,7 @@ def results_table(ctx: Ctx) -> str:
             lo, hi = ctx.n.get(f"{name}|{metric}|lo"), ctx.n.get(f"{name}|{metric}|hi")
             cells.append(f"[{lo}, {hi}]" if lo and hi else "--")
         cells += [ctx.mac(name, e) or "--" for e in extras]
+        cells += splits.table_cells(ctx, name)
         if name == ctx.best:
             cells = [f"\\textbf{{{x}}}" for x in cells]
         return " & ".join(cells) + " \\\\"
@@ -96,6 +97,8 @@ def results_table(ctx: Ctx) -> str:
     if ctx.baselines:
         caption += " " + ctx.ph("results.table_caption_baselines")
     caption += " " + direction
+    if splits.table_caption(ctx):
+        caption += " " + splits.table_caption(ctx)
     cols = "l" + "c" * (len(head) - 1)
     return ("\\begin{table}[tbp]\n\\caption{" + caption + "}\n\\label{tab:results}\n\\small\n"
             "\\setlength{\\tabcolsep}{4pt}\n\\fitcolumn{%\n\\begin{tabular}{" + cols + "}\n\\toprule\n"
@@ -244,6 +247,7 @@ def comparison(ctx: Ctx) -> tuple[list[str], list[str]]:
         paras.append(text + (" " + base if base else ""))
         floats.append(table)
     paras.append(quality_text(ctx, sec))
+    paras += splits.results(ctx)
     return paras, floats
 
 
