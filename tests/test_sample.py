@@ -151,7 +151,8 @@ def test_prepare_adds_the_indicator_and_reports_it(reg, layout):  # noqa: F811
 
 
 # ---- the paper ------------------------------------------------------------------------------------------
-def _fixture_paper(tmp_path: Path, regression: bool, with_sample: bool = True, report_changes=None):
+def _fixture_paper(tmp_path: Path, regression: bool, with_sample: bool = True, report_changes=None,
+                   spec_limitations=None):
     from test_writer import (
         HSLS_PROSE,
         PHRASES,
@@ -168,6 +169,8 @@ def _fixture_paper(tmp_path: Path, regression: bool, with_sample: bool = True, r
     if regression:
         arts = regression_variant(arts)
     d = arts["data_report"]
+    if spec_limitations is not None:
+        arts["spec"]["limitations"] = spec_limitations
     if report_changes:
         report_changes(d)
     rng = np.random.default_rng(0)
@@ -278,3 +281,20 @@ def test_table_one_prints_means_rounded_as_printed():
 
     assert fmt_fixed(-0.0004, 2) == "0.00" and fmt_fixed(0.0004, 2) == "0.00"
     assert fmt_fixed(-0.37, 2) == "$-$0.37" and fmt_fixed(498.402, 1) == "498.4"
+
+
+@pytest.mark.parametrize("said", [True, False])
+def test_a_structural_outcome_is_one_limitation_not_two(tmp_path, said):
+    """The engineer's note on a structurally missing outcome is left out when the specification's limitations (from
+    the registry) already say the outcome is missing, and kept otherwise."""
+    note = ("Outcome X4EVRATNDCLG has structural missingness (26.2% in full dataset); analytic sample represents "
+            "students with a valid record. This is a population restriction, not random dropout.")
+
+    def plant(d):
+        d["warnings"] = [*d.get("warnings", []), note]
+
+    out, arts, _ = _fixture_paper(tmp_path, regression=False, report_changes=plant,
+                                  spec_limitations=(["The outcome is missing for 26.2% of the students in the file."]
+                                                    if said else []))
+    lim = _limitations((out / "paper.tex").read_text())
+    assert ("structural missingness" in lim) is not said, lim

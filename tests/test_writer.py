@@ -499,6 +499,10 @@ def test_formats_and_macro_names():
     assert fmt_count(23503) == "23{,}503"
     assert fmt_metric(0.82312) == "0.823"
     assert fmt_metric(-0.0123) == "$-$0.012"
+    # tiny values: a positive one as a bound, a negative one to its first significant digit ("-<0.001" would read
+    # as a bound below -0.001)
+    assert fmt_metric(0.0003) == "$<$0.001"
+    assert fmt_metric(-0.00031) == "$-$0.0003"
     assert fmt_pct(72.38) == r"72.4\%"
     assert fmt_ci(0.80081, 0.8449) == r"95\% CI [0.801, 0.845]"
     assert macro_name("logistic_regression", "auc") == "LogisticRegressionAUC"

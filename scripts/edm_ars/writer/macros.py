@@ -75,6 +75,9 @@ def fmt_metric(value: float, digits: int = 3) -> str:
     """A metric with a fixed number of decimals (0.823); a negative value gets a math minus."""
     value = float(value)
     if value != 0 and abs(value) < 0.5 * 10 ** (-digits):
+        if value < 0 and value <= -5e-7:
+            # a small negative value ("-<0.001" would read as a bound below -0.001): its first significant digit
+            return _minus(f"{value:.{math.ceil(-math.log10(-value) - 1e-12)}f}")
         return ("$-$" if value < 0 else "") + "$<$" + f"{10 ** (-digits):.{digits}f}"
     text = f"{value:.{digits}f}"
     if re.fullmatch(r"-0\.0*", text):

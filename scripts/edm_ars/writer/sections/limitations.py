@@ -11,6 +11,8 @@ from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, sentence
 
 _MISSING_NOTE = re.compile(r"\S+ is [\d.]+% missing in the training rows; imputed")
+_OUTCOME_NOTE = re.compile(r"Outcome \S+ has structural missingness")  # engineer.prepare, a structural outcome
+_OUTCOME_LIMITATION = re.compile(r"\boutcome\b.*\bmissing\b", re.I | re.S)
 
 
 def write(ctx: Ctx) -> str:
@@ -26,9 +28,12 @@ def write(ctx: Ctx) -> str:
     missing = table_one.missing_limitation(ctx)  # one sentence; the shares are in Table 1's missing-share column
     if missing:
         items.append(missing)
+    outcome_said = any(_OUTCOME_LIMITATION.search(t) for t in ctx.spec.get("limitations") or [])
     for i, text in enumerate(ctx.data.get("warnings") or []):
         if _MISSING_NOTE.match(text.strip()) and missing:
             continue  # an earlier engineer's note per variable, which the sentence above replaces
+        if _OUTCOME_NOTE.match(text.strip()) and outcome_said:
+            continue  # the specification's limitation (from the registry) already says the outcome is missing
         items.append(ctx.ph("limitations.data_warning",
                             warning=sentence(ctx.t(text.strip(), f"data_report.json:warnings.{i}"))))
 
