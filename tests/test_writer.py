@@ -1380,3 +1380,24 @@ def test_an_undeclared_at_risk_class_is_stated_as_the_default_rule(tmp_path):
     assert "most likely among students with the outcome (" in methods
     assert "a default share, since the registry declares neither outcome class" in methods
     assert "of at least" in methods and "of at most" not in methods
+
+
+def test_a_two_level_predictor_is_named_by_its_value_label(tmp_path):
+    """A two-level categorical among the top features is described by the level its column encodes, with the
+    registry's value label for that level rather than the code in the column name."""
+    arts = real_artifacts()
+    top = arts["results"]["top_features"]
+    top[4] = {"feature": "X1CONTROL", "label": "School control", "mean_abs_shap": top[4]["mean_abs_shap"],
+              "direction": "positive", "columns": ["X1CONTROL__Sngl_2"]}
+    figs = _real_figures(tmp_path / "round_0", arts["results"])
+
+    def results_text(values):
+        out = tmp_path / f"paper{len(values)}"
+        build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
+                    figures_dir=figs, template=TEMPLATE, out_dir=out, phrases=PHRASES, registry_labels=REAL_LABELS,
+                    dataset=HSLS_PROSE, registry_values=values)
+        return slot_content((out / "paper.tex").read_text(), "RESULTS")
+
+    assert "being \\emph{Single-sex school}" in results_text({"X1CONTROL": {"Sngl-2": "Single-sex school",
+                                                                             "Mxd": "Mixed school"}})
+    assert "being \\emph{Sngl 2}" in results_text({})

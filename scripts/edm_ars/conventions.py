@@ -58,3 +58,10 @@ def applied_threshold(artifact: dict[str, Any], name: str, *, file: str, at: str
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise SchemaError(f"{file}: {key} must be a number or null, not {value!r}")
     return None if value is None else float(value)
+
+
+def level_slug(level: object) -> str:
+    """The name part of a category's one-hot column (`<variable>__<slug>`): letters and digits, other characters as
+    single underscores, at most 40 characters. The Writer maps a column back to the registry's value label by it."""
+    keep = "".join(ch if ch.isalnum() else "_" for ch in str(level))
+    return "_".join(p for p in keep.split("_") if p)[:40] or "level"

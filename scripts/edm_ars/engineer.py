@@ -27,7 +27,7 @@ from sklearn.experimental import enable_iterative_imputer  # noqa: F401  (enable
 from sklearn.impute import IterativeImputer
 from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedGroupKFold, StratifiedKFold
 
-from .conventions import LEAKAGE_CORR
+from .conventions import LEAKAGE_CORR, level_slug
 from .errors import DataError
 from .layout import Layout
 from .registry import Registry, sentinels, value_labels
@@ -343,15 +343,10 @@ class FittedEncoder:
             values = frame[col].astype(str)
             levels = cats[1:] if len(cats) == 2 else cats  # one column for a binary variable
             for level in levels:
-                name = f"{col}__{_slug(level)}"
+                name = f"{col}__{level_slug(level)}"
                 parts[name] = (values == level).astype(float)
                 sources[name] = col
         return pd.DataFrame(parts, index=frame.index), sources
-
-
-def _slug(text: str) -> str:
-    keep = "".join(ch if ch.isalnum() else "_" for ch in str(text))
-    return "_".join(p for p in keep.split("_") if p)[:40] or "level"
 
 
 def fit_encoder(train: pd.DataFrame, kinds: dict[str, str], proto: Protocol) -> FittedEncoder:

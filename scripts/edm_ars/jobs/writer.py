@@ -58,6 +58,8 @@ def write(smk: Any) -> None:
     reg = registry_of(smk)
     labels = {name: rec.get("label", name) for name, rec in reg.tier1.items()}
     groups = {name: rec["group"] for name, rec in reg.tier1.items() if rec.get("group")}
+    values = {name: {str(k): str(v) for k, v in rec["values"].items()} for name, rec in reg.tier1.items()
+              if isinstance(rec.get("values"), dict)}
     claims = read_json(smk.input.claims, "claims")
     out = Path(smk.output.tex).parent
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
@@ -80,7 +82,7 @@ def write(smk: Any) -> None:
         template=Path(smk.input.template), out_dir=out, registry_labels=labels,
         authors=smk.params.authors, claims=claims, registry_groups=groups, rewriter=rewriter, dataset=reg.prose,
         phrases=smk.input.phrases, provenance_record=_optional(smk, "provenance"), recovery=_optional(smk, "recovery"),
-        sample=_optional(smk, "sample"))
+        sample=_optional(smk, "sample"), registry_values=values)
     for note in summary["model_prose"]:
         log.info("model prose: %s", note)
     log.info("paper written: %s", summary)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..bibliography import entry_head, with_key
+from ..conventions import level_slug
 from ..texescape import escape_latex
 from .integrity import unverified_reasons
 from .macros import (
@@ -121,6 +122,15 @@ class Ctx:
     provenance: dict[str, Any] = field(default_factory=dict)  # output/paper/provenance.json (rule provenance)
     recovery: dict[str, Any] = field(default_factory=dict)  # output/paper/recovery.json (generated data only)
     sample: dict[str, Any] = field(default_factory=dict)  # the engineer's sample.json (Table 1, sample flow)
+    registry_values: dict[str, dict[str, str]] = field(default_factory=dict)  # variable -> {code: value label}
+
+    def level_label(self, variable: str, slug: str) -> str:
+        """The readable name of a one-hot column's level (`<variable>__<slug>`): the registry's value label whose
+        code gives that slug, else the slug with spaces."""
+        for code, label in self.registry_values.get(variable, {}).items():
+            if level_slug(code) == slug:
+                return str(label)
+        return slug.replace("_", " ")
 
     @property
     def generated(self) -> bool:

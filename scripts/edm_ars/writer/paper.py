@@ -131,7 +131,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                 claims: dict[str, Any] | None = None, registry_groups: dict[str, str] | None = None,
                 rewriter: Any = None, dataset: dict[str, Any] | None = None,
                 phrases: str | Path | Phrases, provenance_record: dict[str, Any] | None = None,
-                recovery: dict[str, Any] | None = None, sample: dict[str, Any] | None = None) -> dict[str, Any]:
+                recovery: dict[str, Any] | None = None, sample: dict[str, Any] | None = None,
+                registry_values: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
 
     `phrases` is the phrase file (config/prompts/phrases.yaml) or its loaded table: the fixed sentences.
@@ -140,7 +141,7 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     (what the rows are, the data set's citation, commit, configuration hash, package versions: the availability
     statement; without it the paper has none) and `recovery` output/paper/recovery.json (generated data: the
     recovery check), `sample` the engineer's sample.json (Table 1 and the sample flow; without it the paper has
-    neither). Returns a summary: word counts per section, figure and table counts, cited keys, the number of
+    neither), `registry_values` the registry's value labels per variable (code -> label). Returns a summary: word counts per section, figure and table counts, cited keys, the number of
     macros, whether the paper is marked unverified, figures that could not be found, and any number
     literal that escaped the macro table (should be none).
     """
@@ -173,6 +174,7 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                     ph=phrases if isinstance(phrases, Phrases) else Phrases.load(phrases),
                     claims={c["id"]: c["status"] for c in claims["claims"]}, claims_doc=claims,
                     registry_groups=dict(registry_groups or {}), dataset=dict(dataset or {}),
+                    registry_values={k: dict(v) for k, v in (registry_values or {}).items()},
                     provenance=dict(provenance_record or {}), recovery=dict(recovery or {}),
                     sample=dict(sample or {}),
                     notation=template_macros(template.read_text(encoding="utf-8")))

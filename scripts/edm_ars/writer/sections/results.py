@@ -454,7 +454,7 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
         cols = f.get("columns") or []
         if d in ("positive", "negative") and len(cols) == 1 and cols[0].startswith(f"{f['feature']}__"):
             # one indicator column of a two-level categorical: its direction is that of the encoded level
-            level = escape_latex(cols[0].split("__", 1)[1].replace("_", " "))
+            level = escape_latex(ctx.level_label(f["feature"], cols[0].split("__", 1)[1]))
             (pos_lv if d == "positive" else neg_lv).append(ctx.ph("results.direction_level", feature=name,
                                                                    level=level))
         elif d == "positive":
