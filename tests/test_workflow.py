@@ -152,7 +152,7 @@ def test_report_shows_the_artifacts_by_stage_and_round(base_run, tmp_path_factor
     categories, results, description = build_report(src, workdir)
     r0 = "output/round_0"
     figures = {f"{r0}/{f['path']}" for f in read(src / r0 / "results.json")["figures"]}
-    assert len(figures) == 5
+    assert len(figures) == 6  # roc, calibration, SHAP summary and importance, fairness, per-group calibration
     assert categories == {
         "1. Formulate": {"round 0": {f"{r0}/research_spec.json"}},
         "2. Engineer": {"round 0": {f"{r0}/data/data_report.json"}},

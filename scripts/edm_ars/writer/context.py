@@ -294,6 +294,14 @@ class Ctx:
     def label_tex(self, name: str, source: str) -> str:
         return self.t(self.var_label(name), source)
 
+    def label_source(self, name: str, fallback: str) -> str:
+        """Where var_label finds a predictor's label, as a source path (verify-paper reads the numbers a label quotes
+        there: "family income above 25000 USD"); `fallback` when it is not a labelled predictor of the specification."""
+        for i, p in enumerate(self.spec.get("predictors", [])):
+            if p.get("name") == name and p.get("label"):
+                return f"research_spec.json:predictors.{i}.label"
+        return fallback
+
     @property
     def outcome_label(self) -> str:
         o = self.spec["outcome"]

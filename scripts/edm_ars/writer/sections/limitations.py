@@ -139,7 +139,7 @@ def proxy_sentence(ctx: Ctx) -> str:
         if ctx.var_label(source).strip().lower() == column.lower():  # no label beyond the column's name
             named.append(f"{code} ($r = {r}$)")
             continue
-        label = lc_first(ctx.label_tex(source, "research_spec.json:predictors"))
+        label = lc_first(ctx.label_tex(source, ctx.label_source(source, "registry label")))
         named.append(f"\\emph{{{label}}} ({code}, $r = {r}$)")
     separation = (ctx.ph("limitations.leakage_proxy_separation")
                   if any(p.get("separates_classes") for p in proxies) else "")

@@ -315,10 +315,10 @@ def tuning_text(ctx: Ctx) -> str:
     return text
 
 
-def _variables(ctx: Ctx, names: list[str], source: str) -> list[str]:
+def _variables(ctx: Ctx, names: list[str]) -> list[str]:
     """Labels of source variables in running text, each with its wave when the labels alone would repeat
-    (the same test score in two waves)."""
-    labels = [lc_first(ctx.label_tex(v, source)) for v in names]
+    (the same test score in two waves). A label's numbers are the specification's ("family income above 25000 USD")."""
+    labels = [lc_first(ctx.label_tex(v, ctx.label_source(v, "registry label"))) for v in names]
     waves = {p.get("name"): p.get("wave") for p in ctx.spec.get("predictors", [])}
     repeated = {x for x in labels if labels.count(x) > 1}
     return [f"{x} ({wave_label(ctx, waves.get(v))})" if x in repeated and waves.get(v) else x
@@ -338,14 +338,14 @@ def baselines_text(ctx: Ctx) -> str:
             parts.append(ctx.ph("methods.baselines_constant",
                                 mean_or_rate=ctx.ph("methods.base_rate") if ctx.binary else ctx.ph("methods.mean")))
         elif rec.get("kind") == "one_predictor" and rec.get("predictors"):
-            predictor = _variables(ctx, rec["predictors"][:1], f"{src}.predictors")[0]
+            predictor = _variables(ctx, rec["predictors"][:1])[0]
             if rec.get("chosen_by") == "registry":
                 parts.append(ctx.ph("methods.baselines_prior_registry", plain=plain, predictor=predictor))
             else:
                 parts.append(ctx.ph("methods.baselines_prior_best", plain=plain, predictor=predictor))
         elif rec.get("kind") == "core_linear" and rec.get("predictors"):
             k = ctx.m.count("NCoreBaseline", len(rec["predictors"]), f"len({src}.predictors)", derived=True)
-            names = join_list(_variables(ctx, rec["predictors"], f"{src}.predictors"))
+            names = join_list(_variables(ctx, rec["predictors"]))
             parts.append(ctx.ph("methods.baselines_core", plain=plain, k=k, predictors=names))
     if not parts:
         return ""
