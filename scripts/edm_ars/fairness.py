@@ -605,11 +605,7 @@ def fairness_plot(audit_result: dict[str, Any], attributes: list[str] | None = N
     overall = (audit_result.get("overall") or {}).get(audit_result.get("primary_metric", ""))
     with plt.rc_context({"font.size": 7, "pdf.fonttype": 42, "svg.hashsalt": "edm-ars"}):
         if not panels:
-            fig, ax = plt.subplots(figsize=(3.3, 1.0), layout="constrained")
-            ax.text(0.5, 0.5, "No reliable groups to show", ha="center", va="center")
-            ax.axis("off")
-            fig.draw_without_rendering()
-            return fig
+            return _no_groups_figure()
         labels = [[wrap_label(g["group"], LABEL_WIDTH, LABEL_LINES) + ("\n" + n_suffix(g["n"]) if "n" in g else "")
                    for g in gs] for _, gs in panels]
         rows = [len(ls) * (0.06 + _LINE_IN * max(n_lines(x) for x in ls)) for ls in labels]
@@ -689,6 +685,15 @@ def group_calibration_curves(y: np.ndarray, prob: np.ndarray, protected: pd.Data
     return out
 
 
+def _no_groups_figure() -> Any:
+    """A small figure that says there is nothing to draw (no reliable group)."""
+    fig, ax = plt.subplots(figsize=(3.3, 1.0), layout="constrained")
+    ax.text(0.5, 0.5, "No reliable groups to show", ha="center", va="center")
+    ax.axis("off")
+    fig.draw_without_rendering()
+    return fig
+
+
 def calibration_plot(curves: dict[str, list[dict[str, Any]]], audit_result: dict[str, Any]) -> Any:
     """One panel per attribute: observed rate against mean predicted probability by bin, a line per group (the
     legend names each with its number of test students), the diagonal of perfect calibration."""
@@ -696,11 +701,7 @@ def calibration_plot(curves: dict[str, list[dict[str, Any]]], audit_result: dict
     names = [a for a in curves if any(c["points"] for c in curves[a])]
     with plt.rc_context({"font.size": 7, "pdf.fonttype": 42, "svg.hashsalt": "edm-ars"}):
         if not names:
-            fig, ax = plt.subplots(figsize=(3.3, 1.0), layout="constrained")
-            ax.text(0.5, 0.5, "No reliable groups to show", ha="center", va="center")
-            ax.axis("off")
-            fig.draw_without_rendering()
-            return fig
+            return _no_groups_figure()
         heights = [2.4 + 0.1 * sum(n_lines(wrap_label(c["group"], LABEL_WIDTH, 2)) for c in curves[a]) for a in names]
         fig, axes = plt.subplots(len(names), 1, figsize=(3.3, sum(heights)), squeeze=False,
                                  gridspec_kw={"height_ratios": heights},

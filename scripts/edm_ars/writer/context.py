@@ -490,31 +490,26 @@ def register_numbers(ctx: Ctx) -> None:
     n["NModels"] = m.count("NModels", len(r["models"]), "len(results.json:models)", derived=True)
     if r.get("n_bootstrap") is not None:
         n["NBootstrap"] = m.count("NBootstrap", r["n_bootstrap"], "results.json:n_bootstrap")
-    for name, info in r["models"].items():
+    def rated(section: str, name: str, info: dict[str, Any]) -> None:
+        """A model's or a baseline's metrics and intervals (results.json:<section>.<name>)."""
         for metric, value in (info.get("metrics") or {}).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 n[f"{name}|{metric}"] = m.metric(macro_name(name, metric), value,
-                                                 f"results.json:models.{name}.metrics.{metric}")
+                                                 f"results.json:{section}.{name}.metrics.{metric}")
         for metric, bounds in (info.get("ci") or {}).items():
             if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
-                src = f"results.json:models.{name}.ci.{metric}"
+                src = f"results.json:{section}.{name}.ci.{metric}"
                 n[f"{name}|{metric}|ci"] = m.ci(macro_name(name, metric, "CI"), bounds[0], bounds[1], src)
                 n[f"{name}|{metric}|lo"] = m.metric(macro_name(name, metric, "Low"), bounds[0], src + ".0")
                 n[f"{name}|{metric}|hi"] = m.metric(macro_name(name, metric, "High"), bounds[1], src + ".1")
+
+    for name, info in r["models"].items():
+        rated("models", name, info)
         if isinstance(info.get("cv_score"), (int, float)):
             n[f"{name}|cv"] = m.metric(macro_name(name, "CV"), info["cv_score"],
                                        f"results.json:models.{name}.cv_score")
     for name, info in ctx.baselines.items():  # the same macros as the models', from results.json:baselines
-        for metric, value in (info.get("metrics") or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                n[f"{name}|{metric}"] = m.metric(macro_name(name, metric), value,
-                                                 f"results.json:baselines.{name}.metrics.{metric}")
-        for metric, bounds in (info.get("ci") or {}).items():
-            if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
-                src = f"results.json:baselines.{name}.ci.{metric}"
-                n[f"{name}|{metric}|ci"] = m.ci(macro_name(name, metric, "CI"), bounds[0], bounds[1], src)
-                n[f"{name}|{metric}|lo"] = m.metric(macro_name(name, metric, "Low"), bounds[0], src + ".0")
-                n[f"{name}|{metric}|hi"] = m.metric(macro_name(name, metric, "High"), bounds[1], src + ".1")
+        rated("baselines", name, info)
     if isinstance(r.get("test_clusters"), int) and not isinstance(r.get("test_clusters"), bool):
         n["TestClusters"] = m.count("TestClusters", r["test_clusters"], "results.json:test_clusters")
     if isinstance(r.get("comparison_alpha"), (int, float)):
