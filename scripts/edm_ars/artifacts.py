@@ -16,6 +16,7 @@ import pandas as pd
 import yaml
 
 from .errors import SchemaError
+from .yamlio import load_yaml
 
 
 @cache
@@ -85,7 +86,7 @@ def read_yaml(path: str | Path, what: str, error: type[Exception] = SchemaError)
     """A YAML file (rubric, prompt, registry part), with an error that names the file and the problem."""
     path = Path(path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise error(f"{what} not found: {path} does not exist") from None
     except yaml.YAMLError as exc:

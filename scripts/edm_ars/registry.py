@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from .errors import EdmArsError, yaml_problem
+from .yamlio import load_yaml
 
 # What a canonical question may say about why its outcome is predicted (else the data set's prose says it).
 QUESTION_PROSE = ("purpose", "actors", "decision_time")
@@ -153,7 +154,7 @@ FOLDER_FILES = {"dataset": "dataset.yaml", "variables": "tier1.yaml", "tier3": "
 
 def _yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise EdmArsError(f"registry {path}: not valid YAML at {yaml_problem(exc)}") from exc
     except (OSError, UnicodeDecodeError) as exc:
