@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 import shutil
@@ -970,21 +971,31 @@ def real_artifacts() -> dict:
     return {k: json.loads((FIXTURE_DIR / f"{v}.json").read_text()) for k, v in names.items()}
 
 
-def _real_figures(round_dir: Path, res: dict) -> Path:
-    """A tiny PDF at every path listed in results.json (paths are relative to the round folder)."""
+@functools.cache
+def _tiny_pdf(title: str) -> bytes:
+    """A small PDF figure with a title (drawn once per title and test session)."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    f, ax = plt.subplots(figsize=(3.3, 2.0))
+    ax.plot([0, 1], [0, 1])
+    ax.set_title(title)
+    buf = io.BytesIO()
+    f.savefig(buf, format="pdf")
+    plt.close(f)
+    return buf.getvalue()
+
+
+def _real_figures(round_dir: Path, res: dict) -> Path:
+    """A tiny PDF at every path listed in results.json (paths are relative to the round folder)."""
     for fig in res["figures"]:
         path = round_dir / fig["path"]
         path.parent.mkdir(parents=True, exist_ok=True)
-        f, ax = plt.subplots(figsize=(3.3, 2.0))
-        ax.plot([0, 1], [0, 1])
-        ax.set_title(fig["kind"])
-        f.savefig(path)
-        plt.close(f)
+        path.write_bytes(_tiny_pdf(fig["kind"]))
     return round_dir / "figures"
 
 
