@@ -16,6 +16,7 @@ from ..common import (
     use_prose,
 )
 from ..context import Ctx
+from ..phrases import plural
 from ..text import cap_first, join_list, lc_first, model_family
 
 
@@ -141,6 +142,6 @@ def data_pitfalls(ctx: Ctx) -> str:
     if len(pitfalls) == 1:
         return text + " " + ctx.ph("introduction.pitfalls_one", pitfall=listed,
                                    cite=c.citep("missing_data", "leakage", limit=3), short=data_name(ctx),
-                                   population=f"{units} or {unit}s" if g["columns"] else units)
+                                   population=f"{units} or {plural(unit)}" if g["columns"] else units)
     return text + " " + ctx.ph("introduction.pitfalls", pitfalls=listed, cite=c.citep("missing_data", "leakage", limit=3),
-                               short=data_name(ctx), population=f"{units} or {unit}s" if g["columns"] else units)
+                               short=data_name(ctx), population=f"{units} or {plural(unit)}" if g["columns"] else units)

@@ -27,6 +27,7 @@ from ..common import (
 from ..consistency import record_promise
 from ..context import Ctx
 from ..macros import macro_name
+from ..phrases import plural
 from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
 
 
@@ -216,7 +217,7 @@ def evaluation_text(ctx: Ctx) -> str:
         sents = [ctx.ph("methods.metrics_regression")]
     if "NBootstrap" in n and ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in n:
         sents.append(ctx.ph("methods.cluster_bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"],
-                            n_clusters=n["TestClusters"], clusters=ctx.cluster + "s", cluster=ctx.cluster)
+                            n_clusters=n["TestClusters"], clusters=plural(ctx.cluster), cluster=ctx.cluster)
                      + c.citep("bootstrap", limit=1) + ".")
     elif "NBootstrap" in n:
         sents.append(ctx.ph("methods.bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"])

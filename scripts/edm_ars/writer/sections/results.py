@@ -31,6 +31,7 @@ from ..common import (
 from ..consistency import comparison_evidence, evidence_for, record_comparison, record_promise, stacking_base
 from ..context import Ctx
 from ..macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
+from ..phrases import plural
 from ..text import (
     cap_first,
     clean_label,
@@ -91,7 +92,7 @@ def results_table(ctx: Ctx) -> str:
     if has_ci and "NBootstrap" in ctx.n:
         if ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in ctx.n:
             caption += " " + ctx.ph("results.table_caption_cluster_bootstrap", n_bootstrap=ctx.n["NBootstrap"],
-                                    n_clusters=ctx.n["TestClusters"], clusters=ctx.cluster + "s")
+                                    n_clusters=ctx.n["TestClusters"], clusters=plural(ctx.cluster))
         else:
             caption += " " + ctx.ph("results.table_caption_bootstrap", n_bootstrap=ctx.n["NBootstrap"])
     if ctx.baselines:
