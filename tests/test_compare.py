@@ -238,11 +238,7 @@ def test_the_writer_reports_baselines_and_paired_comparisons_and_verify_paper_re
     if regression:
         arts = test_writer.regression_variant(arts)
     arts["results"] = _with_comparisons(arts["results"])
-    figs = test_writer._real_figures(tmp_path / "round_0", arts["results"])
-    out = tmp_path / "paper"
-    test_writer.build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
-                            figures_dir=figs, template=test_writer.TEMPLATE, out_dir=out, phrases=test_writer.PHRASES,
-                            registry_labels=test_writer.REAL_LABELS, dataset=test_writer.HSLS_PROSE)
+    _, out = test_writer.build_fixture_paper(tmp_path, arts)
     tex = (out / "paper.tex").read_text()
     results_tex, methods = slot_content(tex, "RESULTS"), slot_content(tex, "METHODS")
     assert "\\emph{Baselines}" in results_tex and "\\label{tab:paired}" in results_tex

@@ -285,11 +285,7 @@ def test_the_writer_keeps_the_promise_on_a_failed_data_check(tmp_path):
     arts["data_report"]["checks"].append({"name": "no_duplicated_columns", "passed": False, "detail": ["a__b"]})
     best = arts["results"]["best_model"]
     arts["results"]["flags"].append(f"possible_leakage: {best} AUC above the leakage threshold")
-    figs = test_writer._real_figures(tmp_path / "round_0", arts["results"])
-    out = tmp_path / "paper"
-    test_writer.build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
-                            figures_dir=figs, template=test_writer.TEMPLATE, out_dir=out, phrases=test_writer.PHRASES,
-                            registry_labels=test_writer.REAL_LABELS, dataset=test_writer.HSLS_PROSE)
+    _, out = test_writer.build_fixture_paper(tmp_path, arts)
     tex = (out / "paper.tex").read_text()
     limitations = slot_content(tex, "LIMITATIONS")
     assert "no\\_duplicated\\_columns" in limitations and "leakage" in limitations

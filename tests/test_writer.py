@@ -1076,15 +1076,22 @@ def regression_variant(arts: dict) -> dict:
     return a
 
 
-def _build_real(tmp_path: Path, regression: bool) -> tuple[dict, Path, dict]:
-    arts = real_artifacts()
-    if regression:
-        arts = regression_variant(arts)
+def build_fixture_paper(tmp_path: Path, arts: dict, **kw) -> tuple[dict, Path]:
+    """The paper of (possibly changed) fixture artifacts in tmp_path/paper, with the fixture's figures, template,
+    phrases, labels and HSLS:09 prose; returns build_paper's summary and the paper folder."""
     figs = _real_figures(tmp_path / "round_0", arts["results"])
     out = tmp_path / "paper"
     summary = build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
                           figures_dir=figs, template=TEMPLATE, out_dir=out, phrases=PHRASES, registry_labels=REAL_LABELS,
-                          authors="EDM-ARS (automated research system)", dataset=HSLS_PROSE)
+                          dataset=HSLS_PROSE, **kw)
+    return summary, out
+
+
+def _build_real(tmp_path: Path, regression: bool) -> tuple[dict, Path, dict]:
+    arts = real_artifacts()
+    if regression:
+        arts = regression_variant(arts)
+    summary, out = build_fixture_paper(tmp_path, arts, authors="EDM-ARS (automated research system)")
     return summary, out, arts
 
 
