@@ -90,6 +90,7 @@ rule compile_pdf:
         bib="output/paper/references.bib",
         numbers="output/paper/numbers.tex",
         figures="output/paper/figures",
+        provenance="output/paper/provenance.json",
     output:
         pdf=report(
             "output/paper.pdf",

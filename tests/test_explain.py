@@ -247,7 +247,7 @@ def test_mlp_kernel_explainer_within_budget(mlp):
     assert info["explainer"] in ("KernelExplainer", "PermutationExplainer")
     assert info["space"] == "probability" and info["n_explained"] == 100 and info["n_background"] == 20
     assert values.shape == (100, Xs.shape[1]) and len(rows) == 100
-    assert info["seconds"] < 120
+    assert "seconds" not in info  # timings go to the log, never into artifacts
     np.testing.assert_allclose(values.sum(axis=1) + info["expected_value"], model.predict_proba(rows)[:, 1],
                                atol=1e-6)
     assert int(np.argmax(np.abs(values).mean(axis=0))) == 0  # X1

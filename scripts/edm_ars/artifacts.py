@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .errors import SchemaError
+from .errors import OutputWriteError, SchemaError
 from .yamlio import load_yaml
 
 
@@ -47,18 +47,50 @@ def _default(o: Any) -> Any:
     raise TypeError(f"cannot serialise {type(o).__name__}")
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so no reader sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def creation_mode() -> int:
+    """The mode a new file gets from open(): 0666 less the process's umask (mkstemp's own is 0600)."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no /proc (macOS): read the umask by setting it, and put it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename, so no reader sees half a file. The file gets
+    the mode the user's umask gives new files. A full disk or an unwritable folder raises an OutputWriteError
+    naming `path`, and the temporary file is removed."""
+    path = Path(path)
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), creation_mode())
+            fh.write(data)
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise OutputWriteError.of(exc, path) from exc
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """atomic_write_bytes of `text` in UTF-8."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_copy(src: str | Path, dst: str | Path) -> None:
+    """Copy a finished file into place atomically (see atomic_write_bytes)."""
+    atomic_write_bytes(dst, Path(src).read_bytes())
 
 
 def write_json(path: str | Path, obj: Any, kind: str | None = None) -> None:

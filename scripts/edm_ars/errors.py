@@ -1,5 +1,7 @@
 """Errors that stop a stage with a message naming what is wrong."""
 
+import errno
+from pathlib import Path
 from typing import Any
 
 
@@ -22,6 +24,29 @@ class SpecError(EdmArsError):
 
 class SchemaError(EdmArsError):
     """An artifact does not match its schema."""
+
+
+class OutputWriteError(EdmArsError):
+    """An output could not be written (a full disk, a quota, an unwritable folder): one line naming the path."""
+
+    REASONS = {errno.ENOSPC: ("no space left on the device", "free some space"),
+               errno.EDQUOT: ("the disk quota is exceeded", "free some space"),
+               errno.EFBIG: ("the file is larger than this system allows", "free some space"),
+               errno.EACCES: ("the folder is not writable", "make it writable"),
+               errno.EPERM: ("the folder is not writable", "make it writable"),
+               errno.EROFS: ("the file system is read-only", "make it writable")}
+
+    @classmethod
+    def of(cls, exc: OSError, path: str | Path | None = None) -> "OutputWriteError":
+        where = path if path is not None else (exc.filename or "an output")
+        reason, fix = cls.REASONS.get(exc.errno or 0, (exc.strerror or str(exc), "fix that"))
+        return cls(f"cannot write {where}: {reason}; nothing half-written was kept ({fix}, then run the same "
+                   "command again)")
+
+    @classmethod
+    def is_write_failure(cls, exc: BaseException) -> bool:
+        """An OSError of the kinds REASONS names (not a missing input or a bug)."""
+        return isinstance(exc, OSError) and exc.errno in cls.REASONS
 
 
 # ---- conditions an analysis phase records -------------------------------------------------------------------

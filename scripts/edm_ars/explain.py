@@ -285,8 +285,8 @@ def shap_values(model: Any, family: str, task: str, X_background: pd.DataFrame, 
                                  timeout_s)
     if not np.all(np.isfinite(values)):
         raise ExplainSkipped(f"{info['explainer']} returned non-finite SHAP values")
-    info.update({"family": family, "task": task, "n_explained": len(X),
-                 "seconds": round(time.perf_counter() - start, 3)})
+    info.update({"family": family, "task": task, "n_explained": len(X)})
+    log.info("%s: %s explained %d rows in %.1f s", family, info["explainer"], len(X), time.perf_counter() - start)
     return values, X, info
 
 
@@ -544,8 +544,8 @@ def explain_models(evaluation: dict[str, Any], model_files: dict[str, str], load
                                              seed=seed)
             top = top_features(values, rows, feature_sources, labels, k=10)
             by_model[name] = {"top_features": top, **info, "inputs": inputs}
-            log.info("%s: %s on %d rows in %.1f s; top %s", name, info.get("explainer"), info.get("n_explained", 0),
-                     info.get("seconds", 0), [t["feature"] for t in top[:5]])
+            log.info("%s: %s on %d rows; top %s", name, info.get("explainer"), info.get("n_explained", 0),
+                     [t["feature"] for t in top[:5]])
             if name == interpreted:
                 summary = summary_figure(values, rows, feature_sources, labels, fig_dir / "shap_summary.pdf")
                 importance = importance_figure(top, fig_dir / "shap_importance.pdf")

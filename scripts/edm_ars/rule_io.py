@@ -8,7 +8,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from .errors import EdmArsError
+from .errors import EdmArsError, OutputWriteError
 from .layout import Layout, load_layout
 from .registry import Registry, load_registry
 
@@ -38,13 +38,17 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
     too and exit 1, so Snakemake stops with the message and keeps what earlier rules produced. A failed
     agent job's ledger lines are appended to `<log>.llm_calls.jsonl` (Snakemake deletes the ledger)."""
     log_path = smk.log[0] if len(smk.log) else None
+    rule = getattr(smk, "rule", "rule")
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
-        handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
+        try:
+            handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
+        except OSError as exc:
+            _stop(rule, str(OutputWriteError.of(exc, log_path)))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
                         handlers=handlers, force=True)
+    logging.raiseExceptions = False  # a log line that cannot be written (a full disk) is dropped, not a traceback
     logging.getLogger("fontTools").setLevel(logging.WARNING)  # matplotlib's PDF font subsetting, glyph by glyph
-    rule = getattr(smk, "rule", "rule")
     try:
         main(smk)
     except EdmArsError as exc:
@@ -52,13 +56,25 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
         kept = _keep_model_calls(smk)
         if kept:
             message += ("\n" if "\n" in message else "; ") + kept
-        log.error("%s failed: %s", rule, message)
-        sys.stderr.write(f"\nEDM-ARS {rule}: {message}\n")
-        sys.exit(1)
-    except Exception:
+        _stop(rule, message)
+    except Exception as exc:
+        if OutputWriteError.is_write_failure(exc):  # a write outside edm_ars.artifacts (a figure, a model file)
+            outputs = list(getattr(smk, "output", []) or [])
+            where = exc.filename or f"an output of {rule} ({', '.join(map(str, outputs[:3])) or 'none declared'})"
+            _stop(rule, str(OutputWriteError.of(exc, where)))
         _keep_model_calls(smk)
         log.error("%s failed with an unexpected error:\n%s", rule, traceback.format_exc())
         raise
+
+
+def _stop(rule: str, message: str) -> None:
+    """Log a user-facing failure, print it to the terminal and exit 1 (Snakemake then removes the job's outputs)."""
+    try:
+        log.error("%s failed: %s", rule, message)
+    except OSError:  # the log itself cannot be written (a full disk)
+        pass
+    sys.stderr.write(f"\nEDM-ARS {rule}: {message}\n")
+    sys.exit(1)
 
 
 def registry_of(smk: Any, tier2: dict[str, Any] | None = None) -> Registry:

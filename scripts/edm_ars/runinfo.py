@@ -46,7 +46,8 @@ def config_hash(config: Any) -> str:
 
 
 def workflow_commit(directory: str | Path) -> dict[str, Any]:
-    """The git commit the workflow's folder is checked out at, and whether tracked files differ from it;
+    """The git commit the workflow's folder is checked out at, its commit time (Unix seconds: the date a PDF built
+    from this workflow carries, see edm_ars.writer.latex), and whether tracked files differ from it;
     {'commit': None, 'state': 'not under version control'} when it is no git checkout or git is unavailable."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, check=True,
@@ -55,11 +56,14 @@ def workflow_commit(directory: str | Path) -> dict[str, Any]:
     try:
         commit = git("rev-parse", "HEAD")
         modified = bool(git("status", "--porcelain", "--untracked-files=no"))
+        committed = git("show", "-s", "--format=%ct", "HEAD")
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "short": None, "modified": None, "state": NOT_UNDER_VERSION_CONTROL}
-    if not re.fullmatch(r"[0-9a-f]{40}", commit):
-        return {"commit": None, "short": None, "modified": None, "state": NOT_UNDER_VERSION_CONTROL}
-    return {"commit": commit, "short": commit[:12], "modified": modified,
+        return {"commit": None, "short": None, "commit_time": None, "modified": None,
+                "state": NOT_UNDER_VERSION_CONTROL}
+    if not re.fullmatch(r"[0-9a-f]{40}", commit) or not committed.isdigit():
+        return {"commit": None, "short": None, "commit_time": None, "modified": None,
+                "state": NOT_UNDER_VERSION_CONTROL}
+    return {"commit": commit, "short": commit[:12], "commit_time": int(committed), "modified": modified,
             "state": "modified" if modified else "clean"}
 
 

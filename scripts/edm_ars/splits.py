@@ -53,7 +53,7 @@ def refit_models(task: str, fitted: dict[str, dict[str, Any]], prep: Prepared, s
                  errors: list[dict[str, Any]], what: str) -> dict[str, dict[str, Any]]:
     """Each family in `fitted` (name -> its models/<m>.json record) refitted with its tuned best_params and the
     run's seed (as the main fit) on the training rows of the split `prep` (edm_ars.engineer.prepare's output) and
-    scored on its test rows: name -> {metric, fit_seconds}. A family stopped by a condition of the data (edm_ars.errors.AnalysisLimitation) or the memory
+    scored on its test rows: name -> {metric}. A family stopped by a condition of the data (edm_ars.errors.AnalysisLimitation) or the memory
     is recorded in `errors` with metric None; anything else raises."""
     import numpy as np
 
@@ -75,8 +75,8 @@ def refit_models(task: str, fitted: dict[str, dict[str, Any]], prep: Prepared, s
             wall = time.perf_counter()
             model = fit(name, task, seed, info["best_params"], X, y)
             value = score(task, yt, predict(model, task, Xt))
-            rec = {"metric": None if value is None or not np.isfinite(value) else float(value),
-                   "fit_seconds": round(time.perf_counter() - wall, 3)}
+            rec = {"metric": None if value is None or not np.isfinite(value) else float(value)}
+            log.info("%s: %s refitted and scored in %.1f s", what, name, time.perf_counter() - wall)
         out[name] = rec
     return out
 

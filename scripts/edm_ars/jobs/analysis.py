@@ -35,8 +35,8 @@ def fit_model(smk: Any) -> None:
         write_json(smk.output.meta, {"family": name, "label": label_of(name, task), "failed": errors[0],
                                      "features": list(X.columns)})
         return
-    log.info("%s: CV %s %.4f with %s (%s; %.1f CPU s)", name, fit["cv_metric"], fit["cv_score"], fit["best_params"],
-             fit["search"], fit["fit_cpu_seconds"])
+    log.info("%s: CV %s %.4f with %s (%s)", name, fit["cv_metric"], fit["cv_score"], fit["best_params"],
+             fit["search"])
     joblib.dump(fit.pop("model"), smk.output.model)
     write_csv(smk.output.oof, pd.DataFrame({"oof": fit.pop("oof")}))
     write_json(smk.output.meta, fit | {"features": list(X.columns)})
@@ -180,7 +180,7 @@ def evaluate(smk: Any) -> None:
     for name, m in models.items():
         info = meta[name]
         m.update(label=info["label"], best_params=info["best_params"], cv_score=info["cv_score"],
-                 fit_seconds=info["fit_seconds"], fit_cpu_seconds=info["fit_cpu_seconds"], search=info["search"])
+                 search=info["search"])
         log.info("%s: %s %.4f [%.4f, %.4f]", name, primary, m["metrics"][primary], *m["ci"][primary])
     for name, m in baselines.items():
         log.info("%s (baseline): %s %.4f [%.4f, %.4f]", name, primary, m["metrics"][primary], *m["ci"][primary])

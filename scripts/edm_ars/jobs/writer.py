@@ -116,13 +116,10 @@ def abort_report(smk: Any) -> None:
 
 def compile_pdf(smk: Any) -> None:
     """latexmk with BibTeX; the log is read for errors and undefined references."""
-    import shutil
-
     from ..writer import latex
 
-    pdf = latex.compile_pdf(Path(smk.input.tex), Path(smk.log[0]).with_suffix(".latexmk.log"),
-                            max_overfull_pt=smk.params.max_overfull_pt)
-    tmp = Path(smk.output.pdf).with_suffix(".pdf.tmp")
-    shutil.copyfile(pdf, tmp)
-    tmp.replace(smk.output.pdf)
+    workflow = read_json(smk.input.provenance).get("workflow") or {}
+    latex.compile_pdf(Path(smk.input.tex), Path(smk.log[0]).with_suffix(".latexmk.log"),
+                      max_overfull_pt=smk.params.max_overfull_pt, pdf_path=Path(smk.output.pdf),
+                      commit_time=workflow.get("commit_time"))
     log.info("built %s", smk.output.pdf)

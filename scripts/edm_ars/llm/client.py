@@ -223,7 +223,7 @@ class LLMClient:
             entry["error"] = error
         line = self._scrub(json.dumps(entry, ensure_ascii=False)) + "\n"
         self.ledger_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.ledger_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.ledger_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:
             os.write(fd, line.encode("utf-8"))  # one write of one line: appends from parallel jobs do not mix
         finally:
