@@ -1,5 +1,27 @@
+import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+
+#: the umask of the shared small run: group-writable, so its files must come out 0664 (not mkstemp's 0600)
+BASE_RUN_UMASK = 0o002
+
+
+@pytest.fixture(scope="session")
+def base_run(tmp_path_factory):
+    """The small test configuration run once from empty to output/paper.pdf (under BASE_RUN_UMASK): the
+    reference of the workflow tests and of the crash and reproducibility tests."""
+    from workflow import snakemake
+
+    workdir = tmp_path_factory.mktemp("run")
+    previous = os.umask(BASE_RUN_UMASK)
+    try:
+        result = snakemake(workdir, "output/paper.pdf")
+    finally:
+        os.umask(previous)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return workdir, result

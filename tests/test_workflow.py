@@ -17,14 +17,6 @@ from edm_ars.conventions import LEAKAGE_AUC, QUALITY_FLOOR, UNSTABLE_TOP5
 pytestmark = pytest.mark.workflow
 
 
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("run")
-    result = snakemake(workdir, "output/paper.pdf")
-    assert result.returncode == 0, result.stderr[-5000:]
-    return workdir, result
-
-
 def read(path: Path):
     return json.loads(path.read_text())
 

@@ -81,6 +81,10 @@ def cmd_init_registry(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from .runstate import describe, run_state
+
+    for line in describe(run_state(args.directory), args.directory):
+        print(line)
     out = Path(args.directory) / "output"
     if not out.exists():
         print(f"no run yet in {Path(args.directory).resolve()} (no output/ folder)")

@@ -38,7 +38,8 @@ class OutputWriteError(EdmArsError):
 
     @classmethod
     def of(cls, exc: OSError, path: str | Path | None = None) -> "OutputWriteError":
-        where = path if path is not None else (exc.filename or "an output")
+        # a copy (shutil) names its source in `filename` and the file it could not write in `filename2`
+        where = path if path is not None else (exc.filename2 or exc.filename or "an output")
         reason, fix = cls.REASONS.get(exc.errno or 0, (exc.strerror or str(exc), "fix that"))
         return cls(f"cannot write {where}: {reason}; nothing half-written was kept ({fix}, then run the same "
                    "command again)")

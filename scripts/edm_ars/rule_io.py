@@ -58,10 +58,10 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
             message += ("\n" if "\n" in message else "; ") + kept
         _stop(rule, message)
     except Exception as exc:
-        if OutputWriteError.is_write_failure(exc):  # a write outside edm_ars.artifacts (a figure, a model file)
-            outputs = list(getattr(smk, "output", []) or [])
-            where = exc.filename or f"an output of {rule} ({', '.join(map(str, outputs[:3])) or 'none declared'})"
-            _stop(rule, str(OutputWriteError.of(exc, where)))
+        if OutputWriteError.is_write_failure(exc):  # a write outside edm_ars.artifacts (a figure, a copy, a model)
+            outputs = ", ".join(map(str, list(getattr(smk, "output", []) or [])[:3]))
+            unnamed = None if exc.filename or exc.filename2 else f"an output of {rule} ({outputs or 'none declared'})"
+            _stop(rule, str(OutputWriteError.of(exc, unnamed)))
         _keep_model_calls(smk)
         log.error("%s failed with an unexpected error:\n%s", rule, traceback.format_exc())
         raise

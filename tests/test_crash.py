@@ -1,0 +1,153 @@
+"""Crash safety and byte reproducibility of whole runs: two clean runs give the same bytes; a run killed during a
+model fit or during the LaTeX build, followed by the command the message names, gives the same bytes as one that
+was never interrupted; artifacts follow the umask; a full disk during the Writer is one line naming the path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import BASE_RUN_UMASK
+from workflow import ROOT, TEST_CONFIG, snakemake
+
+pytestmark = pytest.mark.workflow
+
+#: output files allowed to differ between two runs of the same inputs, with the reason (none today)
+EXEMPT: dict[str, str] = {}
+
+
+def outputs(workdir: Path) -> dict[str, bytes]:
+    """Every file under output/, by path relative to the run directory."""
+    return {str(p.relative_to(workdir)): p.read_bytes() for p in sorted((workdir / "output").rglob("*"))
+            if p.is_file()}
+
+
+def differing(a: Path, b: Path) -> list[str]:
+    """The output files that are not byte-identical (or exist in one run only), less the listed exemptions."""
+    left, right = outputs(a), outputs(b)
+    names = sorted(set(left) | set(right))
+    return [n for n in names if n not in EXEMPT and left.get(n) != right.get(n)]
+
+
+def start(workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Snakemake in its own process group, so the whole run (jobs included) can be killed at once."""
+    cmd = [sys.executable, "-m", "snakemake", *args, "--snakefile", str(ROOT / "Snakefile"), "--directory",
+           str(workdir), "--cores", "2", "--configfile", str(TEST_CONFIG)]
+    return subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env=env)
+
+
+def kill_when(proc: subprocess.Popen, ready, what: str, after: float = 1.0, timeout: float = 300) -> None:
+    """SIGKILL the run's process group `after` seconds once `ready()` holds."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.1)
+    time.sleep(after)
+    assert proc.poll() is None, f"the run ended before it could be killed during {what}"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def recover(workdir: Path) -> None:
+    """What a user does after a kill: the run names `--unlock`; `edm-ars status` says the lock is stale and gives
+    the same command; after it, the same command completes (outputs the killed jobs left are remade)."""
+    status = subprocess.run(["edm-ars", "status", "--directory", str(workdir)], capture_output=True, text=True)
+    assert status.returncode == 0, status.stderr
+    assert "stale lock:" in status.stdout and "snakemake --unlock" in status.stdout, status.stdout
+    again = snakemake(workdir, "output/paper.pdf")
+    assert again.returncode != 0 and "LockException" in again.stderr and "--unlock" in again.stderr
+    unlocked = snakemake(workdir, "--unlock")
+    assert unlocked.returncode == 0, unlocked.stderr[-3000:]
+    done = snakemake(workdir, "output/paper.pdf")
+    assert done.returncode == 0, done.stderr[-5000:]
+    assert "IncompleteFilesException" not in done.stderr
+    status = subprocess.run(["edm-ars", "status", "--directory", str(workdir)], capture_output=True, text=True)
+    assert "stale lock" not in status.stdout and "incomplete:" not in status.stdout, status.stdout
+
+
+def test_two_clean_runs_are_byte_identical(base_run, tmp_path):
+    reference, _ = base_run
+    second = snakemake(tmp_path, "output/paper.pdf")
+    assert second.returncode == 0, second.stderr[-5000:]
+    assert len(outputs(tmp_path)) > 50
+    assert differing(reference, tmp_path) == []
+
+
+def test_artifacts_follow_the_umask(base_run):
+    workdir, _ = base_run
+    files = [p for p in (workdir / "output").rglob("*") if p.is_file()]
+    folders = [p for p in (workdir / "output").rglob("*") if p.is_dir()]
+    assert files and folders
+    wrong = {str(p.relative_to(workdir)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files
+             if stat.S_IMODE(p.stat().st_mode) != 0o666 & ~BASE_RUN_UMASK}
+    wrong |= {str(p.relative_to(workdir)): oct(stat.S_IMODE(p.stat().st_mode)) for p in folders
+              if stat.S_IMODE(p.stat().st_mode) != 0o777 & ~BASE_RUN_UMASK}
+    assert wrong == {}
+
+
+def test_a_kill_during_a_model_fit_then_the_named_command_gives_the_same_bytes(base_run, tmp_path):
+    reference, _ = base_run
+    fit_log = tmp_path / "logs" / "fit_model" / "round_0" / "xgboost.log"
+    proc = start(tmp_path, "output/paper.pdf")
+    kill_when(proc, fit_log.exists, "xgboost's fit")
+    assert not (tmp_path / "output" / "paper.pdf").exists()
+    recover(tmp_path)
+    assert differing(reference, tmp_path) == []
+
+
+def test_a_kill_during_the_latex_build_leaves_no_build_state(base_run, tmp_path):
+    reference, _ = base_run
+    workdir = tmp_path / "project"
+    shutil.copytree(reference, workdir, symlinks=True)
+    (workdir / "output" / "paper.pdf").unlink()
+    scratch = tmp_path / "scratch"  # the LaTeX build's private folder is made under TMPDIR
+    scratch.mkdir()
+    proc = start(workdir, "output/paper.pdf", env=dict(os.environ, TMPDIR=str(scratch)))
+    kill_when(proc, lambda: any(scratch.glob("*/build/paper.bbl")), "BibTeX's paper.bbl")
+    paper = workdir / "output" / "paper"
+    assert not (workdir / "output" / "paper.pdf").exists()
+    assert not [p.name for p in paper.iterdir() if p.suffix in (".aux", ".bbl", ".blg", ".fdb_latexmk", ".fls")]
+    recover(workdir)
+    assert (workdir / "output" / "paper.pdf").read_bytes() == (reference / "output" / "paper.pdf").read_bytes()
+    assert differing(reference, workdir) == []
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 96 KiB tmpfs mounted in the test's folder (root only; skipped where mounting is not allowed)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {made.stderr.strip() or made.returncode}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_full_disk_during_the_writer_is_one_line_naming_the_path(base_run, tmp_path, tiny_disk):
+    reference, _ = base_run
+    workdir = tmp_path / "project"
+    shutil.copytree(reference, workdir, symlinks=True)
+    paper = workdir / "output" / "paper"
+    for name in ("provenance.json", "recovery.json"):  # the Writer's inputs that live in its folder
+        shutil.copy2(paper / name, tiny_disk / name)
+    shutil.rmtree(paper)
+    paper.symlink_to(tiny_disk, target_is_directory=True)
+    result = snakemake(workdir, "output/paper.pdf", "-R", "write")
+    assert result.returncode != 0
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("EDM-ARS write:")]
+    assert len(lines) == 1 and "cannot write output/paper/" in lines[0] and "no space left" in lines[0], \
+        result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    left = sorted(p.name for p in tiny_disk.iterdir())
+    assert left == ["provenance.json", "recovery.json"], left  # nothing half-written kept
