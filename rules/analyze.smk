@@ -263,6 +263,7 @@ rule splits:
 rule analyze:
     input:
         unpack(split_summary),
+        unpack(supplementary_records),
         evaluation="output/round_{round}/analysis/evaluation.json",
         explain="output/round_{round}/analysis/explain.json",
         fairness="output/round_{round}/analysis/fairness.json",

@@ -426,6 +426,22 @@ def split_fits(wildcards):
     }
 
 
+def supplementary_records(wildcards):
+    """The round's supplementary analyses for the analyze job: the plan (a checkpoint) and one record per planned
+    analysis (none when codegen.n is 0)."""
+    if not config["codegen"]["n"]:
+        return {}
+    plan = checkpoints.plan_supplementary.get(round=wildcards.round).output.plan
+    with open(plan) as fh:
+        names = [a["name"] for a in json.load(fh)["analyses"]]
+    return {
+        "supplementary_plan": plan,
+        "supplementary": [
+            f"output/round_{wildcards.round}/supplementary/{name}.json" for name in names
+        ],
+    }
+
+
 def split_summary(wildcards):
     """splits.json for the analyze job, when the study is repeated over more than one split."""
     if not extra_splits(config["analysis"]["repeated_splits"]):

@@ -61,6 +61,37 @@ def writer_answer(prompt: str) -> str:
     return f"The selected model reached an AUC of 0.91 on held-out students. {body}"
 
 
+#: a supplementary analysis the scripted model writes: the outcome gap above and below the top predictor's median
+GAP_CODE = """\
+import json
+
+import pandas as pd
+
+with open("inputs/context.json") as fh:
+    context = json.load(fh)
+column = context["top_features"][0]["columns"][0]
+x = pd.read_csv("inputs/train_X.csv", usecols=[column])[column]
+y = pd.read_csv("inputs/train_y.csv").iloc[:, 0]
+high = x > x.median()
+gap = float(y[high].mean() - y[~high].mean())
+numbers = [{"name": "outcome_gap", "value": gap,
+            "meaning": "outcome mean above minus below the median of the top predictor (training rows)"}]
+with open("out/result.json", "w") as fh:
+    json.dump({"numbers": numbers}, fh)
+"""
+#: ... first written with a typo, which the repair fixes
+GAP_BUGGY = GAP_CODE.replace("gap = float(", "gap = flaot(")
+
+
+def supplementary_answer(text: str) -> str:
+    """The Analyst's proposal (one analysis, with a bug) and its repair (the fixed script)."""
+    if "Propose at most" in text:
+        return json.dumps({"analyses": [{"name": "top_median_gap", "purpose": "How different is the outcome above "
+                                         "and below the median of the top predictor?", "reports": ["outcome_gap"],
+                                         "code": GAP_BUGGY}]})
+    return f"The corrected script:\n```python\n{GAP_CODE}```"
+
+
 def agent(request: dict) -> str:
     """A scripted model: debate turns in prose, the synthesizer's specification as JSON in prose, and
     the Critic's three-lens review as JSON after its reasoning."""
@@ -73,6 +104,8 @@ def agent(request: dict) -> str:
     text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
     if "You are the Writer" in system:
         return writer_answer(text)
+    if "You are the Analyst" in system:
+        return supplementary_answer(text)
     if "You are the results debate" in system:
         if "As the synthesizer of the results debate" in text:
             return json.dumps(DEBATE_SYNTHESIS)

@@ -9,7 +9,10 @@ A review (output/round_<r>/review_report.json) carries `revision_actions`, each
   population, outcome and predictor waves as a predictive question (``value`` may give the wording,
   which the spec gate then checks like any other);
 - ``change_imputation`` (engineer): the imputation strategy becomes ``value`` (see :data:`IMPUTATIONS`);
-- ``add_model`` (analyze): the model family ``value`` joins the comparison.
+- ``add_model`` (analyze): the model family ``value`` joins the comparison;
+- ``add_analysis`` (analyze): a supplementary analysis (edm_ars.supplementary) joins the next round's, first in
+  line: ``value`` names one of the vetted library's analyses, or (with a model backend) describes the analysis
+  the model is to write, e.g. a sensitivity analysis.
 
 Actions accumulate over rounds: the stage re-run in round r applies every action of its kind from the
 reviews of rounds 0..r-1, so a later revision of an earlier stage does not undo an earlier request.
@@ -23,9 +26,10 @@ from typing import Any
 from .conventions import MODEL_ORDER, STACKING
 from .formulate import allowed_waves
 from .registry import Registry, is_excluded, is_temporally_valid, wave_of
+from .supplementary import LIBRARY
 
 ACTIONS = {"drop_predictor": "formulate", "add_predictor": "formulate", "tighten_question": "formulate",
-           "change_imputation": "engineer", "add_model": "analyze"}
+           "change_imputation": "engineer", "add_model": "analyze", "add_analysis": "analyze"}
 #: by_missingness: the stated protocol (median/mode under the threshold, IterativeImputer or a missing
 #: category above it); simple: median/mode for every variable; iterative: IterativeImputer for every
 #: incomplete continuous variable (and a missing category for incomplete categorical ones).
@@ -56,6 +60,9 @@ def validate(raw: Any, *, reg: Registry | None = None, spec: dict[str, Any] | No
         return None, f"change_imputation {value!r}: `value` must be one of {', '.join(IMPUTATIONS)}"
     elif kind == "add_model" and value not in families:
         return None, f"add_model {value!r}: `value` must be one of {', '.join(families)}"
+    elif kind == "add_analysis" and not (isinstance(value, str) and (value in LIBRARY or len(value.strip()) >= 10)):
+        return None, (f"add_analysis {value!r}: `value` must name a vetted analysis ({', '.join(LIBRARY)}) or "
+                      "describe the analysis to write (10+ characters)")
     elif kind == "tighten_question" and value is not None and (not isinstance(value, str) or len(value) < 20):
         return None, "tighten_question: `value`, when given, must be the reworded question (20+ characters)"
     return out, None

@@ -338,6 +338,31 @@ def fairness_audit_gaps(results: dict[str, Any]) -> list[str]:
     return out
 
 
+def supplementary_problems(results: dict[str, Any]) -> list[str]:
+    """What is wrong with the round's supplementary analyses (results.json `supplementary`): an analysis dropped after
+    its attempts, or one whose result does not report the numbers its purpose announced. Empty when none were
+    planned (codegen.n 0) or all ran to what they announced."""
+    sup = results.get("supplementary") or {}
+    out = []
+    for name, rec in sorted((sup.get("analyses") or {}).items()):
+        if rec.get("status") != "ok":
+            out.append(f"{name} was dropped ({rec.get('reason') or 'no reason recorded'})")
+            continue
+        missing = [r for r in rec.get("reports") or [] if r not in (rec.get("numbers") or {})]
+        if missing:
+            out.append(f"{name}: its purpose announced {', '.join(missing)}, which its result does not report")
+    return out
+
+
+@code_check("supplementary_analyses")
+def check_supplementary(a: Artifacts, p: dict[str, Any]) -> Finding:
+    if not (a.results.get("supplementary") or {}).get("analyses"):
+        return Finding(None, {}, "No supplementary analyses were planned.")
+    problems = supplementary_problems(a.results)
+    return Finding(not problems, {"problems": problems},
+                   "Supplementary analyses: " + "; ".join(problems) + ".")
+
+
 @code_check("fairness_audit")
 def check_fairness_audit(a: Artifacts, p: dict[str, Any]) -> Finding:
     gaps = fairness_audit_gaps(a.results)

@@ -542,6 +542,14 @@ def analyze(smk: Any) -> None:
     st = read_json(smk.input.stability)
     # the repeated grouped splits, unless analysis.repeated_splits is 1
     sp = read_json(smk.input.splits, "splits") if "splits" in smk.input.keys() else None
+    supplementary = None
+    if "supplementary_plan" in smk.input.keys():  # codegen.n > 0: the round's supplementary analyses
+        from ..supplementary import summary
+
+        plan = read_json(smk.input.supplementary_plan, "supplementary_plan")
+        files = smk.input.supplementary
+        records = [read_json(f, "supplementary_record") for f in ([files] if isinstance(files, str) else files)]
+        supplementary = summary(plan, records, plan["sandbox"])
     flags = list(ev["flags"])
     audit = fa.get("audit") or {}
     flags += [f"fairness: {f}" for f in audit.get("flags", []) if "unreliable" not in f]
@@ -563,6 +571,7 @@ def analyze(smk: Any) -> None:
         "fairness": audit,
         "stability": st,
         **({"splits": _split_spread(sp)} if sp else {}),
+        **({"supplementary": supplementary} if supplementary is not None else {}),
         "figures": ev["figures"] + ex["figures"] + fa["figures"],
         "tables": ev["tables"] + fa["tables"],
         "flags": flags,

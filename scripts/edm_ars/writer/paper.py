@@ -11,7 +11,7 @@ from typing import Any
 from ..artifacts import atomic_write_text, validate
 from ..claims import code_claims, document
 from ..errors import EdmArsError
-from . import outline, provenance, splits
+from . import outline, provenance, splits, supplementary
 from .context import Citations, Ctx, Figure, register_numbers
 from .integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from .macros import MacroTable, template_macros
@@ -183,6 +183,7 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                                  expected=(dataset or {}).get("expected_groups"))
     register_numbers(ctx)
     splits.register(ctx)  # the repeated grouped splits, when the study was repeated over them
+    supplementary.register(ctx)  # the supplementary analyses run as code, when any were planned
     missing = _collect_figures(ctx, figures_dir, out_dir)
 
     # the order of the slots in the paper is the template's

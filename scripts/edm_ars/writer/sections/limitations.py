@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ...texescape import escape_latex
-from .. import provenance, splits, table_one
+from .. import provenance, splits, supplementary, table_one
 from ..common import data_name, suspiciously_high
 from ..context import Ctx
 from ..text import cap_first, clean_label, join_list, lc_first, sentence
@@ -55,6 +55,7 @@ def write(ctx: Ctx) -> str:
     else:
         items.append(ctx.ph("limitations.single_split_stability", short=data_name(ctx)) if ctx.stability.get("runs")
                      else ctx.ph("limitations.single_split", short=data_name(ctx)))
+    items += supplementary.limitations(ctx)  # unsandboxed or dropped supplementary analyses
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         items.append(ctx.ph("limitations.subgroups_not_evaluated"))

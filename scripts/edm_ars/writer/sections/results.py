@@ -6,7 +6,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance, splits
+from .. import narrative, provenance, splits, supplementary
 from ..common import (
     CI_LEVEL,
     PERTURBATION_KIND,
@@ -956,6 +956,9 @@ def write(ctx: Ctx) -> str:
     stab, f_stab = stability_section(ctx)
     if stab:
         sections.append((ctx.ph("results.title_stability"), "sec:stability", "stability", stab, f_stab))
+    supp = supplementary.results(ctx)
+    if supp:
+        sections.append((ctx.ph("supplementary.title"), "sec:supplementary", "supplementary", supp, []))
     # figures not discussed yet: a sentence in the subsection their kind belongs to, else the comparison
     present = {s[2] for s in sections}
     for fig in ctx.figures:

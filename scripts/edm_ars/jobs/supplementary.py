@@ -1,0 +1,104 @@
+"""The supplementary analyses' jobs (envs/analysis.yaml): plan them at a checkpoint, run each in the sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import atomic_write_text, read_json, write_json
+from ..rule_io import log
+
+
+def _requested(smk: Any) -> list[str]:
+    """What the earlier rounds' reviews asked of the supplementary analyses (add_analysis actions)."""
+    from ..actions import of_stage
+    from ..rule_io import earlier_reviews
+
+    return [str(a["value"]) for a in of_stage(earlier_reviews(smk), "analyze") if a["action"] == "add_analysis"]
+
+
+def _ask(smk: Any, prompt: dict[str, Any]):
+    from ..llm.rule_client import client_for_job
+
+    client = client_for_job(smk)
+
+    def ask(tag: str, user: str) -> str:
+        return client.complete(prompt["system"], [{"role": "user", "content": user}], tag=tag).text
+
+    return ask
+
+
+def plan(smk: Any) -> None:
+    """The checkpoint that decides a round's supplementary analyses (their number sets the jobs that follow)."""
+    import pandas as pd
+
+    from ..critic import results_summary
+    from ..llm import load_prompt
+    from ..supplementary import analysis_context, model_plan, offline_plan
+
+    Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(smk.output.ledger, "")
+    cfg = smk.params.codegen
+    spec, report = read_json(smk.input.spec, "research_spec"), read_json(smk.input.report, "data_report")
+    evaluation, explain = read_json(smk.input.evaluation), read_json(smk.input.explain)
+    n_columns = len(pd.read_csv(smk.input.train_X, nrows=0).columns)
+    context = analysis_context(spec, report, evaluation, explain, smk.params.seed, n_columns)
+    requested = _requested(smk)
+    if cfg["n"] <= 0:
+        doc = {"analyses": [], "skipped": [], "backend": smk.params.llm["backend"]}
+    elif smk.params.llm["backend"] == "offline":
+        doc = offline_plan(context, cfg["n"], requested)
+    else:
+        prompt = load_prompt(smk.input.prompts)
+        summary = json.dumps(results_summary({"task": evaluation["task"], "primary_metric": evaluation["primary_metric"],
+                                   "best_model": evaluation["best_model"], "models": evaluation["models"],
+                                   "top_features": explain.get("top_features", []), "flags": evaluation["flags"]}),
+                             indent=1, default=str)
+        doc = model_plan(_ask(smk, prompt), prompt, context, summary, cfg["n"], requested)
+    doc |= {"context": context, "requested": requested, "sandbox": cfg["sandbox"]}
+    for a in doc["analyses"]:
+        log.info("supplementary analysis %s (%s, asked by the %s): %s", a["name"], a["source"], a["requested_by"],
+                 a["purpose"])
+    for s in doc["skipped"]:
+        log.info("not planned: %s: %s", s["name"], s["reason"])
+    write_json(smk.output.plan, doc, "supplementary_plan")
+
+
+def run_one(smk: Any) -> None:
+    """One supplementary analysis: its attempts in the sandbox (repaired by the model, when there is one) and its
+    record, "ok" with the numbers its script wrote, or "dropped" with why."""
+    from ..llm import load_prompt
+    from ..sandbox import Limits
+    from ..supplementary import model_repair, run_analysis
+
+    Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(smk.output.ledger, "")
+    doc = read_json(smk.input.plan, "supplementary_plan")
+    name = smk.wildcards.analysis
+    entry = next((a for a in doc["analyses"] if a["name"] == name), None)
+    if entry is None:
+        from ..errors import EdmArsError
+
+        raise EdmArsError(f"{smk.input.plan}: no supplementary analysis named {name!r}")
+    cfg = smk.params.codegen
+    folder = Path(smk.output.attempts)
+    folder.mkdir(parents=True, exist_ok=True)
+    context_file = folder / "context.json"
+    write_json(context_file, doc["context"] | {"analysis": {"name": name, "purpose": entry["purpose"],
+                                                             "reports": entry["reports"]}})
+    inputs = {"context.json": context_file, "train_X.csv": Path(smk.input.train_X),
+              "train_y.csv": Path(smk.input.train_y), "test_X.csv": Path(smk.input.test_X),
+              "test_y.csv": Path(smk.input.test_y), "test_predictions.csv": Path(smk.input.predictions)}
+    repair = None
+    if entry["source"] == "generated" and smk.params.llm["backend"] != "offline":
+        prompt = load_prompt(smk.input.prompts)
+        repair = model_repair(_ask(smk, prompt), prompt, entry)
+
+    limits = Limits(**cfg["limits"])
+    record = run_analysis(entry, inputs, folder, limits=limits, mode=cfg["sandbox"],
+                          attempts=cfg["attempts"], repair=repair)
+    for a in record["attempts"]:
+        log.info("%s attempt %d: %s %s", name, a["attempt"], a["status"], a["reason"])
+    log.info("%s: %s%s", name, record["status"], f" ({record['reason']})" if record["reason"] else "")
+    write_json(smk.output.record, record, "supplementary_record")
