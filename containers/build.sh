@@ -61,8 +61,8 @@ fi
 STATE="${EDM_ARS_STATE:-/var/tmp/edm-ars-container}"
 CORES="${EDM_ARS_CORES:-$(nproc)}"
 
-# 1. The TeX Live list must be the same in .ci/setup, edm-ars.def and the Containerfile.
-tex_list() { grep -oE '\b(texlive-[a-z-]+|latexmk|poppler-utils)\b' "$1" | sort -u | paste -sd' ' -; }
+# 1. The apt packages (TeX Live, bubblewrap for the sandbox) must be the same in .ci/setup, edm-ars.def and the Containerfile.
+tex_list() { grep -oE '\b(texlive-[a-z-]+|latexmk|poppler-utils|bubblewrap)\b' "$1" | sort -u | paste -sd' ' -; }
 ci_list="$(tex_list "$ROOT/.ci/setup")"
 for f in containers/edm-ars.def containers/Containerfile; do
   [ "$(tex_list "$ROOT/$f")" = "$ci_list" ] || fail "the TeX Live packages of $f differ from .ci/setup: $(tex_list "$ROOT/$f") vs $ci_list"

@@ -18,7 +18,7 @@ checkpoint plan_supplementary:
     log:
         "logs/plan_supplementary/round_{round}.log",
     conda:
-        "../envs/analysis.yaml"
+        "../envs/supplementary.yaml"
     resources:
         llm_api=1,
     params:
@@ -51,7 +51,7 @@ rule supplementary:
     wildcard_constraints:
         analysis="[a-z][a-z0-9_]{1,39}",
     conda:
-        "../envs/analysis.yaml"
+        "../envs/supplementary.yaml"
     resources:
         llm_api=1,
     params:

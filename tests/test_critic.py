@@ -112,7 +112,11 @@ def good(reg):
                "stability": {"unstable": False, "top5_overlap": {"mean": 0.9}, "n_perturbations": 3,
                              "thresholds": {"unstable_top5": 0.6}},
                "figures": figures, "flags": [], "errors": [],
-               "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95, "leakage_r2": None}}
+               "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95, "leakage_r2": None},
+               "supplementary": {"sandbox": "bwrap", "backend": "offline", "n_planned": 1, "n_ok": 1, "skipped": [],
+                                 "analyses": {"drop_top_predictor": {
+                                     "status": "ok", "reports": ["score_drop"],
+                                     "numbers": {"score_drop": {"value": 0.02, "meaning": "AUC lost without X1SES"}}}}}}
     claims = {"claims": [{"id": "outperforms_xgboost", "statement": "The selected model (logistic) predicts better "
                           "than xgboost.", "status": "inconclusive", "reason": "", "evidence": [], "source": "code",
                           "compares": {"a": "logistic", "b": "xgboost", "assertion": "better"}}]}
@@ -901,3 +905,16 @@ def test_a_fairness_audit_without_calibration_or_with_r2_is_caught(good, reg):
                                         {"group": "Female", "n": 500, "reliable": True, "metric": 0.6, "rmse": 0.6,
                                          "mean_error": 0.1}]}}}
     assert CHECKS["fairness_audit"](artifacts(good, reg, sd), {}).passed
+
+
+def test_a_dropped_or_incomplete_supplementary_analysis_is_an_issue(good, reg, rubric):
+    results = json.loads(json.dumps(good["results"]))
+    results["supplementary"]["analyses"]["drop_top_predictor"]["reports"].append("score_with_top")
+    results["supplementary"]["analyses"]["gap"] = {"status": "dropped", "reports": ["gap"],
+                                                   "reason": "attempt 3 of 3: memory: over the limit"}
+    checks, issues = rubric_checks(good["spec"], good["report"], results, reg, rubric=rubric, claims=good["claims"],
+                                   manifest=good["manifest"], dgp=good["dgp"])
+    issue = next(i for i in issues if i["id"] == "an_supplementary")
+    assert issue["severity"] == "minor" and issue["target_stage"] == "analyze"
+    assert "gap was dropped (attempt 3 of 3: memory" in issue["description"]
+    assert "drop_top_predictor: its purpose announced score_with_top" in issue["description"]

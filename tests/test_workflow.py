@@ -28,8 +28,9 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert sorted(set(jobs_run(result))) == sorted({"synthesize", "dataset", "registry_tier2", "formulate",
                                                     "engineer", "fit_model", "fit_stacking", "fit_baselines", "evaluate",
                                                     "explain", "fairness", "stability_run", "stability", "split_run",
-                                                    "splits", "analyze", "debate",
-                                                    "critique", "provenance", "recovery", "write", "compile_pdf"})
+                                                    "splits", "plan_supplementary", "supplementary", "analyze",
+                                                    "debate", "critique", "provenance", "recovery", "write",
+                                                    "compile_pdf"})
     spec = read(out / "round_0" / "research_spec.json")
     report = read(out / "round_0" / "data" / "data_report.json")
     results = read(out / "round_0" / "results.json")
@@ -82,6 +83,17 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert claims["counts"]["supported"] >= 1 and all(c["evidence"] for c in claims["claims"])
     verification = read(out / "paper" / "verification.json")
     assert verification["ok"] and verification["counts"]["matched"] > 50
+    # the vetted supplementary analyses ran in the sandbox, and their numbers are in the paper as verified macros
+    supp = results["supplementary"]
+    assert supp["sandbox"] == "bwrap" and supp["n_planned"] == 2 and supp["n_ok"] == 2
+    assert list(supp["analyses"]) == ["drop_top_predictor", "interaction_top_two"]
+    drop = supp["analyses"]["drop_top_predictor"]
+    assert drop["status"] == "ok" and (workdir / drop["script"]).is_file()
+    numbers = read(out / "paper" / "numbers.json")
+    sources = {m["source"] for m in numbers["macros"]}
+    assert "results.json:supplementary.analyses.drop_top_predictor.numbers.score_drop.value" in sources
+    tex = (out / "paper" / "paper.tex").read_text()
+    assert "Supplementary analyses (code run in a sandbox)" in tex and "drop\\_top\\_predictor" in tex
 
 
 def test_verify_paper_passes_and_fails_on_a_planted_number(base_run, tmp_path):

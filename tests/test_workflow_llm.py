@@ -4,6 +4,7 @@ fake servers on 127.0.0.1, as do the Semantic Scholar and CrossRef clients. No n
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -166,7 +167,9 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         assert (agents["critique"]["calls"], agents["critique"]["repairs"]) == (2, 1)
         assert agents["critique"]["statuses"] == {"unusable": 1, "ok": 1}
         assert agents["debate"]["calls"] == 4 and agents["write"]["calls"] == 2
-        assert llm.count == 13 == costs["total"]["attempts"] and costs["total"]["calls"] == 12
+        # the Analyst's supplementary analysis: its proposal, then one repair of its script
+        assert agents["supplementary"]["calls"] == 2
+        assert llm.count == 15 == costs["total"]["attempts"] and costs["total"]["calls"] == 14
         assert (costs["total"]["retries"], costs["total"]["repairs"], costs["total"]["failures"]) == (1, 1, 2)
         assert [c["status"] for c in calls if c["agent"] == "critique"] == ["unusable", "ok"]
         tex = (out / "paper" / "paper.tex").read_text()
@@ -191,6 +194,19 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         assert "did not settle whether the ranking" in discussion
         review = json.loads((out / "round_0" / "review_report.json").read_text())
         assert review["model_verdict"] == "PASS" and review["backend"] == "anthropic"
+        # the model's supplementary analysis failed once (a typo), was repaired, ran in the sandbox, and its number
+        # is in the paper as a macro verify-paper reconciles
+        results = json.loads((out / "round_0" / "results.json").read_text())
+        gap = results["supplementary"]["analyses"]["top_median_gap"]
+        assert gap["source"] == "generated" and gap["status"] == "ok"
+        assert [a["status"] for a in gap["attempts"]] == ["error", "ok"]
+        assert "flaot" in (out / "round_0" / "supplementary" / "top_median_gap" / "attempt_1" / "analysis.py").read_text()
+        assert "outcome_gap" in gap["numbers"]
+        verified = subprocess.run(["edm-ars", "verify-paper", str(out / "paper" / "paper.tex")], capture_output=True,
+                                  text=True)
+        assert verified.returncode == 0, verified.stdout[-2000:]
+        macros = json.loads((out / "paper" / "numbers.json").read_text())["macros"]
+        assert any(m["source"].endswith("top_median_gap.numbers.outcome_gap.value") for m in macros)
         assert any(i["id"] == "model_generalisability" for i in review["issues"])
 
         # forcing the stage again is answered from the cache: zero requests

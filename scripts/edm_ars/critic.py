@@ -874,6 +874,8 @@ def results_summary(results: dict[str, Any], *, max_flags: int = 30) -> dict[str
                      "flags": flags[:max_flags], "n_flags": len(flags)},
         "stability": {k: st.get(k) for k in ("model", "metric", "unstable", "rule", "thresholds", "n_perturbations",
                                                "metric_spread", "top5_overlap", "rank_correlation")},
+        "supplementary": {name: {k: rec.get(k) for k in ("purpose", "source", "status", "reason", "reports", "numbers")}
+                          for name, rec in ((results.get("supplementary") or {}).get("analyses") or {}).items()},
         "other_flags": [f for f in results.get("flags") or [] if not f.startswith("fairness:")],
         "errors": [{k: (str(e.get(k))[:200] if k == "message" else e.get(k)) for k in ("phase", "what", "type",
                                                                                        "message")}

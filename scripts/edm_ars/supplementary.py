@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .artifacts import atomic_write_text, validate, write_json
+from .causal import causal_phrases
 from .errors import EdmArsError, SchemaError
 
 NAME = re.compile(r"[a-z][a-z0-9_]{1,39}")
@@ -238,10 +239,8 @@ def model_repair(ask: Callable[[str, str], str], prompt: dict[str, str],
 
 
 def _causal(text: str) -> bool:
-    """Causal wording the paper's lint would flag in a Results sentence (edm_ars.writer.integrity)."""
-    from .writer.integrity import CAUSAL, NEGATED
-
-    return any(not NEGATED.search(text[:m.start()]) for m in CAUSAL.finditer(text))
+    """Causal wording the paper's lint would flag in a Results sentence (edm_ars.causal)."""
+    return bool(causal_phrases(text))
 
 
 def check_output(out: Path, entry: dict[str, Any]) -> dict[str, Any]:

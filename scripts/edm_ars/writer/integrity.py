@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..causal import CAUSAL, FRAMING, NEGATED, causal_phrases  # noqa: F401 (CAUSAL, FRAMING, NEGATED: re-exported)
 from ..errors import EdmArsError
 
 #: words per section: (low, high) of the target range; the lint allows 50% of low to 150% of high.
@@ -34,16 +35,6 @@ WORD_TARGETS = {"ABSTRACT": (150, 250), "INTRODUCTION": (800, 1200), "RELATED_WO
                 "LIMITATIONS": (300, 500)}
 #: sections whose sentences report findings (causal verbs there are flagged)
 RESULT_SECTIONS = ("ABSTRACT", "RESULTS", "DISCUSSION")
-CAUSAL = re.compile(
-    r"\b(?:causes?|caused|causing|leads? to|led to|results? in|resulted in|drives?|drove|driven by|"
-    r"determines?|determined by|impacts?|impacted|affects?|affected|effect of|influences?|influenced|"
-    r"boosts?|boosted|improves? (?:student |students' )?outcomes|reduces? the (?:risk|likelihood)|"
-    r"increases? the (?:risk|likelihood|chance)|is responsible for|because of)\b", re.I)
-#: a negation shortly before the verb ("does not show that changing it would change ...")
-NEGATED = re.compile(r"\b(?:not|no|never|neither|nor|without|cannot)\b[^.;]{0,50}$", re.I)
-#: sentences that state the predictive framing itself
-FRAMING = re.compile(r"causal (?:claim|interpretation|finding|effect|reading|language|conclusion)|"
-                     r"(?:not|never) (?:a )?causal|identify causes|causal(?:ly)? interpret", re.I)
 PLACEHOLDER_KEY = re.compile(r"^(?:\?+|todo|tbd|fixme|xxx+|placeholder|citation_?needed|key|ref|reference|"
                              r"author_?year|authoryear|author\d*|cite|citation|unknown|missing|none|null)$", re.I)
 
@@ -266,13 +257,7 @@ def causal_wording(text: str) -> list[tuple[str, str]]:
     """(causal verb, sentence) of every causal verb of `text` (:data:`CAUSAL`) that is not negated shortly before
     it (:data:`NEGATED`) in a sentence that does not state the predictive framing itself (:data:`FRAMING`). The
     lint flags these in result sentences; tests/test_phrases.py holds every fixed phrase to it."""
-    out = []
-    for sentence in _sentences(text):
-        for m in CAUSAL.finditer(sentence):
-            if NEGATED.search(sentence[: m.start()]) or FRAMING.search(sentence):
-                continue
-            out.append((m.group(0), " ".join(sentence.split())))
-    return out
+    return [(verb, " ".join(sentence.split())) for sentence in _sentences(text) for verb in causal_phrases(sentence)]
 
 
 def lint(sections: dict[str, str], *, lines: dict[str, int] | None = None) -> list[LintFinding]:

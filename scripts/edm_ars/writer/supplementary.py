@@ -52,15 +52,15 @@ def results(ctx: Ctx) -> list[str]:
     if not sup:
         return []
     sources = {rec["source"] for rec in sup["analyses"].values()}
-    origin = ctx.ph("supplementary.origin_" + ("mixed" if len(sources) > 1 else sources.pop()))
-    sandbox = ctx.ph("supplementary.sandbox_" + sup["sandbox"])
+    origin = ctx.ph(f"supplementary.origin_{'mixed' if len(sources) > 1 else sources.pop()}")
+    sandbox = ctx.ph(f"supplementary.sandbox_{sup['sandbox']}")
     paras = [ctx.ph("supplementary.overview", planned=ctx.n["supp|planned"], ok=ctx.n["supp|ok"], origin=origin,
                     sandbox=sandbox)]
     for name, rec in sup["analyses"].items():
         base = f"{SRC}.analyses.{name}"
         head = ctx.ph("supplementary.analysis_head", name=_tt(name),
                       purpose=ctx.t(rec["purpose"].rstrip("."), f"{base}.purpose"),
-                      by=ctx.ph("supplementary.by_" + rec["requested_by"]))
+                      by=ctx.ph(f"supplementary.by_{rec['requested_by']}"))
         if rec["status"] == "ok":
             parts = [ctx.ph("supplementary.number", meaning=ctx.t(item["meaning"], f"{base}.numbers.{key}.meaning"),
                             value=ctx.n[f"supp|{name}|{key}"])
