@@ -125,7 +125,10 @@ def test_the_workflow_commit_or_not_under_version_control(tmp_path):
     subprocess.run([*git, "add", "f.txt"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    assert workflow_commit(repo) == {"commit": head, "short": head[:12], "modified": False, "state": "clean"}
+    when = int(subprocess.run([*git, "show", "-s", "--format=%ct", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout)
+    assert workflow_commit(repo) == {"commit": head, "short": head[:12], "commit_time": when, "modified": False,
+                                     "state": "clean"}
     (repo / "f.txt").write_text("b")
     assert workflow_commit(repo)["state"] == "modified"
 
