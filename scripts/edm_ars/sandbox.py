@@ -1,0 +1,680 @@
+"""Run model-written analysis code under a fixed contract, inside bubblewrap, with resource limits.
+
+The contract, as the script sees it: the working directory is /sandbox; the script is /sandbox/analysis.py
+(read-only); every input is a read-only file /sandbox/inputs/<name>, listed with its size in
+/sandbox/inputs/manifest.json; /sandbox/out is the only writable place (plus a private, small /tmp). There is no
+network, no environment beyond a fixed handful of variables (no API keys, HOME is the out folder), no /home,
+/root, /work or /var: only the interpreter and the system libraries, read-only.
+
+Two layers, on purpose:
+- scan() is the early, explainable refusal: it reads the source (never runs it) and names each line that
+  imports a network, process or introspection module, calls eval/exec and friends, reaches for dunder
+  attributes, or gives a file function a path outside the contract. It is a list of rules, not a proof.
+- run_sandboxed() is the real boundary: bubblewrap namespaces (network, pid, ipc, uts, cgroup, user), a
+  minimal read-only file system, an unprivileged uid when started as root, rlimits (CPU, address space,
+  processes, file size, open files), a seccomp filter that refuses execve (no programs beyond the
+  interpreter), and a wall clock that kills the whole sandbox.
+
+How the uid drop works when the workflow runs as root (RLIMIT_NPROC is not enforced for uid 0): bwrap itself
+runs as root so it can bind the interpreter from inside /root (pyenv), creates every namespace but the user
+one, and runs `setpriv` to uid/gid 65534 with no capabilities and no_new_privs; `unshare --user` then puts the
+script in a user namespace of its own, so RLIMIT_NPROC counts this sandbox's processes only (two analyses
+running side by side do not share one budget); `prlimit` sets the limits last. Started as any other user,
+bwrap makes the user namespace itself (--unshare-all) and the same `prlimit` follows.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+#: where the contract puts things inside the sandbox
+SANDBOX = "/sandbox"
+#: the uid/gid the script runs as when the workflow runs as root ("nobody" on Debian)
+UNPRIVILEGED_ID = 65534
+#: how much of stdout/stderr a result keeps (the end: where the traceback is)
+TRIM_CHARS = 4000
+#: the private /tmp inside the sandbox (tmpfs, counts against memory)
+TMP_MB = 64
+#: open files allowed
+NOFILE = 256
+
+INSTALL_HINT = ("install bubblewrap (`apt-get install bubblewrap`), or set `codegen.sandbox: none` in the "
+                "configuration to run generated code without a sandbox (the paper then says so)")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandboxed run."""
+
+    cpu_s: int = 120  # RLIMIT_CPU of the interpreter (SIGXCPU at cpu_s, SIGKILL 2 s later)
+    memory_mb: int = 2048  # RLIMIT_AS
+    wall_s: int = 300  # the whole sandbox is killed after this
+    max_procs: int = 16  # RLIMIT_NPROC (threads count), in the sandbox's own user namespace
+    output_mb: int = 50  # RLIMIT_FSIZE, and the out folder's total size afterwards
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """What a run came to; `stderr` and `reason` are what a repair prompt gets."""
+
+    status: str  # "ok" | "refused" | "error" | "timeout" | "cpu" | "memory" | "output_too_large"
+    exit_code: int | None
+    stdout: str  # the last TRIM_CHARS characters
+    stderr: str  # the last TRIM_CHARS characters
+    seconds: float  # wall seconds: for logs and the benchmark only, never written to artifacts
+    reason: str  # one line: why it is not "ok" ("" when ok)
+
+
+#: Modules the script may not import (nor any submodule of them), each with the reason the scan gives.
+#: `os` is forbidden outright (pathlib covers the contract's file access; os.environ, os.system, os.fork and
+#: os.open are the escape hatches); `sys` too (sys.modules hands out any loaded module, os included).
+_FORBIDDEN = {
+    "network": ["socket", "ssl", "select", "selectors", "asyncio", "urllib", "urllib3", "http", "requests",
+                "httpx", "aiohttp", "websocket", "websockets", "ftplib", "smtplib", "poplib", "imaplib", "nntplib",
+                "telnetlib", "xmlrpc", "socketserver", "webbrowser", "paramiko", "boto3", "botocore",
+                "anthropic", "openai"],
+    "processes": ["subprocess", "multiprocessing", "concurrent", "threading", "_thread", "signal", "pty", "pexpect",
+                  "sh", "joblib", "resource", "posix", "_posixsubprocess"],
+    "the operating system": ["os", "sys", "shutil", "tempfile", "platform", "sysconfig", "fcntl", "mmap",
+                             "termios", "pwd", "grp", "ctypes", "cffi"],
+    "code loading": ["importlib", "imp", "builtins", "runpy", "code", "codeop", "pickle", "cPickle", "dill",
+                     "cloudpickle", "marshal", "shelve", "pdb", "inspect", "gc", "types", "atexit", "site"],
+}
+FORBIDDEN_MODULES: frozenset[str] = frozenset(name for names in _FORBIDDEN.values() for name in names)
+_WHY = {name: why for why, names in _FORBIDDEN.items() for name in names}
+
+#: builtins that run strings as code or hand out namespaces
+_FORBIDDEN_CALLS = frozenset({"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
+                              "input", "help"})
+#: attribute names never allowed (frames, code objects, namespaces; links pointing out of the out folder)
+_FORBIDDEN_ATTRIBUTES = frozenset({"f_globals", "f_locals", "f_builtins", "f_back", "gi_frame", "cr_frame",
+                                   "tb_frame", "co_code", "symlink_to", "hardlink_to", "link_to", "eval", "exec",
+                                   "read_pickle", "to_pickle", "read_sql", "read_sql_query", "read_sql_table",
+                                   "to_sql", "read_clipboard", "to_clipboard"})
+#: functions and methods whose first argument (or a keyword below) is a file path
+_PATH_CALLS = frozenset({
+    "open", "Path", "PurePath", "PosixPath", "PurePosixPath",
+    "read_csv", "read_table", "read_fwf", "read_json", "read_parquet", "read_feather", "read_orc", "read_excel",
+    "read_hdf", "read_stata", "read_sas", "read_spss", "read_html", "read_xml",
+    "to_csv", "to_json", "to_parquet", "to_feather", "to_orc", "to_excel", "to_hdf", "to_stata", "to_html",
+    "to_xml", "to_latex", "to_markdown", "to_string",
+    "savefig", "imsave", "imread", "load", "loadtxt", "genfromtxt", "fromfile", "save", "savez",
+    "savez_compressed", "savetxt", "tofile", "memmap", "ZipFile", "TarFile", "ExcelWriter",
+})
+_PATH_KEYWORDS = frozenset({"file", "fname", "filename", "path", "path_or_buf", "path_or_buffer",
+                            "filepath_or_buffer", "io", "buf", "excel_writer", "name"})
+_CONTRACT_ROOTS = ("inputs", "out")
+#: calls whose value is clean when their first argument is (the manifest's json, a path built from one)
+_PASS_THROUGH = frozenset({"Path", "PurePath", "PosixPath", "str", "load", "loads", "open", "sorted", "list"})
+
+
+def _literal_problem(text: str, *, full: bool) -> str | None:
+    """Why a string literal cannot be a path under the contract (None when it can). `full`: it is the whole
+    path (so it must start with inputs/ or out/); otherwise only a piece (no '..', '~' or leading '/')."""
+    if text.startswith("/"):
+        return f"absolute path {text!r}"
+    if "~" in text:
+        return f"home-relative path {text!r}"
+    if ".." in text.replace("\\", "/").split("/"):
+        return f"path {text!r} climbs out with '..'"
+    if ".." in text:
+        return f"path {text!r} contains '..'"
+    if full and text.split("/")[0] not in _CONTRACT_ROOTS and not text.startswith("./inputs/") \
+            and not text.startswith("./out/"):
+        return f"path {text!r} is outside the contract (only inputs/... and out/...)"
+    return None
+
+
+def _call_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+class _Scanner(ast.NodeVisitor):
+    """Walks the tree once; `clean` is the set of names that only ever hold contract paths or manifest data."""
+
+    def __init__(self, clean: set[str]):
+        self.clean = clean
+        self.violations: list[tuple[int, str]] = []
+
+    def _flag(self, node: ast.AST, message: str) -> None:
+        self.violations.append((getattr(node, "lineno", 0), message))
+
+    def _module(self, node: ast.AST, dotted: str | None) -> None:
+        if not dotted:
+            return
+        top = dotted.split(".")[0]
+        if top in FORBIDDEN_MODULES:
+            self._flag(node, f"import of {dotted} ({_WHY[top]}) is not allowed")
+        elif top.startswith("_"):
+            self._flag(node, f"import of {dotted} (a private module) is not allowed")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._module(node, alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self._flag(node, "relative imports are not allowed (the script is a single file)")
+        self._module(node, node.module)
+        for alias in node.names:  # `from concurrent import futures` is caught above; this catches `from x import os`
+            if alias.name in FORBIDDEN_MODULES:
+                self._flag(node, f"import of {alias.name} ({_WHY[alias.name]}) is not allowed")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id.startswith("__") and node.id not in {"__name__", "__file__"}:
+            self._flag(node, f"use of {node.id} is not allowed")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in {"__name__", "__doc__"}:
+            self._flag(node, f"access to the attribute {node.attr} is not allowed")
+        elif node.attr in _FORBIDDEN_ATTRIBUTES:
+            self._flag(node, f"use of .{node.attr} is not allowed")
+        self.generic_visit(node)
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg == "allow_pickle" and not (isinstance(node.value, ast.Constant) and node.value.value is False):
+            self._flag(node.value, "allow_pickle (loading pickles runs code) is not allowed")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, (ast.Div, ast.Add)):  # Path("out") / "x.png", "out/" + name
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Constant) and isinstance(side.value, str):
+                    problem = _literal_problem(side.value, full=False)
+                    if problem:
+                        self._flag(side, f"{problem} is not allowed")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = _call_name(node.func)
+        if isinstance(node.func, ast.Name) and name in _FORBIDDEN_CALLS:
+            self._flag(node, f"call of {name}() is not allowed")
+        if name in {"getattr", "setattr", "delattr", "hasattr"} and isinstance(node.func, ast.Name):
+            attr = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str) and not attr.value.startswith("_")):
+                self._flag(node, f"{name}() with a computed or private attribute name is not allowed")
+        if name in _PATH_CALLS:
+            self._path_call(node, name)
+        self.generic_visit(node)
+
+    def _path_call(self, node: ast.Call, name: str) -> None:
+        for value in list(node.args) + [kw.value for kw in node.keywords]:  # no '..', '~', '/...' in any literal
+            for piece in _string_pieces(value):
+                problem = _literal_problem(piece, full=False)
+                if problem:
+                    self._flag(node, f"{problem} given to {name}() is not allowed")
+        target = node.args[0] if node.args else next(
+            (kw.value for kw in node.keywords if kw.arg in _PATH_KEYWORDS), None)
+        if target is None or self._is_clean(target):
+            return
+        if isinstance(target, ast.Constant) and isinstance(target.value, str):
+            problem = _literal_problem(target.value, full=True)
+            self._flag(node, f"{problem} given to {name}() is not allowed")
+        elif isinstance(node.func, ast.Attribute) and name in {"load", "save", "open"} and \
+                not isinstance(target, (ast.Constant, ast.JoinedStr)):
+            return  # json.load(fh), pickle-free np.save(fh, ...): a handle, checked where it was opened
+        else:
+            self._flag(node, f"the path given to {name}() is neither a literal under inputs/ or out/ nor a value "
+                             "read from inputs/manifest.json")
+
+    def _is_clean(self, node: ast.expr) -> bool:
+        return _is_clean(node, self.clean)
+
+
+def _string_pieces(node: ast.expr) -> list[str]:
+    """The string literals directly in a value: a constant, the constant parts of an f-string."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        return [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return []
+
+
+def _is_clean(node: ast.expr, clean: set[str]) -> bool:
+    """A value that can only be a contract path or manifest data: a literal under inputs/ or out/, an f-string
+    starting with one, a name that only ever holds clean values, something indexed or called on a clean value
+    (manifest["x"]["path"], p.with_suffix(".png")), or a clean value joined with '/' or '+' to anything."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and _literal_problem(node.value, full=True) is None
+    if isinstance(node, ast.JoinedStr):
+        first = node.values[0] if node.values else None
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+            first.value.split("/")[0] in _CONTRACT_ROOTS and "/" in first.value
+    if isinstance(node, ast.Name):
+        return node.id in clean
+    if isinstance(node, (ast.Subscript, ast.Attribute)):
+        return _is_clean(node.value, clean)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
+        return _is_clean(node.left, clean)
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and _is_clean(node.func.value, clean):
+            return True
+        return _call_name(node.func) in _PASS_THROUGH and bool(node.args) and _is_clean(node.args[0], clean)
+    return False
+
+
+def _clean_names(tree: ast.AST) -> set[str]:
+    """Names every binding of which is clean (assignments, for-loop targets, with ... as, comprehensions),
+    found by iterating to a fixed point. A name bound anywhere to something else is not clean."""
+    bindings: dict[str, list[ast.expr]] = {}
+
+    def bind(target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            bindings.setdefault(target.id, []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                bind(element, value)  # `for name, entry in manifest.items()`: each part of a clean value
+        elif isinstance(target, ast.Starred):
+            bind(target.value, value)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind(target, node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+            bind(node.target, node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            bind(node.target, node.iter)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    bind(item.optional_vars, item.context_expr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            for arg in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+                if arg is not None:  # a parameter can hold anything
+                    bindings.setdefault(arg.arg, []).append(ast.Constant(value=None))
+    clean: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, values in bindings.items():
+            if name not in clean and all(_is_clean(v, clean) for v in values):
+                clean.add(name)
+                changed = True
+    return clean
+
+
+def scan(source: str) -> list[str]:
+    """Static check before anything runs: the violations as one-line messages naming the line
+    ('line 3: import of socket (network) is not allowed'); [] when clean.
+
+    Rejects imports of FORBIDDEN_MODULES (and their submodules, and private `_modules`); calls of eval, exec,
+    compile, __import__, globals, locals, vars; getattr and friends with a computed or private name; dunder
+    names and attributes (the `().__class__.__subclasses__()` family); pickles; links; and file access outside
+    the contract: the path given to open(), Path(), pandas read_*/to_*, savefig, np.load/save... must be a
+    literal under inputs/ or out/ (no absolute path, no '~', no '..' in any literal given to such a call) or a
+    value that comes from such a literal or from inputs/manifest.json (a name only ever bound to clean values;
+    no data-flow analysis beyond that). The sandbox is the real boundary; this is the early, explainable refusal.
+    """
+    try:
+        tree = ast.parse(source, filename="analysis.py")
+    except SyntaxError as exc:
+        return [f"line {exc.lineno}: syntax error: {exc.msg}"]
+    scanner = _Scanner(_clean_names(tree))
+    scanner.visit(tree)
+    seen: set[tuple[int, str]] = set()
+    ordered = [v for v in sorted(scanner.violations) if not (v in seen or seen.add(v))]
+    return [f"line {line}: {message}" for line, message in ordered]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The sandbox
+
+#: Runs in the sandbox before the script: a seccomp filter that answers execve/execveat with EPERM (so no
+#: program beyond this interpreter can start, from subprocess, os.system or os.exec*), then the script as
+#: __main__. The filter is classic BPF built by hand: check the architecture, refuse the exec calls (and the
+#: whole x32 range on x86_64), allow the rest. Arguments: the script path.
+_BOOTSTRAP = r"""
+import ctypes, platform, struct, sys
+ARCH = {"x86_64": (0xC000003E, (59, 322)), "aarch64": (0xC00000B7, (221, 281))}
+arch, calls = ARCH[platform.machine()]
+def op(code, jt, jf, k): return struct.pack("HBBI", code, jt, jf, k)
+LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+prog = [op(LD, 0, 0, 4), op(JEQ, 1, 0, arch), op(RET, 0, 0, 0x80000000), op(LD, 0, 0, 0)]
+if arch == 0xC000003E:
+    prog.append(op(JGE, len(calls) + 1, 0, 0x40000000))
+for i, nr in enumerate(calls):
+    prog.append(op(JEQ, len(calls) - i, 0, nr))
+prog += [op(RET, 0, 0, 0x7FFF0000), op(RET, 0, 0, 0x00050000 | 1)]
+code = b"".join(prog)
+buf = ctypes.create_string_buffer(code, len(code))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(prog), ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):
+    sys.exit("sandbox: cannot install the seccomp filter (errno %d)" % ctypes.get_errno())
+del ctypes, platform, struct, ARCH, arch, calls, op, prog, code, buf, Fprog, fprog, libc
+path = sys.argv[1]
+sys.argv = [path]
+with open(path, encoding="utf-8") as fh:
+    source = fh.read()
+exec(compile(source, path, "exec"), {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})
+"""
+
+
+@lru_cache(maxsize=4)
+def _interpreter(python: str) -> tuple[str, tuple[str, ...]]:
+    """The interpreter's real path and the folders it needs (prefixes, site-packages), asked of it once."""
+    code = ("import json, site, sys; print(json.dumps([sys.executable, sys.prefix, sys.base_prefix, "
+            "sys.exec_prefix, sys.base_exec_prefix] + site.getsitepackages()))")
+    out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin"}, check=True).stdout
+    executable, *folders = json.loads(out)
+    real = os.path.realpath(executable)
+    folders.append(os.path.dirname(real))
+    return real, tuple(sorted({os.path.realpath(f) for f in folders if os.path.isdir(f)}))
+
+
+def _system_binds(interpreter_folders: tuple[str, ...]) -> list[str]:
+    """Read-only binds of /usr, the /lib* and /bin links, the loader cache, and the interpreter's folders
+    (only those: a pyenv under /root brings that version's folder, nothing else of /root)."""
+    args: list[str] = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for etc in ("/etc/ld.so.cache", "/etc/localtime"):
+        if os.path.exists(etc):
+            args += ["--ro-bind", etc, etc]
+    kept: list[str] = []
+    for folder in interpreter_folders:  # sorted, so a parent comes before its children
+        if folder == "/usr" or folder.startswith("/usr/") or any(folder.startswith(k + "/") for k in kept):
+            continue
+        kept.append(folder)
+        ancestors = [str(parent) for parent in reversed(Path(folder).parents) if str(parent) != "/"]
+        for parent in ancestors:  # bwrap would make them 0700 (root's own), unreadable after the uid drop
+            args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", folder, folder]
+    return args
+
+
+def _child_env(python_bin: str, home: str, tmp: str) -> dict[str, str]:
+    """The script's whole environment: built from nothing, never from os.environ."""
+    return {"PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
+            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HOME": home,
+            "MPLCONFIGDIR": tmp, "PYTHONDONTWRITEBYTECODE": "1",
+            "JOBLIB_MULTIPROCESSING": "0"}  # serial joblib, without its warning about the missing /dev/shm
+
+
+def _prlimit(limits: Limits, *, nproc: int | None) -> list[str]:
+    mb = 1024 * 1024
+    args = ["prlimit", f"--cpu={limits.cpu_s}:{limits.cpu_s + 2}", f"--as={limits.memory_mb * mb}",
+            f"--fsize={limits.output_mb * mb}", f"--nofile={NOFILE}", "--core=0"]
+    if nproc is not None:
+        args.append(f"--nproc={nproc}")
+    return args + ["--"]
+
+
+def _drop_privileges() -> list[str]:
+    """As root: become UNPRIVILEGED_ID with no capabilities, then a user namespace of the script's own."""
+    ident = str(UNPRIVILEGED_ID)
+    return ["setpriv", f"--reuid={ident}", f"--regid={ident}", "--clear-groups", "--no-new-privs",
+            "--inh-caps=-all", "--bounding-set=-all", "--", "unshare", "--user", "--"]
+
+
+def _bwrap_command(bwrap: str, python: str, binds: list[str], env: dict[str, str], limits: Limits,
+                   script_args: list[str]) -> list[str]:
+    root = os.geteuid() == 0
+    # as root, the user namespace comes after the uid drop (see the module docstring); otherwise bwrap makes it
+    namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"] \
+        if root else ["--unshare-all"]
+    interpreter, folders = _interpreter(python)
+    cmd = [bwrap, *namespaces, "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
+    for key, value in env.items():
+        cmd += ["--setenv", key, value]
+    cmd += _system_binds(folders)
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_MB * 1024 * 1024),
+            "--tmpfs", "/tmp", "--dir", SANDBOX, *binds, "--remount-ro", "/", "--chdir", SANDBOX, "--"]
+    cmd += _drop_privileges() if root else []
+    return cmd + _prlimit(limits, nproc=limits.max_procs) + [interpreter, "-I", "-B", "-c", _BOOTSTRAP,
+                                                              *script_args]
+
+
+@lru_cache(maxsize=8)
+def _probe(bwrap: str, python: str, euid: int) -> str | None:
+    missing = [tool for tool in (["setpriv", "unshare"] if euid == 0 else []) + ["prlimit"] if not shutil.which(tool)]
+    if missing:
+        return f"{', '.join(missing)} (util-linux) not found on PATH; the sandbox needs it to set its limits"
+    with tempfile.TemporaryDirectory(prefix="edm_ars_probe_") as tmp:
+        empty = Path(tmp, "probe.py")
+        empty.write_text("", encoding="utf-8")
+        empty.chmod(0o644)
+        binds = ["--ro-bind", str(empty), f"{SANDBOX}/analysis.py"]
+        try:
+            cmd = _bwrap_command(bwrap, python, binds, _child_env("/usr/bin", "/tmp", "/tmp"), Limits(),
+                                 [f"{SANDBOX}/analysis.py"])
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bubblewrap ({bwrap}) could not start a trivial sandbox: {exc}"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"bubblewrap ({bwrap}) could not start a trivial sandbox here: {last}"
+    return None
+
+
+def sandbox_available(python: str = sys.executable) -> str | None:
+    """None when bubblewrap can run a trivial sandbox here (tried once per interpreter, then cached), else
+    the reason, naming what to install or the `codegen.sandbox: none` escape."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return f"bubblewrap (bwrap) is not on PATH: {INSTALL_HINT}"
+    reason = _probe(bwrap, python, os.geteuid())
+    return None if reason is None else f"{reason}; {INSTALL_HINT}"
+
+
+def _trim(path: Path) -> str:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - 4 * TRIM_CHARS))
+        return fh.read().decode("utf-8", errors="replace")[-TRIM_CHARS:]
+
+
+def _validate_inputs(inputs: dict[str, Path]) -> dict[str, Path]:
+    checked: dict[str, Path] = {}
+    for name, path in inputs.items():
+        if not name or "/" in name or name in {".", "..", "manifest.json"} or name.startswith("."):
+            raise ValueError(f"input name {name!r}: must be a plain file name (not manifest.json, no '/')")
+        real = Path(path).resolve()
+        if not real.is_file():
+            raise FileNotFoundError(f"input {name!r}: {path} is not a file")
+        checked[name] = real
+    return checked
+
+
+def _stage(staging: Path, script: Path, inputs: dict[str, Path], readable_by_other: bool) -> dict[str, Path]:
+    """Copy the script, write the manifest; copy an input only when the dropped uid could not read it."""
+    shutil.copyfile(script, staging / "analysis.py")
+    (staging / "analysis.py").chmod(0o644)
+    manifest = {name: {"path": f"inputs/{name}", "bytes": path.stat().st_size} for name, path in inputs.items()}
+    (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (staging / "manifest.json").chmod(0o644)
+    sources: dict[str, Path] = {}
+    for name, path in inputs.items():
+        if readable_by_other and not path.stat().st_mode & stat.S_IROTH:
+            copy = staging / "inputs" / name
+            copy.parent.mkdir(exist_ok=True)
+            shutil.copyfile(path, copy)
+            copy.chmod(0o644)
+            path = copy
+        sources[name] = path
+    return sources
+
+
+def _refused(reason: str) -> SandboxResult:
+    return SandboxResult("refused", None, "", "", 0.0, reason)
+
+
+def _tidy_out(out_dir: Path, owner: int | None) -> tuple[int, list[str]]:
+    """Total bytes of the out folder's regular files; removes anything else (links, fifos) and hands
+    everything back to `owner` (never following a link)."""
+    total, removed = 0, []
+    for dirpath, dirnames, filenames in os.walk(out_dir):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                removed.append(str(path.relative_to(out_dir)))
+                path.unlink()
+                continue
+            if owner is not None:
+                os.chown(path, owner, os.getegid(), follow_symlinks=False)
+            if stat.S_ISREG(mode):
+                total += path.lstat().st_size
+    if owner is not None:
+        os.chown(out_dir, owner, os.getegid(), follow_symlinks=False)
+    return total, removed
+
+
+def _empty(out_dir: Path) -> None:
+    for child in out_dir.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def _classify(code: int | None, killed: bool, stderr: str, limits: Limits) -> tuple[str, str]:
+    """The status and its one-line reason from how the process ended (exit code 128+n: killed by signal n)."""
+    if killed:
+        return "timeout", f"killed after the wall limit of {limits.wall_s} s"
+    if code == 0:
+        return "ok", ""
+    sig = code - 128 if code is not None and code > 128 else None
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and "MemoryError" not in stderr):
+        return "cpu", f"stopped at the CPU limit of {limits.cpu_s} s"
+    if "MemoryError" in stderr or "Cannot allocate memory" in stderr or "std::bad_alloc" in stderr:
+        return "memory", f"ran out of memory at the limit of {limits.memory_mb} MB"
+    if sig == signal.SIGXFSZ or "File too large" in stderr:
+        return "output_too_large", f"a file outgrew the output limit of {limits.output_mb} MB"
+    last = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "")
+    how = f"killed by signal {signal.Signals(sig).name}" if sig else f"exit code {code}"
+    return "error", f"{how}: {last}" if last else how
+
+
+def _count_tasks(uid: int) -> int:
+    """Threads of `uid` now (RLIMIT_NPROC counts them): the base of mode "none"'s process limit."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            count += int(fields.get("Threads", "1").strip())
+    return count
+
+
+def _set_limits(limits: Limits, nproc: int | None) -> None:
+    import resource
+
+    mb = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 2))
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.output_mb * mb, limits.output_mb * mb))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if nproc is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+
+def run_sandboxed(script: Path, inputs: dict[str, Path], out_dir: Path, limits: Limits = Limits(),
+                  mode: str = "bwrap", python: str = sys.executable, skip_scan: bool = False) -> SandboxResult:
+    """Run `script` (a .py file) under the contract (see the module docstring) and classify how it ended.
+
+    mode "bwrap" is the sandbox; mode "none" runs the script directly (same limits, same empty environment, a
+    private working folder laid out like /sandbox with links; no namespaces, no exec filter, and RLIMIT_NPROC
+    only on top of the caller's own processes and not at all as root) and only when the caller passes it
+    explicitly. scan() runs first unless skip_scan; a violation, a non-empty out_dir or a missing bubblewrap is
+    status "refused" and nothing runs. Raises ValueError/FileNotFoundError for a bad input name or file."""
+    if mode not in {"bwrap", "none"}:
+        raise ValueError(f"sandbox mode {mode!r}: expected 'bwrap' or 'none'")
+    script, out_dir = Path(script), Path(out_dir)
+    checked = _validate_inputs(inputs)
+    if not script.is_file():
+        return _refused(f"{script}: the analysis script does not exist")
+    if not skip_scan:
+        violations = scan(script.read_text(encoding="utf-8", errors="replace"))
+        if violations:
+            return _refused(f"{script.name}: {len(violations)} violation(s) of the contract: " + "; ".join(violations))
+    if mode == "bwrap":
+        reason = sandbox_available(python)
+        if reason is not None:
+            return _refused(reason)
+    if out_dir.is_symlink() or (out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir()))):
+        return _refused(f"{out_dir}: the output folder must be new or empty")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    drop = mode == "bwrap" and os.geteuid() == 0
+    with tempfile.TemporaryDirectory(prefix="edm_ars_sandbox_") as tmp:
+        staging = Path(tmp)
+        sources = _stage(staging, script, checked, readable_by_other=drop)
+        if mode == "bwrap":
+            interpreter, _ = _interpreter(python)
+            binds = ["--ro-bind", str(staging / "analysis.py"), f"{SANDBOX}/analysis.py",
+                     "--dir", f"{SANDBOX}/inputs",
+                     "--ro-bind", str(staging / "manifest.json"), f"{SANDBOX}/inputs/manifest.json"]
+            for name, source in sources.items():
+                binds += ["--ro-bind", str(source), f"{SANDBOX}/inputs/{name}"]
+            binds += ["--bind", str(out_dir.resolve()), f"{SANDBOX}/out"]
+            env = _child_env(os.path.dirname(interpreter), f"{SANDBOX}/out", "/tmp")
+            if drop:
+                os.chown(out_dir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+            cmd = _bwrap_command(shutil.which("bwrap") or "bwrap", python, binds, env, limits,
+                                 [f"{SANDBOX}/analysis.py"])
+            cwd, preexec, popen_env = staging, None, {"PATH": "/usr/bin:/bin"}
+        else:
+            work = staging / "sandbox"
+            (work / "inputs").mkdir(parents=True)
+            (work / "tmp").mkdir()
+            shutil.copyfile(staging / "analysis.py", work / "analysis.py")
+            shutil.copyfile(staging / "manifest.json", work / "inputs" / "manifest.json")
+            for name, source in sources.items():
+                (work / "inputs" / name).symlink_to(source)
+            (work / "out").symlink_to(out_dir.resolve())
+            nproc = None if os.geteuid() == 0 else _count_tasks(os.geteuid()) + limits.max_procs
+            popen_env = _child_env(os.path.dirname(python), str(work / "out"), str(work / "tmp"))
+            cmd, cwd = [python, "-I", "-B", "analysis.py"], work
+            preexec = lambda: _set_limits(limits, nproc)  # noqa: E731
+        stdout_path, stderr_path = staging / "stdout.txt", staging / "stderr.txt"
+        start = time.monotonic()
+        killed = False
+        with open(stdout_path, "wb") as out_fh, open(stderr_path, "wb") as err_fh:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_fh, stderr=err_fh, cwd=cwd,
+                                    env=popen_env, start_new_session=True, preexec_fn=preexec)
+            try:
+                proc.wait(timeout=limits.wall_s)
+            except subprocess.TimeoutExpired:
+                killed = True
+                os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies; --die-with-parent takes the pid namespace along
+                proc.wait()
+        seconds = time.monotonic() - start
+        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        stdout, stderr = _trim(stdout_path), _trim(stderr_path)
+    total, removed = _tidy_out(out_dir, os.geteuid() if drop else None)
+    status, reason = _classify(code, killed, stderr, limits)
+    if status == "ok" and total > limits.output_mb * 1024 * 1024:
+        status, reason = "output_too_large", f"the output folder holds {total} bytes, over {limits.output_mb} MB"
+    if status == "output_too_large":
+        _empty(out_dir)
+    elif status == "ok" and removed:
+        status, reason = "error", f"the output folder may hold only files and folders; removed: {', '.join(removed)}"
+    return SandboxResult(status, None if killed else code, stdout, stderr, seconds, reason)
