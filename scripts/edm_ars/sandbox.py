@@ -111,11 +111,15 @@ _PATH_CALLS = frozenset({
     "to_csv", "to_json", "to_parquet", "to_feather", "to_orc", "to_excel", "to_hdf", "to_stata", "to_html",
     "to_xml", "to_latex", "to_markdown", "to_string",
     "savefig", "imsave", "imread", "load", "loadtxt", "genfromtxt", "fromfile", "save", "savez",
-    "savez_compressed", "savetxt", "tofile", "memmap", "ZipFile", "TarFile", "ExcelWriter",
+    "savez_compressed", "savetxt", "tofile", "memmap", "ZipFile", "TarFile", "ExcelWriter", "FileHandler",
+    "basicConfig",
 })
 _PATH_KEYWORDS = frozenset({"file", "fname", "filename", "path", "path_or_buf", "path_or_buffer",
                             "filepath_or_buffer", "io", "buf", "excel_writer", "name"})
 _CONTRACT_ROOTS = ("inputs", "out")
+#: attributes that lead a clean path out of the contract's folders (Path("inputs").resolve().parent / "etc")
+_CLIMBING = frozenset({"parent", "parents", "anchor", "root", "drive", "home", "cwd", "expanduser", "resolve",
+                       "absolute", "readlink"})
 #: calls whose value is clean when their first argument is (the manifest's json, a path built from one)
 _PASS_THROUGH = frozenset({"Path", "PurePath", "PosixPath", "str", "load", "loads", "open", "sorted", "list"})
 
@@ -259,12 +263,14 @@ def _is_clean(node: ast.expr, clean: set[str]) -> bool:
             first.value.split("/")[0] in _CONTRACT_ROOTS and "/" in first.value
     if isinstance(node, ast.Name):
         return node.id in clean
-    if isinstance(node, (ast.Subscript, ast.Attribute)):
+    if isinstance(node, ast.Attribute):
+        return node.attr not in _CLIMBING and _is_clean(node.value, clean)
+    if isinstance(node, ast.Subscript):
         return _is_clean(node.value, clean)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
         return _is_clean(node.left, clean)
     if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute) and _is_clean(node.func.value, clean):
+        if isinstance(node.func, ast.Attribute) and _is_clean(node.func, clean):
             return True
         return _call_name(node.func) in _PASS_THROUGH and bool(node.args) and _is_clean(node.args[0], clean)
     return False
@@ -393,6 +399,7 @@ def _system_binds(interpreter_folders: tuple[str, ...]) -> list[str]:
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
+    args += ["--perms", "0755", "--dir", "/etc"]  # else 0700 (bwrap's default for a made parent)
     for etc in ("/etc/ld.so.cache", "/etc/localtime"):
         if os.path.exists(etc):
             args += ["--ro-bind", etc, etc]
