@@ -422,3 +422,41 @@ def test_the_sandbox_sees_only_the_interpreter_and_the_contract(run):
     assert seen == {"/etc/passwd": False, "/home": False, "/root/.bashrc": False, "/sandbox/inputs/manifest.json": True,
                     "/sandbox/inputs/x.csv": True, "/var": False, "/work": False}
     assert "CapEff:\t0000000000000000" in result.stdout and "NoNewPrivs:\t1" in result.stdout
+
+
+@needs_bwrap
+def test_an_input_only_its_owner_can_read_still_reaches_the_script(run, tmp_path):
+    (tmp_path / "x.csv").write_text("a,b\n1,0\n2,1\n3,0\n4,1\n", encoding="utf-8")
+    (tmp_path / "x.csv").chmod(0o600)  # as mkstemp leaves it: the uid 65534 of the sandbox gets a copy
+    result, out_dir = run(GOOD, skip_scan=False)
+    assert result.status == "ok", result
+    assert json.loads((out_dir / "result.json").read_text()) == {"rows": 4, "total": 10}
+
+
+@needs_bwrap
+def test_special_mode_bits_made_in_the_sandbox_do_not_survive(run):
+    result, out_dir = run("from pathlib import Path\np = Path('out/tool')\np.write_text('x')\np.chmod(0o6755)\n")
+    assert result.status == "ok", result
+    assert (out_dir / "tool").stat().st_mode & 0o7777 == 0o755
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop and its fallback happen only when started as root")
+def test_without_user_namespaces_root_falls_back_to_the_shared_uid_limit(run, monkeypatch):
+    """Where `unshare --user` cannot run after the uid drop, the sandbox still runs (pid, net... namespaces,
+    uid 65534, limits, exec filter); RLIMIT_NPROC then counts every process of uid 65534."""
+    monkeypatch.setattr(sandbox, "OWN_USERNS", ("unshare", "--no-such-option", "--"))
+    sandbox._probe.cache_clear()
+    try:
+        assert sandbox._probe(sandbox.shutil.which("bwrap"), sys.executable, 0) == (None, False)
+        result, out_dir = run(GOOD, skip_scan=False)
+        assert result.status == "ok", result
+        source = ("import os, time\ncount = 0\nwhile True:\n    try:\n        pid = os.fork()\n"
+                  "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n"
+                  "    count += 1\nprint(count)\n")
+        for child in out_dir.iterdir():
+            child.unlink()
+        result, _ = run(source, Limits(max_procs=8, wall_s=20))
+        assert result.status == "ok" and 0 < int(result.stdout) < 8, result
+    finally:
+        sandbox._probe.cache_clear()

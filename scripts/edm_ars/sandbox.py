@@ -19,7 +19,9 @@ How the uid drop works when the workflow runs as root (RLIMIT_NPROC is not enfor
 runs as root so it can bind the interpreter from inside /root (pyenv), creates every namespace but the user
 one, and runs `setpriv` to uid/gid 65534 with no capabilities and no_new_privs; `unshare --user` then puts the
 script in a user namespace of its own, so RLIMIT_NPROC counts this sandbox's processes only (two analyses
-running side by side do not share one budget); `prlimit` sets the limits last. Started as any other user,
+running side by side do not share one budget; where unprivileged user namespaces are off, the probe falls
+back to running without this one, and the budget is then shared by all processes of uid 65534); `prlimit` sets
+the limits last. Started as any other user,
 bwrap makes the user namespace itself (--unshare-all) and the same `prlimit` follows.
 """
 
@@ -432,15 +434,22 @@ def _prlimit(limits: Limits, *, nproc: int | None) -> list[str]:
     return args + ["--"]
 
 
-def _drop_privileges() -> list[str]:
-    """As root: become UNPRIVILEGED_ID with no capabilities, then a user namespace of the script's own."""
+#: As root, after the uid drop: a user namespace of the script's own, so that RLIMIT_NPROC counts this
+#: sandbox's processes only. Where unprivileged user namespaces are off (a sysctl, an AppArmor policy) the
+#: probe falls back to running without it: the limit is then shared by every process of UNPRIVILEGED_ID.
+OWN_USERNS = ("unshare", "--user", "--")
+
+
+def _drop_privileges(own_userns: bool) -> list[str]:
+    """As root: become UNPRIVILEGED_ID with no capabilities (and no way to regain any), then, where the
+    kernel allows it, a user namespace of the script's own."""
     ident = str(UNPRIVILEGED_ID)
     return ["setpriv", f"--reuid={ident}", f"--regid={ident}", "--clear-groups", "--no-new-privs",
-            "--inh-caps=-all", "--bounding-set=-all", "--", "unshare", "--user", "--"]
+            "--inh-caps=-all", "--bounding-set=-all", "--", *(OWN_USERNS if own_userns else ())]
 
 
 def _bwrap_command(bwrap: str, python: str, binds: list[str], env: dict[str, str], limits: Limits,
-                   script_args: list[str]) -> list[str]:
+                   script_args: list[str], own_userns: bool = True) -> list[str]:
     root = os.geteuid() == 0
     # as root, the user namespace comes after the uid drop (see the module docstring); otherwise bwrap makes it
     namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"] \
@@ -452,16 +461,13 @@ def _bwrap_command(bwrap: str, python: str, binds: list[str], env: dict[str, str
     cmd += _system_binds(folders)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_MB * 1024 * 1024),
             "--tmpfs", "/tmp", "--dir", SANDBOX, *binds, "--remount-ro", "/", "--chdir", SANDBOX, "--"]
-    cmd += _drop_privileges() if root else []
+    cmd += _drop_privileges(own_userns) if root else []
     return cmd + _prlimit(limits, nproc=limits.max_procs) + [interpreter, "-I", "-B", "-c", _BOOTSTRAP,
                                                               *script_args]
 
 
-@lru_cache(maxsize=8)
-def _probe(bwrap: str, python: str, euid: int) -> str | None:
-    missing = [tool for tool in (["setpriv", "unshare"] if euid == 0 else []) + ["prlimit"] if not shutil.which(tool)]
-    if missing:
-        return f"{', '.join(missing)} (util-linux) not found on PATH; the sandbox needs it to set its limits"
+def _try_sandbox(bwrap: str, python: str, own_userns: bool) -> str | None:
+    """Run an empty script through the whole chain (bwrap, uid drop, limits, exec filter): None or why not."""
     with tempfile.TemporaryDirectory(prefix="edm_ars_probe_") as tmp:
         empty = Path(tmp, "probe.py")
         empty.write_text("", encoding="utf-8")
@@ -469,7 +475,7 @@ def _probe(bwrap: str, python: str, euid: int) -> str | None:
         binds = ["--ro-bind", str(empty), f"{SANDBOX}/analysis.py"]
         try:
             cmd = _bwrap_command(bwrap, python, binds, _child_env("/usr/bin", "/tmp", "/tmp"), Limits(),
-                                 [f"{SANDBOX}/analysis.py"])
+                                 [f"{SANDBOX}/analysis.py"], own_userns)
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
         except (OSError, subprocess.SubprocessError) as exc:
             return f"bubblewrap ({bwrap}) could not start a trivial sandbox: {exc}"
@@ -479,13 +485,25 @@ def _probe(bwrap: str, python: str, euid: int) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8)
+def _probe(bwrap: str, python: str, euid: int) -> tuple[str | None, bool]:
+    """(why the sandbox cannot run or None, whether the script gets a user namespace of its own): tried once."""
+    missing = [tool for tool in (["setpriv"] if euid == 0 else []) + ["prlimit"] if not shutil.which(tool)]
+    if missing:
+        return f"{', '.join(missing)} (util-linux) not found on PATH; the sandbox needs it", False
+    reason = _try_sandbox(bwrap, python, own_userns=True)
+    if reason is not None and euid == 0 and _try_sandbox(bwrap, python, own_userns=False) is None:
+        return None, False
+    return reason, reason is None
+
+
 def sandbox_available(python: str = sys.executable) -> str | None:
     """None when bubblewrap can run a trivial sandbox here (tried once per interpreter, then cached), else
     the reason, naming what to install or the `codegen.sandbox: none` escape."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return f"bubblewrap (bwrap) is not on PATH: {INSTALL_HINT}"
-    reason = _probe(bwrap, python, os.geteuid())
+    reason, _ = _probe(bwrap, python, os.geteuid())
     return None if reason is None else f"{reason}; {INSTALL_HINT}"
 
 
@@ -545,6 +563,8 @@ def _tidy_out(out_dir: Path, owner: int | None) -> tuple[int, list[str]]:
                 continue
             if owner is not None:
                 os.chown(path, owner, os.getegid(), follow_symlinks=False)
+            if mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
+                os.chmod(path, stat.S_IMODE(mode) & 0o777)
             if stat.S_ISREG(mode):
                 total += path.lstat().st_size
     if owner is not None:
@@ -645,8 +665,9 @@ def run_sandboxed(script: Path, inputs: dict[str, Path], out_dir: Path, limits: 
             env = _child_env(os.path.dirname(interpreter), f"{SANDBOX}/out", "/tmp")
             if drop:
                 os.chown(out_dir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-            cmd = _bwrap_command(shutil.which("bwrap") or "bwrap", python, binds, env, limits,
-                                 [f"{SANDBOX}/analysis.py"])
+            bwrap = shutil.which("bwrap") or "bwrap"
+            _, own_userns = _probe(bwrap, python, os.geteuid())
+            cmd = _bwrap_command(bwrap, python, binds, env, limits, [f"{SANDBOX}/analysis.py"], own_userns)
             cwd, preexec, popen_env = staging, None, {"PATH": "/usr/bin:/bin"}
         else:
             work = staging / "sandbox"
@@ -671,7 +692,10 @@ def run_sandboxed(script: Path, inputs: dict[str, Path], out_dir: Path, limits: 
                 proc.wait(timeout=limits.wall_s)
             except subprocess.TimeoutExpired:
                 killed = True
-                os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies; --die-with-parent takes the pid namespace along
+                try:  # bwrap dies; --die-with-parent takes the pid namespace (every process in it) along
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:  # it ended just now
+                    pass
                 proc.wait()
         seconds = time.monotonic() - start
         code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
