@@ -37,8 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 #: where the contract puts things inside the sandbox
@@ -550,10 +551,12 @@ def _refused(reason: str) -> SandboxResult:
 
 
 def _tidy_out(out_dir: Path, owner: int | None) -> tuple[int, list[str]]:
-    """Total bytes of the out folder's regular files; removes anything else (links, fifos) and hands
-    everything back to `owner` (never following a link)."""
+    """Total bytes of the out folder's regular files. Removes anything else (links, fifos, sockets), hands
+    everything back to `owner` when given, strips setuid/setgid/sticky bits and unlocks folders the script
+    locked (mode 000), never following a link."""
     total, removed = 0, []
-    for dirpath, dirnames, filenames in os.walk(out_dir):
+    _unlock(out_dir)
+    for dirpath, dirnames, filenames in os.walk(out_dir):  # top-down: a folder is unlocked before the descent
         for name in dirnames + filenames:
             path = Path(dirpath, name)
             mode = path.lstat().st_mode
@@ -565,11 +568,20 @@ def _tidy_out(out_dir: Path, owner: int | None) -> tuple[int, list[str]]:
                 os.chown(path, owner, os.getegid(), follow_symlinks=False)
             if mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
                 os.chmod(path, stat.S_IMODE(mode) & 0o777)
-            if stat.S_ISREG(mode):
+            if stat.S_ISDIR(mode):
+                _unlock(path)
+            else:
                 total += path.lstat().st_size
+        dirnames[:] = [d for d in dirnames if Path(dirpath, d).is_dir() and not Path(dirpath, d).is_symlink()]
     if owner is not None:
         os.chown(out_dir, owner, os.getegid(), follow_symlinks=False)
     return total, removed
+
+
+def _unlock(folder: Path) -> None:
+    mode = folder.lstat().st_mode
+    if mode & 0o700 != 0o700:
+        os.chmod(folder, stat.S_IMODE(mode) | 0o700)
 
 
 def _empty(out_dir: Path) -> None:
@@ -654,53 +666,17 @@ def run_sandboxed(script: Path, inputs: dict[str, Path], out_dir: Path, limits: 
     with tempfile.TemporaryDirectory(prefix="edm_ars_sandbox_") as tmp:
         staging = Path(tmp)
         sources = _stage(staging, script, checked, readable_by_other=drop)
-        if mode == "bwrap":
-            interpreter, _ = _interpreter(python)
-            binds = ["--ro-bind", str(staging / "analysis.py"), f"{SANDBOX}/analysis.py",
-                     "--dir", f"{SANDBOX}/inputs",
-                     "--ro-bind", str(staging / "manifest.json"), f"{SANDBOX}/inputs/manifest.json"]
-            for name, source in sources.items():
-                binds += ["--ro-bind", str(source), f"{SANDBOX}/inputs/{name}"]
-            binds += ["--bind", str(out_dir.resolve()), f"{SANDBOX}/out"]
-            env = _child_env(os.path.dirname(interpreter), f"{SANDBOX}/out", "/tmp")
-            if drop:
-                os.chown(out_dir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-            bwrap = shutil.which("bwrap") or "bwrap"
-            _, own_userns = _probe(bwrap, python, os.geteuid())
-            cmd = _bwrap_command(bwrap, python, binds, env, limits, [f"{SANDBOX}/analysis.py"], own_userns)
-            cwd, preexec, popen_env = staging, None, {"PATH": "/usr/bin:/bin"}
-        else:
-            work = staging / "sandbox"
-            (work / "inputs").mkdir(parents=True)
-            (work / "tmp").mkdir()
-            shutil.copyfile(staging / "analysis.py", work / "analysis.py")
-            shutil.copyfile(staging / "manifest.json", work / "inputs" / "manifest.json")
-            for name, source in sources.items():
-                (work / "inputs" / name).symlink_to(source)
-            (work / "out").symlink_to(out_dir.resolve())
-            nproc = None if os.geteuid() == 0 else _count_tasks(os.geteuid()) + limits.max_procs
-            popen_env = _child_env(os.path.dirname(python), str(work / "out"), str(work / "tmp"))
-            cmd, cwd = [python, "-I", "-B", "analysis.py"], work
-            preexec = lambda: _set_limits(limits, nproc)  # noqa: E731
-        stdout_path, stderr_path = staging / "stdout.txt", staging / "stderr.txt"
-        start = time.monotonic()
-        killed = False
-        with open(stdout_path, "wb") as out_fh, open(stderr_path, "wb") as err_fh:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_fh, stderr=err_fh, cwd=cwd,
-                                    env=popen_env, start_new_session=True, preexec_fn=preexec)
-            try:
-                proc.wait(timeout=limits.wall_s)
-            except subprocess.TimeoutExpired:
-                killed = True
-                try:  # bwrap dies; --die-with-parent takes the pid namespace (every process in it) along
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:  # it ended just now
-                    pass
-                proc.wait()
-        seconds = time.monotonic() - start
-        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
-        stdout, stderr = _trim(stdout_path), _trim(stderr_path)
-    total, removed = _tidy_out(out_dir, os.geteuid() if drop else None)
+        try:
+            if mode == "bwrap":
+                if drop:
+                    os.chown(out_dir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+                plan = _bwrap_plan(staging, sources, out_dir, python, limits)
+            else:
+                plan = _direct_plan(staging, sources, out_dir, python, limits)
+            code, killed, seconds = _execute(*plan, staging, limits.wall_s)
+        finally:
+            total, removed = _tidy_out(out_dir, os.geteuid() if drop else None)
+        stdout, stderr = _trim(staging / "stdout.txt"), _trim(staging / "stderr.txt")
     status, reason = _classify(code, killed, stderr, limits)
     if status == "ok" and total > limits.output_mb * 1024 * 1024:
         status, reason = "output_too_large", f"the output folder holds {total} bytes, over {limits.output_mb} MB"
@@ -709,3 +685,59 @@ def run_sandboxed(script: Path, inputs: dict[str, Path], out_dir: Path, limits: 
     elif status == "ok" and removed:
         status, reason = "error", f"the output folder may hold only files and folders; removed: {', '.join(removed)}"
     return SandboxResult(status, None if killed else code, stdout, stderr, seconds, reason)
+
+
+_Plan = tuple[list[str], Path, dict[str, str], Callable[[], None] | None]
+
+
+def _bwrap_plan(staging: Path, sources: dict[str, Path], out_dir: Path, python: str, limits: Limits) -> _Plan:
+    """The bwrap command line: the contract's binds on top of the interpreter's; bwrap itself gets no secrets."""
+    interpreter, _ = _interpreter(python)
+    binds = ["--ro-bind", str(staging / "analysis.py"), f"{SANDBOX}/analysis.py", "--dir", f"{SANDBOX}/inputs",
+             "--ro-bind", str(staging / "manifest.json"), f"{SANDBOX}/inputs/manifest.json"]
+    for name, source in sources.items():
+        binds += ["--ro-bind", str(source), f"{SANDBOX}/inputs/{name}"]
+    binds += ["--bind", str(out_dir.resolve()), f"{SANDBOX}/out"]
+    env = _child_env(os.path.dirname(interpreter), f"{SANDBOX}/out", "/tmp")
+    bwrap = shutil.which("bwrap") or "bwrap"
+    _, own_userns = _probe(bwrap, python, os.geteuid())
+    cmd = _bwrap_command(bwrap, python, binds, env, limits, [f"{SANDBOX}/analysis.py"], own_userns)
+    return cmd, staging, {"PATH": "/usr/bin:/bin"}, None
+
+
+def _direct_plan(staging: Path, sources: dict[str, Path], out_dir: Path, python: str, limits: Limits) -> _Plan:
+    """Mode "none": a private folder laid out like /sandbox (links to the inputs and to out_dir), the same
+    environment and limits set in the child before exec."""
+    work = staging / "sandbox"
+    (work / "inputs").mkdir(parents=True)
+    (work / "tmp").mkdir()
+    shutil.copyfile(staging / "analysis.py", work / "analysis.py")
+    shutil.copyfile(staging / "manifest.json", work / "inputs" / "manifest.json")
+    for name, source in sources.items():
+        (work / "inputs" / name).symlink_to(source)
+    (work / "out").symlink_to(out_dir.resolve())
+    nproc = None if os.geteuid() == 0 else _count_tasks(os.geteuid()) + limits.max_procs
+    env = _child_env(os.path.dirname(python), str(work / "out"), str(work / "tmp"))
+    return [python, "-I", "-B", "analysis.py"], work, env, partial(_set_limits, limits, nproc)
+
+
+def _execute(cmd: list[str], cwd: Path, env: dict[str, str], preexec: Callable[[], None] | None, staging: Path,
+             wall_s: int) -> tuple[int, bool, float]:
+    """Run in a session of its own with stdout/stderr into files (RLIMIT_FSIZE bounds them; a pipe would not);
+    kill the whole group at the wall limit. Returns (exit code, 128+n for signal n; killed at the wall; s)."""
+    start = time.monotonic()
+    killed = False
+    with open(staging / "stdout.txt", "wb") as out_fh, open(staging / "stderr.txt", "wb") as err_fh:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_fh, stderr=err_fh, cwd=cwd, env=env,
+                                start_new_session=True, preexec_fn=preexec)
+        try:
+            proc.wait(timeout=wall_s)
+        except subprocess.TimeoutExpired:
+            killed = True
+            try:  # bwrap dies; --die-with-parent takes the pid namespace (every process in it) along
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:  # it ended just now
+                pass
+            proc.wait()
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    return code, killed, time.monotonic() - start
