@@ -460,3 +460,9 @@ def test_without_user_namespaces_root_falls_back_to_the_shared_uid_limit(run, mo
         assert result.status == "ok" and 0 < int(result.stdout) < 8, result
     finally:
         sandbox._probe.cache_clear()
+
+
+@needs_bwrap
+def test_the_private_tmp_is_small(run):
+    result, _ = run("open('/tmp/fill', 'wb').write(b'x' * (100 * 1024 * 1024))\n", Limits(output_mb=200))
+    assert result.status == "error" and "No space left on device" in result.reason, result

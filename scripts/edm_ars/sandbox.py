@@ -460,11 +460,22 @@ def _bwrap_command(bwrap: str, python: str, binds: list[str], env: dict[str, str
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     cmd += _system_binds(folders)
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_MB * 1024 * 1024),
-            "--tmpfs", "/tmp", "--dir", SANDBOX, *binds, "--remount-ro", "/", "--chdir", SANDBOX, "--"]
+    tmp_size = ["--size", str(TMP_MB * 1024 * 1024)] if _supports(bwrap, "--size") else []  # bwrap >= 0.8
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp",
+            "--dir", SANDBOX, *binds, "--remount-ro", "/", "--chdir", SANDBOX, "--"]
     cmd += _drop_privileges(own_userns) if root else []
     return cmd + _prlimit(limits, nproc=limits.max_procs) + [interpreter, "-I", "-B", "-c", _BOOTSTRAP,
                                                               *script_args]
+
+
+@lru_cache(maxsize=8)
+def _supports(bwrap: str, option: str) -> bool:
+    """Whether this bwrap knows an option (its --help lists it); older ones run without the extra."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return f"{option} " in done.stdout + done.stderr
 
 
 def _try_sandbox(bwrap: str, python: str, own_userns: bool) -> str | None:
