@@ -110,10 +110,13 @@ def test_scan_accepts_code_within_the_contract():
 import json
 from pathlib import Path
 import numpy as np
+import pandas as pd
 manifest = json.load(open("inputs/manifest.json"))
 for name, entry in manifest.items():
     data = np.loadtxt(entry["path"], delimiter=",", skiprows=1)
     np.save(Path("out") / f"{name}.npy", data)
+frame = pd.DataFrame()
+frame.to_latex("out/table.tex", caption="Odds ratios...", label="tab:or")
 figures = Path("out/figures")
 figures.mkdir()
 Path(f"out/figures/{len(manifest)}.txt").write_text("n")
@@ -163,6 +166,8 @@ def test_scan_refuses_hostile_constructs_naming_the_line(source, expected):
     ("from pathlib import Path\nimport pandas as pd\npd.read_csv(Path('inputs').resolve().parent / 'x')\n",
      "line 3: the path given to read_csv() is neither"),
     ("import logging\nlogging.basicConfig(filename='/tmp/log.txt')\n", "absolute path '/tmp/log.txt'"),
+    ("p = f'out/../../{1}'\nopen(p, 'w')\n", "line 2: the path given to open() is neither"),
+    ("p = 'out/' + '../x'\n", "line 1: path '../x' climbs out with '..'"),
 ])
 def test_scan_refuses_file_access_outside_the_contract(source, expected):
     violations = scan(source)

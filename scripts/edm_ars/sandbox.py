@@ -21,8 +21,8 @@ one, and runs `setpriv` to uid/gid 65534 with no capabilities and no_new_privs; 
 script in a user namespace of its own, so RLIMIT_NPROC counts this sandbox's processes only (two analyses
 running side by side do not share one budget; where unprivileged user namespaces are off, the probe falls
 back to running without this one, and the budget is then shared by all processes of uid 65534); `prlimit` sets
-the limits last. Started as any other user,
-bwrap makes the user namespace itself (--unshare-all) and the same `prlimit` follows.
+the limits last. Started as any other user, bwrap makes the user namespace itself (--unshare-all) and the same
+`prlimit` follows.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ _PATH_CALLS = frozenset({
     "basicConfig",
 })
 _PATH_KEYWORDS = frozenset({"file", "fname", "filename", "path", "path_or_buf", "path_or_buffer",
-                            "filepath_or_buffer", "io", "buf", "excel_writer", "name"})
+                            "filepath_or_buffer", "io", "buf", "excel_writer"})
 _CONTRACT_ROOTS = ("inputs", "out")
 #: attributes that lead a clean path out of the contract's folders (Path("inputs").resolve().parent / "etc")
 _CLIMBING = frozenset({"parent", "parents", "anchor", "root", "drive", "home", "cwd", "expanduser", "resolve",
@@ -129,17 +129,17 @@ _PASS_THROUGH = frozenset({"Path", "PurePath", "PosixPath", "str", "load", "load
 
 def _literal_problem(text: str, *, full: bool) -> str | None:
     """Why a string literal cannot be a path under the contract (None when it can). `full`: it is the whole
-    path (so it must start with inputs/ or out/); otherwise only a piece (no '..', '~' or leading '/')."""
+    path (so it must start with inputs/ or out/); otherwise any literal given to a file function (no leading
+    '/', no '~' and no '..' in any of its parts; a caption's '...' is not a part)."""
+    parts = text.replace("\\", "/").split("/")
     if text.startswith("/"):
         return f"absolute path {text!r}"
-    if "~" in text:
+    if any(part.startswith("~") for part in parts):
         return f"home-relative path {text!r}"
-    if ".." in text.replace("\\", "/").split("/"):
+    if ".." in parts:
         return f"path {text!r} climbs out with '..'"
-    if ".." in text:
-        return f"path {text!r} contains '..'"
-    if full and text.split("/")[0] not in _CONTRACT_ROOTS and not text.startswith("./inputs/") \
-            and not text.startswith("./out/"):
+    if full and not (parts[0] in _CONTRACT_ROOTS or (parts[0] == "." and len(parts) > 1
+                                                      and parts[1] in _CONTRACT_ROOTS)):
         return f"path {text!r} is outside the contract (only inputs/... and out/...)"
     return None
 
@@ -262,8 +262,9 @@ def _is_clean(node: ast.expr, clean: set[str]) -> bool:
         return isinstance(node.value, str) and _literal_problem(node.value, full=True) is None
     if isinstance(node, ast.JoinedStr):
         first = node.values[0] if node.values else None
-        return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
-            first.value.split("/")[0] in _CONTRACT_ROOTS and "/" in first.value
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and "/" in first.value \
+            and first.value.split("/")[0] in _CONTRACT_ROOTS \
+            and all(_literal_problem(piece, full=False) is None for piece in _string_pieces(node))
     if isinstance(node, ast.Name):
         return node.id in clean
     if isinstance(node, ast.Attribute):
