@@ -146,6 +146,10 @@ Path(f"out/figures/{len(manifest)}.txt").write_text("n")
     ("import pandas as pd\npd.read_pickle('inputs/x.pkl')\n", "line 2: use of .read_pickle is not allowed"),
     ("import numpy as np\nnp.load('inputs/x.npy', allow_pickle=True)\n", "line 2: allow_pickle"),
     ("from pathlib import Path\nPath('out/x').symlink_to('/etc/passwd')\n", "line 2: use of .symlink_to is not allowed"),
+    ("import pandas as pd\npd.io.common.os.system('id')\n", "line 2: access to the module os through an attribute"),
+    ("import numpy as np\nnp.ctypeslib.load_library('x', 'out')\n", "line 2: access to the module ctypeslib"),
+    ("from numpy import ctypeslib\n", "line 1: import of ctypeslib from numpy is not allowed"),
+    ("import numpy.ctypeslib\n", "line 1: import of numpy.ctypeslib is not allowed"),
 ])
 def test_scan_refuses_hostile_constructs_naming_the_line(source, expected):
     violations = scan(source)
@@ -162,6 +166,7 @@ def test_scan_refuses_hostile_constructs_naming_the_line(source, expected):
     ("from pathlib import Path\np = Path('out') / '../escape.txt'\n", "line 2: path '../escape.txt' climbs out"),
     ("import matplotlib.pyplot as plt\nplt.savefig(f'/tmp/{1}.png')\n", "absolute path '/tmp/' given to savefig()"),
     ("import pandas as pd\nname = input()\npd.read_csv(name)\n", "line 3: the path given to read_csv() is neither"),
+    ("import numpy as np\nname = '/etc/' + 'passwd'\nnp.load(name)\n", "line 3: the path given to load() is neither"),
     ("import pandas as pd\npd.read_csv('http://example.org/x.csv')\n", "outside the contract"),
     ("from pathlib import Path\nimport pandas as pd\npd.read_csv(Path('inputs').resolve().parent / 'x')\n",
      "line 3: the path given to read_csv() is neither"),

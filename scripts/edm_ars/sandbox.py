@@ -120,6 +120,13 @@ _PATH_CALLS = frozenset({
 _PATH_KEYWORDS = frozenset({"file", "fname", "filename", "path", "path_or_buf", "path_or_buffer",
                             "filepath_or_buffer", "io", "buf", "excel_writer"})
 _CONTRACT_ROOTS = ("inputs", "out")
+#: modules whose load/dump take an open handle, not a path (json.load(fh))
+_HANDLE_MODULES = frozenset({"json", "yaml", "tomllib", "csv"})
+#: forbidden modules reached as an attribute of an allowed one (pd.io.common.os.system), and numpy's door to
+#: native code; a short list on purpose (a data frame may well have a column called `site` or `code`)
+_MODULE_ATTRIBUTES = frozenset({"os", "sys", "subprocess", "socket", "shutil", "ctypes", "ctypeslib", "importlib",
+                                "builtins", "multiprocessing", "pty", "posix", "_posixsubprocess", "_thread",
+                                "urllib", "http", "requests", "pickle", "marshal"})
 #: attributes that lead a clean path out of the contract's folders (Path("inputs").resolve().parent / "etc")
 _CLIMBING = frozenset({"parent", "parents", "anchor", "root", "drive", "home", "cwd", "expanduser", "resolve",
                        "absolute", "readlink"})
@@ -168,6 +175,8 @@ class _Scanner(ast.NodeVisitor):
         top = dotted.split(".")[0]
         if top in FORBIDDEN_MODULES:
             self._flag(node, f"import of {dotted} ({_WHY[top]}) is not allowed")
+        elif any(part in _MODULE_ATTRIBUTES for part in dotted.split(".")[1:]):
+            self._flag(node, f"import of {dotted} is not allowed")
         elif top.startswith("_"):
             self._flag(node, f"import of {dotted} (a private module) is not allowed")
 
@@ -182,6 +191,8 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:  # `from concurrent import futures` is caught above; this catches `from x import os`
             if alias.name in FORBIDDEN_MODULES:
                 self._flag(node, f"import of {alias.name} ({_WHY[alias.name]}) is not allowed")
+            elif alias.name in _MODULE_ATTRIBUTES:
+                self._flag(node, f"import of {alias.name} from {node.module} is not allowed")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -193,6 +204,8 @@ class _Scanner(ast.NodeVisitor):
             self._flag(node, f"access to the attribute {node.attr} is not allowed")
         elif node.attr in _FORBIDDEN_ATTRIBUTES:
             self._flag(node, f"use of .{node.attr} is not allowed")
+        elif node.attr in _MODULE_ATTRIBUTES:
+            self._flag(node, f"access to the module {node.attr} through an attribute is not allowed")
         self.generic_visit(node)
 
     def visit_keyword(self, node: ast.keyword) -> None:
@@ -217,7 +230,9 @@ class _Scanner(ast.NodeVisitor):
             attr = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str) and not attr.value.startswith("_")):
                 self._flag(node, f"{name}() with a computed or private attribute name is not allowed")
-        if name in _PATH_CALLS:
+        handle = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id in _HANDLE_MODULES
+        if name in _PATH_CALLS and not handle:
             self._path_call(node, name)
         self.generic_visit(node)
 
@@ -234,9 +249,6 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(target, ast.Constant) and isinstance(target.value, str):
             problem = _literal_problem(target.value, full=True)
             self._flag(node, f"{problem} given to {name}() is not allowed")
-        elif isinstance(node.func, ast.Attribute) and name in {"load", "save", "open"} and \
-                not isinstance(target, (ast.Constant, ast.JoinedStr)):
-            return  # json.load(fh), pickle-free np.save(fh, ...): a handle, checked where it was opened
         else:
             self._flag(node, f"the path given to {name}() is neither a literal under inputs/ or out/ nor a value "
                              "read from inputs/manifest.json")
