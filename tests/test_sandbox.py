@@ -51,6 +51,68 @@ with open("out/result.json", "w") as fh:
     json.dump({"rows": len(df), "coef_a": float(model.coef_[0][0])}, fh)
 """
 
+#: what a model might well write: a module docstring, dataclasses, scipy, names for the folders, figures
+REALISTIC = """\
+'''Supplementary analysis: does the effect of math self-efficacy differ by SES quintile?'''
+import json
+import math
+import warnings
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy import stats
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import train_test_split
+
+warnings.filterwarnings("ignore")
+INPUTS = Path("inputs")
+OUT = Path("out")
+OUT.mkdir(exist_ok=True)
+(OUT / "figures").mkdir(parents=True, exist_ok=True)
+
+manifest = json.loads((INPUTS / "manifest.json").read_text())
+data = pd.read_csv(INPUTS / "prepared.csv")
+preds = pd.read_csv(manifest["predictions.csv"]["path"], index_col=0)
+
+
+@dataclass
+class Effect:
+    name: str
+    value: float
+
+
+def fit(frame: pd.DataFrame, cols: list[str]) -> float:
+    X_train, X_test, y_train, y_test = train_test_split(frame[cols], frame["y"], random_state=0)
+    model = LogisticRegression(max_iter=500).fit(X_train, y_train)
+    return roc_auc_score(y_test, model.predict_proba(X_test)[:, 1])
+
+
+results = {}
+for a, b in combinations(["x1", "x2", "x3"], 2):
+    data[f"{a}_x_{b}"] = data[a] * data[b]
+    results[f"auc_{a}_{b}"] = {"value": fit(data, [a, b, f"{a}_x_{b}"]), "meaning": "AUC with interaction"}
+t, p = stats.ttest_ind(data["x1"], data["x2"])
+results["t"] = {"value": float(t), "meaning": f"t statistic, p = {p:.3g}"}
+fig, ax = plt.subplots(figsize=(4, 3))
+ax.plot(np.linspace(0, 1, 10), np.sqrt(np.linspace(0, 1, 10)))
+ax.set_title("Interaction profile...")
+fig.savefig(OUT / "figures" / "interaction.png", dpi=150)
+plt.close(fig)
+summary = pd.DataFrame(results).T
+summary.to_csv(OUT / "summary.csv")
+with open(OUT / "result.json", "w", encoding="utf-8") as fh:
+    json.dump(results, fh, indent=2)
+print(f"done: {len(results)} numbers, log-odds {math.log(2):.3f}")
+"""
+
 
 def _snapshot(root: Path, skip: Path) -> dict[str, tuple[int, int]]:
     """Every file under root except the output folder: relative path -> (size, mtime)."""
@@ -106,6 +168,7 @@ def _out_text(out_dir: Path) -> str:
 def test_scan_accepts_code_within_the_contract():
     assert scan(GOOD) == []
     assert scan(GOOD_PANDAS) == []
+    assert scan(REALISTIC) == []
     assert scan("""\
 import json
 from pathlib import Path
@@ -209,6 +272,27 @@ def test_good_pandas_sklearn_matplotlib_code_runs(run):
     assert result.status == "ok", result
     assert json.loads((out_dir / "result.json").read_text())["rows"] == 4
     assert (out_dir / "profile.png").stat().st_size > 0
+
+
+@needs_bwrap
+@pytest.mark.workflow
+def test_a_realistic_analysis_runs_with_two_inputs(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.standard_normal((300, 3)), columns=["x1", "x2", "x3"])
+    frame["y"] = (frame["x1"] + rng.standard_normal(300) > 0).astype(int)
+    frame.to_csv(tmp_path / "prepared.csv", index=False)
+    pd.DataFrame({"p": rng.random(300)}).to_csv(tmp_path / "predictions.csv")
+    script = tmp_path / "analysis.py"
+    script.write_text(REALISTIC)
+    inputs = {"prepared.csv": tmp_path / "prepared.csv", "predictions.csv": tmp_path / "predictions.csv"}
+    result = run_sandboxed(script, inputs, tmp_path / "out")
+    assert result.status == "ok", result
+    numbers = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert set(numbers) == {"auc_x1_x2", "auc_x1_x3", "auc_x2_x3", "t"}
+    assert (tmp_path / "out" / "figures" / "interaction.png").stat().st_size > 0
 
 
 def test_good_code_runs_in_mode_none_with_the_same_contract_and_environment(run, monkeypatch):
