@@ -560,3 +560,38 @@ def test_without_user_namespaces_root_falls_back_to_the_shared_uid_limit(run, mo
 def test_the_private_tmp_is_small(run):
     result, _ = run("open('/tmp/fill', 'wb').write(b'x' * (100 * 1024 * 1024))\n", Limits(output_mb=200))
     assert result.status == "error" and "No space left on device" in result.reason, result
+
+
+@needs_bwrap
+@pytest.mark.workflow
+def test_an_interpreter_in_a_venv_under_tmp_runs_with_its_own_prefix(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    script = tmp_path / "analysis.py"
+    script.write_text("import sys\nimport pandas\nprint(sys.prefix)\n")
+    result = run_sandboxed(script, {}, tmp_path / "out", python=str(venv / "bin" / "python"), skip_scan=True)
+    assert result.status == "ok", result
+    assert result.stdout.strip() == str(venv)
+
+
+@needs_bwrap
+@pytest.mark.workflow
+def test_two_sandboxes_side_by_side_have_a_process_budget_each(tmp_path):
+    """Each sandbox holds as many sleeping children as its limit allows, at the same time: with a shared
+    budget (one uid, no user namespace of its own) the second would get almost none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = ("import os, time\ncount = 0\nwhile True:\n    try:\n        pid = os.fork()\n"
+              "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n"
+              "    count += 1\ntime.sleep(2)\nprint(count)\n")
+    script = tmp_path / "analysis.py"
+    script.write_text(source)
+
+    def one(k: int):
+        return run_sandboxed(script, {}, tmp_path / f"out{k}", Limits(max_procs=8, wall_s=20), skip_scan=True)
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(one, range(2)))
+    assert [r.status for r in results] == ["ok", "ok"], results
+    counts = [int(r.stdout) for r in results]
+    assert all(4 <= c < 8 for c in counts), counts

@@ -395,20 +395,21 @@ exec(compile(source, path, "exec"), {"__name__": "__main__", "__file__": path, "
 
 @lru_cache(maxsize=4)
 def _interpreter(python: str) -> tuple[str, tuple[str, ...]]:
-    """The interpreter's real path and the folders it needs (prefixes, site-packages), asked of it once."""
+    """The interpreter's path as it names itself (a venv's bin/python stays unresolved: pyvenv.cfg is found
+    beside it) and the folders it needs (prefixes, site-packages, the real binary's folder), each both as named
+    and resolved; asked of the interpreter once."""
     code = ("import json, site, sys; print(json.dumps([sys.executable, sys.prefix, sys.base_prefix, "
             "sys.exec_prefix, sys.base_exec_prefix] + site.getsitepackages()))")
     out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin"}, check=True).stdout
     executable, *folders = json.loads(out)
-    real = os.path.realpath(executable)
-    folders.append(os.path.dirname(real))
-    return real, tuple(sorted({os.path.realpath(f) for f in folders if os.path.isdir(f)}))
+    folders += [os.path.dirname(executable), os.path.dirname(os.path.realpath(executable))]
+    named = {os.path.abspath(f) for f in folders if os.path.isdir(f)}
+    return executable, tuple(sorted(named | {os.path.realpath(f) for f in named}))
 
 
-def _system_binds(interpreter_folders: tuple[str, ...]) -> list[str]:
-    """Read-only binds of /usr, the /lib* and /bin links, the loader cache, and the interpreter's folders
-    (only those: a pyenv under /root brings that version's folder, nothing else of /root)."""
+def _system_binds() -> list[str]:
+    """Read-only binds of /usr, the /lib* and /bin links and the loader cache."""
     args: list[str] = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
@@ -419,14 +420,20 @@ def _system_binds(interpreter_folders: tuple[str, ...]) -> list[str]:
     for etc in ("/etc/ld.so.cache", "/etc/localtime"):
         if os.path.exists(etc):
             args += ["--ro-bind", etc, etc]
+    return args
+
+
+def _interpreter_binds(folders: tuple[str, ...]) -> list[str]:
+    """Read-only binds of the interpreter's folders and only those: a pyenv under /root brings that version's
+    folder, nothing else of /root. After the private /tmp, so an interpreter under /tmp stays visible."""
+    args: list[str] = []
     kept: list[str] = []
-    for folder in interpreter_folders:  # sorted, so a parent comes before its children
+    for folder in folders:  # sorted, so a parent comes before its children
         if folder == "/usr" or folder.startswith("/usr/") or any(folder.startswith(k + "/") for k in kept):
             continue
         kept.append(folder)
-        ancestors = [str(parent) for parent in reversed(Path(folder).parents) if str(parent) != "/"]
-        for parent in ancestors:  # bwrap would make them 0700 (root's own), unreadable after the uid drop
-            args += ["--perms", "0755", "--dir", parent]
+        for parent in [str(p) for p in reversed(Path(folder).parents) if str(p) not in {"/", "/tmp"}]:
+            args += ["--perms", "0755", "--dir", parent]  # bwrap would make them 0700, closed to uid 65534
         args += ["--ro-bind", folder, folder]
     return args
 
@@ -472,10 +479,9 @@ def _bwrap_command(bwrap: str, python: str, binds: list[str], env: dict[str, str
     cmd = [bwrap, *namespaces, "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
-    cmd += _system_binds(folders)
     tmp_size = ["--size", str(TMP_MB * 1024 * 1024)] if _supports(bwrap, "--size") else []  # bwrap >= 0.8
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp",
-            "--dir", SANDBOX, *binds, "--remount-ro", "/", "--chdir", SANDBOX, "--"]
+    cmd += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp",
+            *_interpreter_binds(folders), "--dir", SANDBOX, *binds, "--remount-ro", "/", "--chdir", SANDBOX, "--"]
     cmd += _drop_privileges(own_userns) if root else []
     return cmd + _prlimit(limits, nproc=limits.max_procs) + [interpreter, "-I", "-B", "-c", _BOOTSTRAP,
                                                               *script_args]
