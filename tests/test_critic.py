@@ -311,6 +311,8 @@ FAILURES = {
     "subgroup_results": lambda a: a["results"].update(fairness={}),
     "fairness_flags": lambda a: a["results"]["flags"].append("fairness: X1RACE: AUC gap 0.126 between A and B"),
     "fairness_audit": lambda a: a["results"]["fairness"].pop("decision_rule"),
+    "supplementary_analyses": lambda a: a["results"]["supplementary"]["analyses"]["drop_top_predictor"].update(
+        status="dropped", reason="attempt 3 of 3: timeout"),
     "generated_data_disclosed": lambda a: a["manifest"]["provenance"].update(kind="public_use_file"),
     "stability": lambda a: a["results"]["stability"].update(unstable=True, top5_overlap={"mean": 0.4}),
     "phase_errors": lambda a: a["results"]["errors"].append({"phase": "fairness", "what": None, "type": "ValueError",
