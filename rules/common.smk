@@ -147,7 +147,23 @@ def ledgers(wildcards=None):
     ]
     # an aborted run writes no paper, so it has no Writer ledger
     write = [] if verdict_of(last) == "ABORT" else ["output/ledger/write/paper.jsonl"]
-    return formulate + per_round + write
+    return formulate + per_round + supplementary_ledgers(last) + write
+
+
+def supplementary_ledgers(last):
+    """The ledgers of the supplementary analyses' plans and jobs, rounds 0..last (none when codegen.n is 0)."""
+    if not config["codegen"]["n"]:
+        return []
+    out = []
+    for r in range(last + 1):
+        out.append(f"output/ledger/supplementary/round_{r}.jsonl")
+        plan = checkpoints.plan_supplementary.get(round=r).output.plan
+        with open(plan) as fh:
+            out += [
+                f"output/ledger/supplementary/round_{r}_{a['name']}.jsonl"
+                for a in json.load(fh)["analyses"]
+            ]
+    return out
 
 
 def raw_data(wildcards=None):
@@ -437,7 +453,8 @@ def supplementary_records(wildcards):
     return {
         "supplementary_plan": plan,
         "supplementary": [
-            f"output/round_{wildcards.round}/supplementary/{name}.json" for name in names
+            f"output/round_{wildcards.round}/supplementary/{name}.json"
+            for name in names
         ],
     }
 
