@@ -38,8 +38,8 @@ CONTRACT = """\
 Contract for a supplementary analysis script (Python 3.11; numpy, pandas, scipy, scikit-learn, matplotlib):
 - The working folder holds `inputs/` (read-only) and `out/` (empty, the only writable place). Use these relative
   paths only: no absolute paths, no `..`, no `~`.
-- Inputs: `inputs/context.json` (task, outcome, primary metric, selected model, top predictors with their columns,
-  seed, this analysis's name and purpose), `inputs/train_X.csv`, `inputs/train_y.csv`, `inputs/test_X.csv`,
+- Inputs: `inputs/context.json` (task, outcome, primary metric, selected model, top predictors with their columns
+  and the name to call each by, seed, this analysis's name and purpose), `inputs/train_X.csv`, `inputs/train_y.csv`, `inputs/test_X.csv`,
   `inputs/test_y.csv` (prepared, encoded predictors and the outcome; one column), `inputs/test_predictions.csv`
   (one column of held-out predictions per model, named by model), `inputs/manifest.json` (the list of inputs).
 - Output: write `out/result.json`, an object {"numbers": [{"name": ..., "value": ..., "meaning": ...}, ...],
@@ -105,6 +105,12 @@ class ContractError(EdmArsError):
 # ---- the context an analysis sees ----------------------------------------------------------------------------
 
 
+def _name(feature: str, label: str | None) -> str:
+    """How a script's meanings name a predictor: its label, or its column name when the label holds a number (a
+    meaning may not)."""
+    return feature if not label or _STANDALONE_NUMBER.search(label) else label
+
+
 def analysis_context(spec: dict[str, Any], report: dict[str, Any], evaluation: dict[str, Any],
                      explain: dict[str, Any], seed: int, n_columns: int) -> dict[str, Any]:
     """What every script may know besides the data (inputs/context.json, less the analysis's own entry)."""
@@ -117,7 +123,7 @@ def analysis_context(spec: dict[str, Any], report: dict[str, Any], evaluation: d
         "selected_model": evaluation.get("best_model"),
         "models": sorted((evaluation.get("models") or {}).keys()),
         "top_features": [{"feature": t["feature"], "label": t.get("label") or t["feature"],
-                          "columns": list(t.get("columns") or [t["feature"]])}
+                          "name": _name(t["feature"], t.get("label")), "columns": list(t.get("columns") or [t["feature"]])}
                          for t in (explain.get("top_features") or [])[:5]],
         "n_predictor_columns": int(n_columns),
         "seed": int(seed),
@@ -358,7 +364,7 @@ def run_analysis(entry: dict[str, Any], inputs: dict[str, Path], folder: Path, *
 
 def summary(plan: dict[str, Any], records: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     """results.json `supplementary`: every planned analysis's record by name, and what was skipped and why."""
-    return {"sandbox": mode, "backend": plan.get("backend", "offline"),
+    return {"sandbox": mode, "backend": plan.get("backend", "offline"), "max_attempts": plan["attempts"],
             "n_planned": len(plan.get("analyses", [])),
             "n_ok": sum(1 for r in records if r["status"] == "ok"),
             "analyses": {r["name"]: r for r in records},

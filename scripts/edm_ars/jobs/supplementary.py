@@ -56,7 +56,7 @@ def plan(smk: Any) -> None:
                                    "top_features": explain.get("top_features", []), "flags": evaluation["flags"]}),
                              indent=1, default=str)
         doc = model_plan(_ask(smk, prompt), prompt, context, summary, cfg["n"], requested)
-    doc |= {"context": context, "requested": requested, "sandbox": cfg["sandbox"]}
+    doc |= {"context": context, "requested": requested, "sandbox": cfg["sandbox"], "attempts": cfg["attempts"]}
     for a in doc["analyses"]:
         log.info("supplementary analysis %s (%s, asked by the %s): %s", a["name"], a["source"], a["requested_by"],
                  a["purpose"])

@@ -23,6 +23,7 @@ single = [t for t in context["top_features"] if len(t["columns"]) == 1]
 if len(single) < 2:
     raise SystemExit("fewer than two of the top predictors are single numeric columns; no product term to test")
 first, second = single[0]["columns"][0], single[1]["columns"][0]
+first_name, second_name = single[0]["name"], single[1]["name"]
 train_X = pd.read_csv("inputs/train_X.csv", usecols=[first, second])
 test_X = pd.read_csv("inputs/test_X.csv", usecols=[first, second])
 train_y = pd.read_csv("inputs/train_y.csv").iloc[:, 0].to_numpy(dtype=float)
@@ -62,7 +63,8 @@ scale = "log-odds" if binary else "outcome units"
 result = {
     "numbers": [
         {"name": "product_coefficient", "value": product,
-         "meaning": f"coefficient of the product of standardized {first} and {second}, in {scale} per SD squared"},
+         "meaning": f"coefficient of the product of standardized {first_name} and {second_name}, in {scale} "
+                    "per SD squared"},
         {"name": "lr_statistic", "value": statistic,
          "meaning": "likelihood-ratio statistic of the product term on the training rows (one degree of freedom)"},
         {"name": "lr_p_value", "value": float(chi2.sf(statistic, 1)),

@@ -22,6 +22,7 @@ top = context["top_features"][0]
 if len(top["columns"]) != 1:
     raise SystemExit(f"the top predictor {top['feature']} is not a single numeric column; no profile over its range")
 column = top["columns"][0]
+name = top["name"]
 x = pd.read_csv("inputs/test_X.csv", usecols=[column])[column].to_numpy(dtype=float)
 y = pd.read_csv("inputs/test_y.csv").iloc[:, 0].to_numpy(dtype=float)
 predicted = pd.read_csv("inputs/test_predictions.csv")[context["selected_model"]].to_numpy(dtype=float)
@@ -46,18 +47,18 @@ kind = "rate" if context["task"] == "binary_classification" else "mean"
 result = {
     "numbers": [
         {"name": "predicted_lowest_quintile", "value": predicted_by[0],
-         "meaning": f"mean predicted outcome {kind} in the lowest quintile of {column}"},
+         "meaning": f"mean predicted outcome {kind} in the lowest quintile of {name}"},
         {"name": "predicted_highest_quintile", "value": predicted_by[4],
-         "meaning": f"mean predicted outcome {kind} in the highest quintile of {column}"},
+         "meaning": f"mean predicted outcome {kind} in the highest quintile of {name}"},
         {"name": "observed_lowest_quintile", "value": observed_by[0],
-         "meaning": f"observed outcome {kind} in the lowest quintile of {column}"},
+         "meaning": f"observed outcome {kind} in the lowest quintile of {name}"},
         {"name": "observed_highest_quintile", "value": observed_by[4],
-         "meaning": f"observed outcome {kind} in the highest quintile of {column}"},
+         "meaning": f"observed outcome {kind} in the highest quintile of {name}"},
         {"name": "spearman_rho", "value": rho,
-         "meaning": f"rank correlation of {column} with the selected model's predictions"},
+         "meaning": f"rank correlation of {name} with the selected model's predictions"},
     ],
     "figures": [{"file": "figures/profile.pdf",
-                 "caption": f"Observed and predicted outcome by quintile of {column} in the test rows."}],
+                 "caption": f"Observed and predicted outcome by quintile of {name} in the test rows."}],
 }
 with open("out/result.json", "w", encoding="utf-8") as fh:
     json.dump(result, fh, indent=2)

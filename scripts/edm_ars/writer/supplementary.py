@@ -28,6 +28,7 @@ def register(ctx: Ctx) -> None:
     m, n = ctx.m, ctx.n
     n["supp|planned"] = m.count("NSuppPlanned", sup["n_planned"], f"{SRC}.n_planned")
     n["supp|ok"] = m.count("NSuppOk", sup["n_ok"], f"{SRC}.n_ok")
+    n["supp|max_attempts"] = m.count("NSuppMaxAttempts", sup["max_attempts"], f"{SRC}.max_attempts")
     for name, rec in sup["analyses"].items():
         n[f"supp|{name}|attempt"] = m.count(macro_name("Supp", name, "Attempt"), len(rec["attempts"]),
                                             f"len({SRC}.analyses.{name}.attempts)", derived=True)
@@ -54,8 +55,11 @@ def results(ctx: Ctx) -> list[str]:
     sources = {rec["source"] for rec in sup["analyses"].values()}
     origin = ctx.ph(f"supplementary.origin_{'mixed' if len(sources) > 1 else sources.pop()}")
     sandbox = ctx.ph(f"supplementary.sandbox_{sup['sandbox']}")
+    generated = any(rec["source"] == "generated" for rec in sup["analyses"].values())
+    repair = (ctx.ph("supplementary.repair_model", attempts=ctx.n["supp|max_attempts"]) if generated
+              else ctx.ph("supplementary.repair_library"))
     paras = [ctx.ph("supplementary.overview", planned=ctx.n["supp|planned"], ok=ctx.n["supp|ok"], origin=origin,
-                    sandbox=sandbox)]
+                    sandbox=sandbox) + " " + repair]
     for name, rec in sup["analyses"].items():
         base = f"{SRC}.analyses.{name}"
         head = ctx.ph("supplementary.analysis_head", name=_tt(name),
