@@ -151,19 +151,15 @@ def ledgers(wildcards=None):
 
 
 def supplementary_ledgers(last):
-    """The ledgers of the supplementary analyses' plans and jobs, rounds 0..last (none when codegen.n is 0)."""
-    if not config["codegen"]["n"]:
+    """The ledgers of the supplementary analyses' plans and slots, rounds 0..last (none when codegen.n is 0)."""
+    n = config["codegen"]["n"]
+    if not n:
         return []
-    out = []
-    for r in range(last + 1):
-        out.append(f"output/ledger/supplementary/round_{r}.jsonl")
-        plan = checkpoints.plan_supplementary.get(round=r).output.plan
-        with open(plan) as fh:
-            out += [
-                f"output/ledger/supplementary/round_{r}_{a['name']}.jsonl"
-                for a in json.load(fh)["analyses"]
-            ]
-    return out
+    return [
+        f"output/ledger/supplementary/round_{r}{slot}.jsonl"
+        for r in range(last + 1)
+        for slot in [""] + [f"_slot_{k}" for k in range(1, n + 1)]
+    ]
 
 
 def raw_data(wildcards=None):
@@ -443,18 +439,16 @@ def split_fits(wildcards):
 
 
 def supplementary_records(wildcards):
-    """The round's supplementary analyses for the analyze job: the plan (a checkpoint) and one record per planned
-    analysis (none when codegen.n is 0)."""
-    if not config["codegen"]["n"]:
+    """The round's supplementary analyses for the analyze job: the plan and one record per slot (none when
+    codegen.n is 0)."""
+    n = config["codegen"]["n"]
+    if not n:
         return {}
-    plan = checkpoints.plan_supplementary.get(round=wildcards.round).output.plan
-    with open(plan) as fh:
-        names = [a["name"] for a in json.load(fh)["analyses"]]
+    r = wildcards.round
     return {
-        "supplementary_plan": plan,
+        "supplementary_plan": f"output/round_{r}/analysis/supplementary_plan.json",
         "supplementary": [
-            f"output/round_{wildcards.round}/supplementary/{name}.json"
-            for name in names
+            f"output/round_{r}/supplementary/slot_{k}.json" for k in range(1, n + 1)
         ],
     }
 

@@ -1,9 +1,10 @@
-# Supplementary analyses written as code (edm_ars.supplementary): a checkpoint plans a round's analyses, then one
-# job per analysis runs its script in the sandbox (edm_ars.sandbox) with up to codegen.attempts repairs. The
-# analyze job collects their records into results.json.
+# Supplementary analyses written as code (edm_ars.supplementary): plan_supplementary plans a round's analyses, then
+# one job per slot (codegen.n of them, known before the plan, so no checkpoint is needed) runs the analysis planned
+# for it in the sandbox (edm_ars.sandbox) with up to codegen.attempts repairs; a slot the plan leaves empty records
+# so. The analyze job collects the records into results.json.
 
 
-checkpoint plan_supplementary:
+rule plan_supplementary:
     input:
         unpack(spec_for),
         unpack(engineered_for),
@@ -40,16 +41,16 @@ rule supplementary:
         predictions="output/round_{round}/analysis/test_predictions.csv",
         prompts=prompt_file("supplementary"),
     output:
-        record="output/round_{round}/supplementary/{analysis}.json",
-        attempts=directory("output/round_{round}/supplementary/{analysis}"),
-        ledger="output/ledger/supplementary/round_{round}_{analysis}.jsonl",
-        transcripts=directory("output/prompts/supplementary/round_{round}_{analysis}"),
+        record="output/round_{round}/supplementary/slot_{slot}.json",
+        attempts=directory("output/round_{round}/supplementary/slot_{slot}"),
+        ledger="output/ledger/supplementary/round_{round}_slot_{slot}.jsonl",
+        transcripts=directory("output/prompts/supplementary/round_{round}_slot_{slot}"),
     log:
-        "logs/supplementary/round_{round}/{analysis}.log",
+        "logs/supplementary/round_{round}/slot_{slot}.log",
     benchmark:
-        "benchmarks/supplementary/round_{round}/{analysis}.tsv"
+        "benchmarks/supplementary/round_{round}/slot_{slot}.tsv"
     wildcard_constraints:
-        analysis="[a-z][a-z0-9_]{1,39}",
+        slot=r"\d+",
     conda:
         "../envs/supplementary.yaml"
     resources:

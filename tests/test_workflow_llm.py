@@ -200,7 +200,8 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         gap = results["supplementary"]["analyses"]["top_median_gap"]
         assert gap["source"] == "generated" and gap["status"] == "ok"
         assert [a["status"] for a in gap["attempts"]] == ["error", "ok"]
-        assert "flaot" in (out / "round_0" / "supplementary" / "top_median_gap" / "attempt_1" / "analysis.py").read_text()
+        first = out / "round_0" / "supplementary" / "slot_1" / "top_median_gap" / "attempt_1"
+        assert "flaot" in (first / "analysis.py").read_text()
         assert "outcome_gap" in gap["numbers"]
         verified = subprocess.run(["edm-ars", "verify-paper", str(out / "paper" / "paper.tex")], capture_output=True,
                                   text=True)

@@ -548,7 +548,8 @@ def analyze(smk: Any) -> None:
 
         plan = read_json(smk.input.supplementary_plan, "supplementary_plan")
         files = smk.input.supplementary
-        records = [read_json(f, "supplementary_record") for f in ([files] if isinstance(files, str) else files)]
+        records = [rec for f in ([files] if isinstance(files, str) else files)
+                   if (rec := read_json(f, "supplementary_record"))["status"] != "empty"]
         supplementary = summary(plan, records, plan["sandbox"])
     flags = list(ev["flags"])
     audit = fa.get("audit") or {}

@@ -75,15 +75,20 @@ def run_one(smk: Any) -> None:
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
     atomic_write_text(smk.output.ledger, "")
     doc = read_json(smk.input.plan, "supplementary_plan")
-    name = smk.wildcards.analysis
-    entry = next((a for a in doc["analyses"] if a["name"] == name), None)
-    if entry is None:
-        from ..errors import EdmArsError
-
-        raise EdmArsError(f"{smk.input.plan}: no supplementary analysis named {name!r}")
-    cfg = smk.params.codegen
+    slot = int(smk.wildcards.slot)
     folder = Path(smk.output.attempts)
     folder.mkdir(parents=True, exist_ok=True)
+    if slot > len(doc["analyses"]):
+        log.info("slot %d: the plan holds %d analyses; nothing to run", slot, len(doc["analyses"]))
+        write_json(smk.output.record, {"slot": slot, "status": "empty",
+                                       "reason": f"the plan holds {len(doc['analyses'])} analyses"},
+                   "supplementary_record")
+        return
+    entry = doc["analyses"][slot - 1]
+    name = entry["name"]
+    cfg = smk.params.codegen
+    folder = folder / name  # output/round_<r>/supplementary/slot_<k>/<name>/attempt_<j>/
+    folder.mkdir()
     context_file = folder / "context.json"
     write_json(context_file, doc["context"] | {"analysis": {"name": name, "purpose": entry["purpose"],
                                                              "reports": entry["reports"]}})
@@ -101,4 +106,4 @@ def run_one(smk: Any) -> None:
     for a in record["attempts"]:
         log.info("%s attempt %d: %s %s", name, a["attempt"], a["status"], a["reason"])
     log.info("%s: %s%s", name, record["status"], f" ({record['reason']})" if record["reason"] else "")
-    write_json(smk.output.record, record, "supplementary_record")
+    write_json(smk.output.record, {"slot": slot} | record, "supplementary_record")
