@@ -113,7 +113,8 @@ def good(reg):
                              "thresholds": {"unstable_top5": 0.6}},
                "figures": figures, "flags": [], "errors": [],
                "thresholds": {"quality_floor": 0.6, "leakage_auc": 0.95, "leakage_r2": None},
-               "supplementary": {"sandbox": "bwrap", "backend": "offline", "n_planned": 1, "n_ok": 1, "skipped": [],
+               "supplementary": {"sandbox": "bwrap", "backend": "offline", "max_attempts": 3, "n_planned": 1, "n_ok": 1,
+                                 "skipped": [],
                                  "analyses": {"drop_top_predictor": {
                                      "status": "ok", "reports": ["score_drop"],
                                      "numbers": {"score_drop": {"value": 0.02, "meaning": "AUC lost without X1SES"}}}}}}
