@@ -48,6 +48,8 @@ if config["local_agents"]:
 
     localrules:
         formulate,
+        plan_supplementary,
+        supplementary,
         debate,
         critique,
         write,

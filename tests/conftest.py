@@ -1,4 +1,5 @@
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,3 +26,24 @@ def base_run(tmp_path_factory):
         os.umask(previous)
     assert result.returncode == 0, result.stderr[-5000:]
     return workdir, result
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """small_disk(size) -> a folder in the test's tmp_path on a tmpfs of that size ('16k'), unmounted afterwards
+    (root only: the test is skipped where mounting is not allowed)."""
+    mounts = []
+
+    def make(size: str):
+        mount = tmp_path / f"disk{len(mounts)}"
+        mount.mkdir()
+        made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+                              capture_output=True, text=True)
+        if made.returncode != 0:
+            pytest.skip(f"cannot mount a small tmpfs here: {made.stderr.strip() or made.returncode}")
+        mounts.append(mount)
+        return mount
+
+    yield make
+    for mount in mounts:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)

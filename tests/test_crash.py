@@ -132,16 +132,8 @@ def test_a_kill_during_the_latex_build_leaves_no_build_state(base_run, tmp_path)
 
 
 @pytest.fixture
-def tiny_disk(tmp_path):
-    """A 96 KiB tmpfs mounted in the test's folder (root only; skipped where mounting is not allowed)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {made.stderr.strip() or made.returncode}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+def tiny_disk(small_disk):
+    return small_disk("96k")
 
 
 def test_a_full_disk_during_the_writer_is_one_line_naming_the_path(base_run, tmp_path, tiny_disk):

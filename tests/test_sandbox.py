@@ -426,6 +426,16 @@ def test_starting_a_subprocess_fails(run):
     assert result.status == "error" and "PermissionError" in result.reason, result
 
 
+def assert_no_sandbox_process_left() -> None:
+    """As root, no process of the sandbox's uid outlives the run (3 s for the kernel to reap them)."""
+    if os.geteuid() != 0:
+        return
+    deadline = time.monotonic() + 3
+    while _processes_of(sandbox.UNPRIVILEGED_ID) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_of(sandbox.UNPRIVILEGED_ID) == []
+
+
 @needs_bwrap
 def test_the_process_limit_stops_forking_and_the_sandbox_leaves_no_process(run):
     source = ("import os, time\ncount = 0\nwhile True:\n    try:\n        pid = os.fork()\n"
@@ -434,11 +444,7 @@ def test_the_process_limit_stops_forking_and_the_sandbox_leaves_no_process(run):
     result, _ = run(source, Limits(max_procs=8, wall_s=20))
     assert result.status == "ok", result
     assert 0 < int(result.stdout) < 8  # the children sleep on; the pid namespace ends them with the script
-    if os.geteuid() == 0:
-        deadline = time.monotonic() + 3
-        while _processes_of(sandbox.UNPRIVILEGED_ID) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _processes_of(sandbox.UNPRIVILEGED_ID) == []
+    assert_no_sandbox_process_left()
 
 
 @needs_bwrap
@@ -448,11 +454,7 @@ def test_a_fork_loop_is_stopped_within_its_limits_and_leaves_no_process(run):
     assert scan(source)[0].startswith("line 1: import of os")
     result, _ = run(source, Limits(cpu_s=2, wall_s=5, max_procs=16))
     assert result.status in {"timeout", "cpu"} and result.seconds < 7, result
-    if os.geteuid() == 0:
-        deadline = time.monotonic() + 3
-        while _processes_of(sandbox.UNPRIVILEGED_ID) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _processes_of(sandbox.UNPRIVILEGED_ID) == []
+    assert_no_sandbox_process_left()
     assert subprocess.run([sys.executable, "-c", "print(1)"], capture_output=True, timeout=10).returncode == 0
 
 
@@ -477,11 +479,7 @@ def test_a_sleeping_script_is_killed_at_the_wall_limit_with_its_children(run):
     source = "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        break\ntime.sleep(60)\n"
     result, _ = run(source, Limits(wall_s=1))
     assert result.status == "timeout" and result.exit_code is None and 1 <= result.seconds < 3, result
-    if os.geteuid() == 0:
-        deadline = time.monotonic() + 3
-        while _processes_of(sandbox.UNPRIVILEGED_ID) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _processes_of(sandbox.UNPRIVILEGED_ID) == []
+    assert_no_sandbox_process_left()
 
 
 @needs_bwrap
