@@ -48,9 +48,9 @@ result = {
         {"name": "score_with_top", "value": with_top,
          "meaning": f"held-out {metric} of the plain model fitted on every predictor"},
         {"name": "score_without_top", "value": without_top,
-         "meaning": f"held-out {metric} of the same plain model fitted without {top['name']}"},
+         "meaning": f"held-out {metric} of the same plain model fitted without the top predictor ({top['name']})"},
         {"name": "score_drop", "value": with_top - without_top,
-         "meaning": f"held-out {metric} lost when {top['name']} is left out of the plain model"},
+         "meaning": f"held-out {metric} lost when the top predictor ({top['name']}) is left out of the plain model"},
     ],
 }
 with open("out/result.json", "w", encoding="utf-8") as fh:

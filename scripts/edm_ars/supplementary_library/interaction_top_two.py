@@ -63,8 +63,8 @@ scale = "log-odds" if binary else "outcome units"
 result = {
     "numbers": [
         {"name": "product_coefficient", "value": product,
-         "meaning": f"coefficient of the product of standardized {first_name} and {second_name}, in {scale} "
-                    "per SD squared"},
+         "meaning": f"coefficient of the product of the two top predictors ({first_name}; {second_name}), "
+                    f"in {scale}, both predictors standardized"},
         {"name": "lr_statistic", "value": statistic,
          "meaning": "likelihood-ratio statistic of the product term on the training rows (one degree of freedom)"},
         {"name": "lr_p_value", "value": float(chi2.sf(statistic, 1)),

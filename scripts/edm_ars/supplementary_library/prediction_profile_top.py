@@ -47,18 +47,18 @@ kind = "rate" if context["task"] == "binary_classification" else "mean"
 result = {
     "numbers": [
         {"name": "predicted_lowest_quintile", "value": predicted_by[0],
-         "meaning": f"mean predicted outcome {kind} in the lowest quintile of {name}"},
+         "meaning": f"mean predicted outcome {kind} in the lowest quintile of the top predictor ({name})"},
         {"name": "predicted_highest_quintile", "value": predicted_by[4],
-         "meaning": f"mean predicted outcome {kind} in the highest quintile of {name}"},
+         "meaning": f"mean predicted outcome {kind} in the highest quintile of the top predictor ({name})"},
         {"name": "observed_lowest_quintile", "value": observed_by[0],
-         "meaning": f"observed outcome {kind} in the lowest quintile of {name}"},
+         "meaning": f"observed outcome {kind} in the lowest quintile of the top predictor ({name})"},
         {"name": "observed_highest_quintile", "value": observed_by[4],
-         "meaning": f"observed outcome {kind} in the highest quintile of {name}"},
+         "meaning": f"observed outcome {kind} in the highest quintile of the top predictor ({name})"},
         {"name": "spearman_rho", "value": rho,
-         "meaning": f"rank correlation of {name} with the selected model's predictions"},
+         "meaning": f"rank correlation of the top predictor ({name}) with the selected model's predictions"},
     ],
     "figures": [{"file": "figures/profile.pdf",
-                 "caption": f"Observed and predicted outcome by quintile of {name} in the test rows."}],
+                 "caption": f"Observed and predicted outcome by quintile of the top predictor ({name}) in the test rows."}],
 }
 with open("out/result.json", "w", encoding="utf-8") as fh:
     json.dump(result, fh, indent=2)
