@@ -1,4 +1,4 @@
-"""The supplementary analyses' jobs (envs/analysis.yaml): plan them at a checkpoint, run each in the sandbox."""
+"""The supplementary analyses' jobs (envs/supplementary.yaml): plan them, run each planned one in the sandbox."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ def _ask(smk: Any, prompt: dict[str, Any]):
     return ask
 
 
-def plan(smk: Any) -> None:
-    """The checkpoint that decides a round's supplementary analyses (their number sets the jobs that follow)."""
+def plan_supplementary(smk: Any) -> None:
+    """A round's supplementary analyses: the plan the codegen.n slot jobs read (offline by rule from the vetted
+    library, with a model by the model's proposals)."""
     import pandas as pd
 
     from ..critic import results_summary
@@ -51,10 +52,10 @@ def plan(smk: Any) -> None:
         doc = offline_plan(context, cfg["n"], requested)
     else:
         prompt = load_prompt(smk.input.prompts)
-        summary = json.dumps(results_summary({"task": evaluation["task"], "primary_metric": evaluation["primary_metric"],
-                                   "best_model": evaluation["best_model"], "models": evaluation["models"],
-                                   "top_features": explain.get("top_features", []), "flags": evaluation["flags"]}),
-                             indent=1, default=str)
+        so_far = {"task": evaluation["task"], "primary_metric": evaluation["primary_metric"],
+                  "best_model": evaluation["best_model"], "models": evaluation["models"],
+                  "top_features": explain.get("top_features", []), "flags": evaluation["flags"]}
+        summary = json.dumps(results_summary(so_far), indent=1, default=str)
         doc = model_plan(_ask(smk, prompt), prompt, context, summary, cfg["n"], requested)
     doc |= {"context": context, "requested": requested, "sandbox": cfg["sandbox"], "attempts": cfg["attempts"]}
     for a in doc["analyses"]:
@@ -65,7 +66,7 @@ def plan(smk: Any) -> None:
     write_json(smk.output.plan, doc, "supplementary_plan")
 
 
-def run_one(smk: Any) -> None:
+def supplementary(smk: Any) -> None:
     """One supplementary analysis: its attempts in the sandbox (repaired by the model, when there is one) and its
     record, "ok" with the numbers its script wrote, or "dropped" with why."""
     from ..llm import load_prompt
