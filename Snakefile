@@ -39,6 +39,7 @@ include: "rules/analyze.smk"
 include: "rules/supplementary.smk"
 include: "rules/debate.smk"
 include: "rules/critique.smk"
+include: "rules/select.smk"
 include: "rules/write.smk"
 include: "rules/gates.smk"
 
@@ -47,6 +48,7 @@ include: "rules/gates.smk"
 if config["local_agents"]:
 
     localrules:
+        draft_studies,
         formulate,
         plan_supplementary,
         supplementary,
@@ -56,6 +58,8 @@ if config["local_agents"]:
         costs,
         gate,
         lessons,
+        select,
+        findings,
 
 
 rule all:

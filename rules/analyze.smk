@@ -8,13 +8,13 @@ rule fit_model:
         unpack(training_for),
         unpack(analysis_gate),
     output:
-        model="output/round_{round}/models/{model}.joblib",
-        meta="output/round_{round}/models/{model}.json",
-        oof="output/round_{round}/models/{model}.oof.csv",
+        model="output/branch_{branch}/round_{round}/models/{model}.joblib",
+        meta="output/branch_{branch}/round_{round}/models/{model}.json",
+        oof="output/branch_{branch}/round_{round}/models/{model}.oof.csv",
     log:
-        "logs/fit_model/round_{round}/{model}.log",
+        "logs/branch_{branch}/fit_model/round_{round}/{model}.log",
     benchmark:
-        "benchmarks/fit_model/round_{round}/{model}.tsv"
+        "benchmarks/branch_{branch}/fit_model/round_{round}/{model}.tsv"
     conda:
         "../envs/analysis.yaml"
     threads: 1
@@ -30,10 +30,10 @@ rule fit_stacking:
         unpack(stacking_inputs),
         unpack(analysis_gate),
     output:
-        model="output/round_{round}/models/stacking.joblib",
-        meta="output/round_{round}/models/stacking.json",
+        model="output/branch_{branch}/round_{round}/models/stacking.joblib",
+        meta="output/branch_{branch}/round_{round}/models/stacking.json",
     log:
-        "logs/fit_stacking/round_{round}.log",
+        "logs/branch_{branch}/fit_stacking/round_{round}.log",
     conda:
         "../envs/analysis.yaml"
     params:
@@ -50,12 +50,12 @@ rule fit_baselines:
         unpack(analysis_gate),
         registry=REGISTRY_FILES,
     output:
-        model="output/round_{round}/models/baselines.joblib",
-        meta="output/round_{round}/models/baselines.json",
+        model="output/branch_{branch}/round_{round}/models/baselines.joblib",
+        meta="output/branch_{branch}/round_{round}/models/baselines.json",
     log:
-        "logs/fit_baselines/round_{round}.log",
+        "logs/branch_{branch}/fit_baselines/round_{round}.log",
     benchmark:
-        "benchmarks/fit_baselines/round_{round}.tsv"
+        "benchmarks/branch_{branch}/fit_baselines/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
     params:
@@ -70,21 +70,21 @@ rule evaluate:
         unpack(baseline_fits),
         unpack(engineered_for),
     output:
-        evaluation="output/round_{round}/analysis/evaluation.json",
-        predictions="output/round_{round}/analysis/test_predictions.csv",
-        metrics_table="output/round_{round}/tables/metrics.csv",
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
+        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.csv",
+        metrics_table="output/branch_{branch}/round_{round}/tables/metrics.csv",
         figures=report(
-            directory("output/round_{round}/figures/evaluate"),
+            directory("output/branch_{branch}/round_{round}/figures/evaluate"),
             patterns=FIGURE_PATTERNS,
             caption="../report/evaluate_figure.rst",
             category="3. Analyze",
-            subcategory="round {round}",
-            labels={"artifact": "evaluate figure: {figure}", "round": "{round}"},
+            subcategory="branch {branch}, round {round}",
+            labels={"artifact": "evaluate figure: {figure}", "branch": "{branch}", "round": "{round}"},
         ),
     log:
-        "logs/evaluate/round_{round}.log",
+        "logs/branch_{branch}/evaluate/round_{round}.log",
     benchmark:
-        "benchmarks/evaluate/round_{round}.tsv"
+        "benchmarks/branch_{branch}/evaluate/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
     params:
@@ -102,26 +102,26 @@ rule explain:
         unpack(engineered_for),
         unpack(
             earlier_round(
-                earlier="output/round_{prev}/analysis/explain.json",
-                earlier_figures="output/round_{prev}/figures/explain",
+                earlier="output/branch_{branch}/round_{prev}/analysis/explain.json",
+                earlier_figures="output/branch_{branch}/round_{prev}/figures/explain",
             )
         ),
-        evaluation="output/round_{round}/analysis/evaluation.json",
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
         registry=REGISTRY_FILES,
     output:
-        explain="output/round_{round}/analysis/explain.json",
+        explain="output/branch_{branch}/round_{round}/analysis/explain.json",
         figures=report(
-            directory("output/round_{round}/figures/explain"),
+            directory("output/branch_{branch}/round_{round}/figures/explain"),
             patterns=FIGURE_PATTERNS,
             caption="../report/explain_figure.rst",
             category="3. Analyze",
-            subcategory="round {round}",
-            labels={"artifact": "explain figure: {figure}", "round": "{round}"},
+            subcategory="branch {branch}, round {round}",
+            labels={"artifact": "explain figure: {figure}", "branch": "{branch}", "round": "{round}"},
         ),
     log:
-        "logs/explain/round_{round}.log",
+        "logs/branch_{branch}/explain/round_{round}.log",
     benchmark:
-        "benchmarks/explain/round_{round}.tsv"
+        "benchmarks/branch_{branch}/explain/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
     params:
@@ -135,25 +135,25 @@ rule fairness:
     input:
         unpack(spec_for),
         unpack(engineered_for),
-        unpack(earlier_round(earlier="output/round_{prev}/analysis/fairness.json")),
-        evaluation="output/round_{round}/analysis/evaluation.json",
-        predictions="output/round_{round}/analysis/test_predictions.csv",
+        unpack(earlier_round(earlier="output/branch_{branch}/round_{prev}/analysis/fairness.json")),
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
+        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.csv",
         registry=REGISTRY_FILES,
     output:
-        fairness="output/round_{round}/analysis/fairness.json",
-        table="output/round_{round}/tables/fairness.csv",
+        fairness="output/branch_{branch}/round_{round}/analysis/fairness.json",
+        table="output/branch_{branch}/round_{round}/tables/fairness.csv",
         figures=report(
-            directory("output/round_{round}/figures/fairness"),
+            directory("output/branch_{branch}/round_{round}/figures/fairness"),
             patterns=FIGURE_PATTERNS,
             caption="../report/fairness_figure.rst",
             category="3. Analyze",
-            subcategory="round {round}",
-            labels={"artifact": "fairness figure: {figure}", "round": "{round}"},
+            subcategory="branch {branch}, round {round}",
+            labels={"artifact": "fairness figure: {figure}", "branch": "{branch}", "round": "{round}"},
         ),
     log:
-        "logs/fairness/round_{round}.log",
+        "logs/branch_{branch}/fairness/round_{round}.log",
     benchmark:
-        "benchmarks/fairness/round_{round}.tsv"
+        "benchmarks/branch_{branch}/fairness/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
     params:
@@ -172,20 +172,20 @@ rule stability_run:
         unpack(layout_input),
         unpack(
             earlier_round(
-                earlier="output/round_{prev}/analysis/stability/{perturbation}.json"
+                earlier="output/branch_{branch}/round_{prev}/analysis/stability/{perturbation}.json"
             )
         ),
-        evaluation="output/round_{round}/analysis/evaluation.json",
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
         raw=raw_data,
         manifest="output/data/dataset.json",
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
     output:
-        run="output/round_{round}/analysis/stability/{perturbation}.json",
+        run="output/branch_{branch}/round_{round}/analysis/stability/{perturbation}.json",
     log:
-        "logs/stability_run/round_{round}/{perturbation}.log",
+        "logs/branch_{branch}/stability_run/round_{round}/{perturbation}.log",
     benchmark:
-        "benchmarks/stability_run/round_{round}/{perturbation}.tsv"
+        "benchmarks/branch_{branch}/stability_run/round_{round}/{perturbation}.tsv"
     conda:
         "../envs/analysis.yaml"
     params:
@@ -199,12 +199,12 @@ rule stability_run:
 rule stability:
     input:
         runs=stability_runs,
-        evaluation="output/round_{round}/analysis/evaluation.json",
-        explain="output/round_{round}/analysis/explain.json",
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
+        explain="output/branch_{branch}/round_{round}/analysis/explain.json",
     output:
-        stability="output/round_{round}/analysis/stability.json",
+        stability="output/branch_{branch}/round_{round}/analysis/stability.json",
     log:
-        "logs/stability/round_{round}.log",
+        "logs/branch_{branch}/stability/round_{round}.log",
     conda:
         "../envs/analysis.yaml"
     script:
@@ -218,7 +218,7 @@ rule split_run:
         unpack(layout_input),
         unpack(
             earlier_round(
-                earlier="output/round_{prev}/analysis/splits/split_{split}.json"
+                earlier="output/branch_{branch}/round_{prev}/analysis/splits/split_{split}.json"
             )
         ),
         report=lambda wildcards: engineered_for(wildcards)["report"],
@@ -227,11 +227,11 @@ rule split_run:
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
     output:
-        run="output/round_{round}/analysis/splits/split_{split}.json",
+        run="output/branch_{branch}/round_{round}/analysis/splits/split_{split}.json",
     log:
-        "logs/split_run/round_{round}/split_{split}.log",
+        "logs/branch_{branch}/split_run/round_{round}/split_{split}.log",
     benchmark:
-        "benchmarks/split_run/round_{round}/split_{split}.tsv"
+        "benchmarks/branch_{branch}/split_run/round_{round}/split_{split}.tsv"
     conda:
         "../envs/analysis.yaml"
     threads: 1
@@ -246,12 +246,12 @@ rule split_run:
 rule splits:
     input:
         runs=split_runs,
-        evaluation="output/round_{round}/analysis/evaluation.json",
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
         report=lambda wildcards: engineered_for(wildcards)["report"],
     output:
-        splits="output/round_{round}/analysis/splits.json",
+        splits="output/branch_{branch}/round_{round}/analysis/splits.json",
     log:
-        "logs/splits/round_{round}.log",
+        "logs/branch_{branch}/splits/round_{round}.log",
     conda:
         "../envs/analysis.yaml"
     params:
@@ -264,20 +264,20 @@ rule analyze:
     input:
         unpack(split_summary),
         unpack(supplementary_records),
-        evaluation="output/round_{round}/analysis/evaluation.json",
-        explain="output/round_{round}/analysis/explain.json",
-        fairness="output/round_{round}/analysis/fairness.json",
-        stability="output/round_{round}/analysis/stability.json",
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
+        explain="output/branch_{branch}/round_{round}/analysis/explain.json",
+        fairness="output/branch_{branch}/round_{round}/analysis/fairness.json",
+        stability="output/branch_{branch}/round_{round}/analysis/stability.json",
     output:
         results=report(
-            "output/round_{round}/results.json",
+            "output/branch_{branch}/round_{round}/results.json",
             caption="../report/results.rst",
             category="3. Analyze",
-            subcategory="round {round}",
-            labels={"artifact": "results", "round": "{round}"},
+            subcategory="branch {branch}, round {round}",
+            labels={"artifact": "results", "branch": "{branch}", "round": "{round}"},
         ),
     log:
-        "logs/analyze/round_{round}.log",
+        "logs/branch_{branch}/analyze/round_{round}.log",
     conda:
         "../envs/analysis.yaml"
     script:

@@ -66,15 +66,40 @@ wildcard_constraints:
     perturbation=r"[a-z]+_[a-z0-9]+",
     split=r"[1-9]\d*",
     gate=r"formulate|engineer|analyze|critique|write",
+    branch=r"[1-9]\d*",
+    paper=r"paper|branch_[1-9]\d*/paper",
+
+
+# ---- candidate studies (branches) -----------------------------------------------------------
+# `branches=N` runs N candidate studies of the data set side by side; every per-study path is
+# output/branch_<b>/..., logs/branch_<b>/... and benchmarks/branch_<b>/... A rule (`select`) ranks the reviewed
+# branches and the paper output/paper.pdf is written for the chosen one (with `papers=all`, every branch also
+# gets output/branch_<b>/paper.pdf).
+BRANCHES = list(range(1, int(config["branches"]) + 1))
+
+
+def paper_branch(wildcards):
+    """The branch a paper (wildcard `paper`) is written for: the selected one for output/paper, else its own."""
+    if wildcards.paper == "paper":
+        with open(checkpoints.select.get().output.selection) as fh:
+            return int(json.load(fh)["chosen"])
+    return int(wildcards.paper.split("/")[0].split("_")[1])
+
+
+def paper_name(b):
+    return f"branch_{b}/paper"
 
 
 def final_targets():
+    per_branch = [f"output/branch_{b}/revisions.md" for b in BRANCHES]
+    if config["papers"] == "all":
+        per_branch += [f"output/{paper_name(b)}.pdf" for b in BRANCHES]
     return [
         "output/paper.pdf",
         "output/costs.json",
         "output/lessons.json",
-        "output/revisions.md",
-    ]
+        "output/findings.json",
+    ] + per_branch
 
 
 def lessons_store():
@@ -83,19 +108,36 @@ def lessons_store():
     return config["lessons"]["store"] or str(default_store_path())
 
 
-def round_artifacts(wildcards=None):
-    """Per round of the run: the specification, data report, results and review it used (by path)."""
-    rounds = range(final_round() + 1)
+def round_artifacts(wildcards):
+    """Per round of a branch: the specification, data report, results and review it used (by path)."""
+    b = int(wildcards.branch)
+    rounds = range(final_round(b) + 1)
     return {
-        "specs": [spec_for(wildcards_for(r))["spec"] for r in rounds],
-        "reports": [engineered_for(wildcards_for(r))["report"] for r in rounds],
-        "results": [f"output/round_{r}/results.json" for r in rounds],
-        "reviews": [review_file(r) for r in rounds],
+        "specs": [spec_for(wildcards_for(b, r))["spec"] for r in rounds],
+        "reports": [engineered_for(wildcards_for(b, r))["report"] for r in rounds],
+        "results": [f"output/branch_{b}/round_{r}/results.json" for r in rounds],
+        "reviews": [review_file(b, r) for r in rounds],
     }
 
 
 def run_reviews(wildcards=None):
-    return [review_file(r) for r in range(final_round() + 1)]
+    return [review_file(b, r) for b in BRANCHES for r in range(final_round(b) + 1)]
+
+
+def final_reviews(wildcards=None):
+    """The review of each branch's final round (the study as it stands)."""
+    return [review_file(b, final_round(b)) for b in BRANCHES]
+
+
+def selection_inputs(wildcards=None):
+    """What the selection ranks: each branch's final review, specification, results and claims."""
+    finals = {b: final_round(b) for b in BRANCHES}
+    return {
+        "reviews": [review_file(b, r) for b, r in finals.items()],
+        "specs": [spec_for(wildcards_for(b, r))["spec"] for b, r in finals.items()],
+        "results": [f"output/branch_{b}/round_{r}/results.json" for b, r in finals.items()],
+        "claims": [f"output/branch_{b}/round_{r}/claims.json" for b, r in finals.items()],
+    }
 
 
 # ---- agents and their language models -------------------------------------------------------
@@ -133,30 +175,45 @@ def agent_settings(agent):
 
 
 def ledgers(wildcards=None):
-    """The LLM call ledgers of every agent job of the run (one file per job)."""
-    last = final_round()
+    """The LLM call ledgers of every agent job of the run (one file per job): the drafting of the candidate
+    studies, every branch's rounds, and the papers written."""
+    out = ["output/ledger/draft.jsonl"]
+    for b in BRANCHES:
+        out += branch_ledgers(b)
+    papers = ["paper"] + (
+        [paper_name(b) for b in BRANCHES] if config["papers"] == "all" else []
+    )
+    # an aborted study has no paper, so it has no Writer ledger
+    for paper in papers:
+        b = paper_branch(SimpleNamespace(paper=paper))
+        if verdict_of(b, final_round(b)) != "ABORT":
+            out.append(f"output/ledger/write/{paper}.jsonl")
+    return out
+
+
+def branch_ledgers(b):
+    last = final_round(b)
+    d = f"output/branch_{b}/ledger"
     formulate = [
-        f"output/ledger/formulate/round_{r}.jsonl"
+        f"{d}/formulate/round_{r}.jsonl"
         for r in range(last + 1)
-        if r == 0 or STAGES.index(rerun_from(r)) == 0
+        if r == 0 or STAGES.index(rerun_from(b, r)) == 0
     ]
     per_round = [
-        f"output/ledger/{agent}/round_{r}.jsonl"
+        f"{d}/{agent}/round_{r}.jsonl"
         for r in range(last + 1)
         for agent in ("debate", "critique")
     ]
-    # an aborted run writes no paper, so it has no Writer ledger
-    write = [] if verdict_of(last) == "ABORT" else ["output/ledger/write/paper.jsonl"]
-    return formulate + per_round + supplementary_ledgers(last) + write
+    return formulate + per_round + supplementary_ledgers(b, last)
 
 
-def supplementary_ledgers(last):
+def supplementary_ledgers(b, last):
     """The ledgers of the supplementary analyses' plans and slots, rounds 0..last (none when codegen.n is 0)."""
     n = config["codegen"]["n"]
     if not n:
         return []
     return [
-        f"output/ledger/supplementary/round_{r}{slot}.jsonl"
+        f"output/branch_{b}/ledger/supplementary/round_{r}{slot}.jsonl"
         for r in range(last + 1)
         for slot in [""] + [f"_slot_{k}" for k in range(1, n + 1)]
     ]
@@ -175,26 +232,27 @@ def layout_input(wildcards=None):
     return {"layout": LAYOUT_FILE} if LAYOUT_FILE else {}
 
 
-def models(r=0):
-    """The model families of round r: the configured ones and those the reviews of earlier rounds added."""
+def models(b, r=0):
+    """The model families of round r of branch b: the configured ones and those the reviews of earlier
+    rounds added."""
     from edm_ars.actions import added_models
 
     return added_models(
-        [load_review(q) for q in range(int(r))], config["analysis"]["models"]
+        [load_review(b, q) for q in range(int(r))], config["analysis"]["models"]
     )
 
 
-def base_models(r=0):
+def base_models(b, r=0):
     """The model families of round r other than stacking (which is built from them)."""
-    return [m for m in models(r) if m != STACKING]
+    return [m for m in models(b, r) if m != STACKING]
 
 
 def round_models(wildcards):
-    return models(wildcards.round)
+    return models(wildcards.branch, wildcards.round)
 
 
 def round_bases(wildcards):
-    return base_models(wildcards.round)
+    return base_models(wildcards.branch, wildcards.round)
 
 
 # ---- human gates ----------------------------------------------------------------------------
@@ -203,96 +261,100 @@ GATES = MODES[config["hitl"]]
 
 
 def gate_subject(wildcards):
-    files = subjects(wildcards.gate, int(wildcards.round))
+    files = subjects(wildcards.gate, int(wildcards.round), int(wildcards.branch))
     named = {f"subject_{i}": f for i, f in enumerate(files)}
     if wildcards.gate == "formulate":
         named["spec"] = files[0]
     return named
 
 
-def gate_approval(gate, r):
+def gate_approval(gate, b, r):
     """The approval a downstream job waits for, when the configured mode has this gate."""
     return (
-        {f"gate_{gate}": f"output/gates/round_{r}/{gate}.approved.json"}
+        {f"gate_{gate}": f"output/branch_{b}/gates/round_{r}/{gate}.approved.json"}
         if gate in GATES
         else {}
     )
 
 
-def human_notes(stage, r):
+def human_notes(stage, b, r):
     """A rejection note for a stage, as an input: when one appears, the stage reruns with it."""
-    path = Path("approvals") / f"round_{r}" / f"{stage}.notes.json"
+    path = Path("approvals") / f"branch_{b}" / f"round_{r}" / f"{stage}.notes.json"
     return {"human_notes": str(path)} if stage in GATES and path.exists() else {}
 
 
 def formulate_extras(wildcards):
-    r = int(wildcards.round)
-    return previous_review_input(wildcards) | human_notes("formulate", r)
+    b, r = int(wildcards.branch), int(wildcards.round)
+    return previous_review_input(wildcards) | human_notes("formulate", b, r)
 
 
 def engineer_extras(wildcards):
-    r = int(wildcards.round)
+    b, r = int(wildcards.branch), int(wildcards.round)
     return (
         previous_review_input(wildcards)
-        | gate_approval("formulate", producing_round("formulate", r))
-        | human_notes("engineer", r)
+        | gate_approval("formulate", b, producing_round(b, "formulate", r))
+        | human_notes("engineer", b, r)
     )
 
 
 def analysis_gate(wildcards):
-    return gate_approval("engineer", producing_round("engineer", int(wildcards.round)))
+    b = int(wildcards.branch)
+    return gate_approval(
+        "engineer", b, producing_round(b, "engineer", int(wildcards.round))
+    )
 
 
 def critique_gate(wildcards):
-    return gate_approval("analyze", int(wildcards.round))
+    return gate_approval("analyze", int(wildcards.branch), int(wildcards.round))
 
 
 def write_gates(wildcards):
-    r = final_round()
+    b = paper_branch(wildcards)
+    r = final_round(b)
     return (
-        gate_approval("critique", r)
-        | gate_approval("write", r)
-        | human_notes("write", r)
+        gate_approval("critique", b, r)
+        | gate_approval("write", b, r)
+        | human_notes("write", b, r)
     )
 
 
 # ---- the revision loop --------------------------------------------------------------------
 
 
-def review_path(r):
-    """The review of round r; asking for it makes the engine run the checkpoint first."""
-    return checkpoints.critique.get(round=r).output.review
+def review_path(b, r):
+    """The review of round r of branch b; asking for it makes the engine run the checkpoint first."""
+    return checkpoints.critique.get(branch=b, round=r).output.review
 
 
-def load_review(r):
-    with open(review_path(r)) as fh:
+def load_review(b, r):
+    with open(review_path(b, r)) as fh:
         return json.load(fh)
 
 
-def review_file(r):
-    return f"output/round_{r}/review_report.json"
+def review_file(b, r):
+    return f"output/branch_{b}/round_{r}/review_report.json"
 
 
-def verdict_of(r):
+def verdict_of(b, r):
     """The verdict of round r's review as the file stands now, or None while it does not exist."""
-    path = Path(review_file(r))
+    path = Path(review_file(b, r))
     if not path.exists():
         return None
     with open(path) as fh:
         return json.load(fh)["verdict"]
 
 
-def rerun_from(r):
+def rerun_from(b, r):
     """The stage from which round r re-runs (round 0 runs everything)."""
     if r == 0:
         return STAGES[0]
-    return load_review(r - 1)["rerun_from"]
+    return load_review(b, r - 1)["rerun_from"]
 
 
-def producing_round(stage, r):
-    """The latest round <= r in which `stage` was re-run: its outputs serve round r."""
+def producing_round(b, stage, r):
+    """The latest round <= r of branch b in which `stage` was re-run: its outputs serve round r."""
     for q in range(r, 0, -1):
-        if STAGES.index(rerun_from(q)) <= STAGES.index(stage):
+        if STAGES.index(rerun_from(b, q)) <= STAGES.index(stage):
             return q
     return 0
 
@@ -301,25 +363,27 @@ def previous_review_input(wildcards):
     """Round r > 0 re-runs because of review r-1: the revised stage reads its instructions and the
     revision actions of every earlier review, which accumulate (after the researcher approved
     review r-1, when the mode gates the Critic)."""
-    r = int(wildcards.round)
+    b, r = int(wildcards.branch), int(wildcards.round)
     if r == 0:
         return {}
-    return {"earlier_reviews": [review_path(q) for q in range(r)]} | gate_approval(
-        "critique", r - 1
+    return {"earlier_reviews": [review_path(b, q) for q in range(r)]} | gate_approval(
+        "critique", b, r - 1
     )
 
 
 def spec_for(wildcards):
-    r = producing_round("formulate", int(wildcards.round))
+    b = int(wildcards.branch)
+    r = producing_round(b, "formulate", int(wildcards.round))
     return {
-        "spec": f"output/round_{r}/research_spec.json",
-        "literature": f"output/round_{r}/literature_context.json",
+        "spec": f"output/branch_{b}/round_{r}/research_spec.json",
+        "literature": f"output/branch_{b}/round_{r}/literature_context.json",
     }
 
 
 def engineered_for(wildcards):
-    r = producing_round("engineer", int(wildcards.round))
-    d = f"output/round_{r}/data"
+    b = int(wildcards.branch)
+    r = producing_round(b, "engineer", int(wildcards.round))
+    d = f"output/branch_{b}/round_{r}/data"
     return {
         name: f"{d}/{name}.csv"
         for name in (
@@ -340,62 +404,66 @@ def training_for(wildcards):
 
 
 def abort_review(wildcards):
-    return review_file(final_round())
+    b = int(wildcards.branch)
+    return review_file(b, final_round(b))
 
 
-def model_round(m, r):
-    """The round whose fit of family `m` serves round r. A revision round refits a family only when its
-    data changed (the engineer stage re-ran in that round) or the round adds it, and stacking also when
-    its base models changed; otherwise the earlier fit is reused by path, as stages are.
+def model_round(b, m, r):
+    """The round whose fit of family `m` serves round r of branch b. A revision round refits a family only
+    when its data changed (the engineer stage re-ran in that round) or the round adds it, and stacking also
+    when its base models changed; otherwise the earlier fit is reused by path, as stages are.
     """
     r = int(r)
-    if not data_unchanged(r) or m not in models(r - 1):
+    if not data_unchanged(b, r) or m not in models(b, r - 1):
         return r
-    if m == STACKING and base_fits(r) != base_fits(r - 1):
+    if m == STACKING and base_fits(b, r) != base_fits(b, r - 1):
         return r
-    return model_round(m, r - 1)
+    return model_round(b, m, r - 1)
 
 
-def base_fits(r):
+def base_fits(b, r):
     """The base families of round r and the rounds whose fits serve them."""
-    return {m: model_round(m, r) for m in base_models(r)}
+    return {m: model_round(b, m, r) for m in base_models(b, r)}
 
 
-def model_file(m, r, kind):
-    """A fitted model's file (`joblib`, `json` or `oof.csv`) as round r uses it."""
-    return f"output/round_{model_round(m, r)}/models/{m}.{kind}"
+def model_file(b, m, r, kind):
+    """A fitted model's file (`joblib`, `json` or `oof.csv`) as round r of branch b uses it."""
+    return f"output/branch_{b}/round_{model_round(b, m, r)}/models/{m}.{kind}"
 
 
 def fitted_models(wildcards):
-    listed = models(wildcards.round)
-    return {m: model_file(m, wildcards.round, "joblib") for m in listed} | {
-        f"{m}_meta": model_file(m, wildcards.round, "json") for m in listed
+    b, r = int(wildcards.branch), wildcards.round
+    listed = models(b, r)
+    return {m: model_file(b, m, r, "joblib") for m in listed} | {
+        f"{m}_meta": model_file(b, m, r, "json") for m in listed
     }
 
 
 def baseline_fits(wildcards):
     """The baselines round r uses: fitted in the round whose prepared data serve it (they depend on nothing else),
     so a revision round that keeps the data reuses them by path."""
-    r = producing_round("engineer", int(wildcards.round))
+    b = int(wildcards.branch)
+    r = producing_round(b, "engineer", int(wildcards.round))
     return {
-        "baselines": f"output/round_{r}/models/baselines.joblib",
-        "baselines_meta": f"output/round_{r}/models/baselines.json",
+        "baselines": f"output/branch_{b}/round_{r}/models/baselines.joblib",
+        "baselines_meta": f"output/branch_{b}/round_{r}/models/baselines.json",
     }
 
 
 def stacking_inputs(wildcards):
-    bases = base_models(wildcards.round)
+    b, r = int(wildcards.branch), wildcards.round
+    bases = base_models(b, r)
     return (
         training_for(wildcards)
-        | {f"{m}_oof": model_file(m, wildcards.round, "oof.csv") for m in bases}
-        | {f"{m}_meta": model_file(m, wildcards.round, "json") for m in bases}
+        | {f"{m}_oof": model_file(b, m, r, "oof.csv") for m in bases}
+        | {f"{m}_meta": model_file(b, m, r, "json") for m in bases}
     )
 
 
-def data_unchanged(r):
+def data_unchanged(b, r):
     """Whether round r > 0 uses the same prepared data as round r-1 (its engineer stage did not re-run)."""
     r = int(r)
-    return r > 0 and producing_round("engineer", r) < r
+    return r > 0 and producing_round(int(b), "engineer", r) < r
 
 
 def earlier_round(**files):
@@ -406,7 +474,7 @@ def earlier_round(**files):
 
     def inputs(wildcards):
         r = int(wildcards.round)
-        if not data_unchanged(r):
+        if not data_unchanged(wildcards.branch, r):
             return {}
         return {
             k: v.format(prev=r - 1, **dict(wildcards.items())) for k, v in files.items()
@@ -417,25 +485,23 @@ def earlier_round(**files):
 
 def stability_runs(wildcards):
     names = perturbations(config["analysis"]["stability"])
-    return [
-        f"output/round_{wildcards.round}/analysis/stability/{p}.json" for p in names
-    ]
+    d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
+    return [f"{d}/analysis/stability/{p}.json" for p in names]
 
 
 def split_runs(wildcards):
     """The repeated grouped splits of a round (split 0 is the main split: no job)."""
+    d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
     return [
-        f"output/round_{wildcards.round}/analysis/splits/split_{k}.json"
+        f"{d}/analysis/splits/split_{k}.json"
         for k in extra_splits(config["analysis"]["repeated_splits"])
     ]
 
 
 def split_fits(wildcards):
     """The tuned configurations (models/<m>.json) a split job refits: every single family of the round."""
-    return {
-        f"{m}_meta": model_file(m, wildcards.round, "json")
-        for m in base_models(wildcards.round)
-    }
+    b, r = int(wildcards.branch), wildcards.round
+    return {f"{m}_meta": model_file(b, m, r, "json") for m in base_models(b, r)}
 
 
 def supplementary_records(wildcards):
@@ -444,12 +510,10 @@ def supplementary_records(wildcards):
     n = config["codegen"]["n"]
     if not n:
         return {}
-    r = wildcards.round
+    d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
     return {
-        "supplementary_plan": f"output/round_{r}/analysis/supplementary_plan.json",
-        "supplementary": [
-            f"output/round_{r}/supplementary/slot_{k}.json" for k in range(1, n + 1)
-        ],
+        "supplementary_plan": f"{d}/analysis/supplementary_plan.json",
+        "supplementary": [f"{d}/supplementary/slot_{k}.json" for k in range(1, n + 1)],
     }
 
 
@@ -457,11 +521,12 @@ def split_summary(wildcards):
     """splits.json for the analyze job, when the study is repeated over more than one split."""
     if not extra_splits(config["analysis"]["repeated_splits"]):
         return {}
-    return {"splits": f"output/round_{wildcards.round}/analysis/splits.json"}
+    d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
+    return {"splits": f"{d}/analysis/splits.json"}
 
 
-def final_round():
-    """The round the paper is written from: the first whose review is PASS or ABORT (REVISE with no
+def final_round(b):
+    """The round of branch b the paper is written from: the first whose review is PASS or ABORT (REVISE with no
     rounds left is PASS), or the first without a review yet, which is final until its review says
     otherwise.
 
@@ -473,37 +538,44 @@ def final_round():
     target, Snakemake 9 then rebuilt the PDF from the old paper).
     """
     r = 0
-    while verdict_of(r) == "REVISE":
+    while verdict_of(b, r) == "REVISE":
         r += 1
     return r
 
 
 def paper_inputs(wildcards):
-    r = final_round()
-    if verdict_of(r) == "ABORT":
-        return {"review": review_file(r), "abort": "output/abort_report.json"}
-    spec = spec_for(wildcards_for(r))
-    data = engineered_for(wildcards_for(r))
-    return {
+    b = paper_branch(wildcards)
+    r = final_round(b)
+    common = {"selection": "output/selection.json", "drafts": "output/branches.json"}
+    if verdict_of(b, r) == "ABORT":
+        return common | {
+            "review": review_file(b, r),
+            "abort": f"output/branch_{b}/abort_report.json",
+        }
+    spec = spec_for(wildcards_for(b, r))
+    data = engineered_for(wildcards_for(b, r))
+    d = f"output/branch_{b}/round_{r}"
+    return common | {
         "spec": spec["spec"],
         "literature": spec["literature"],
         "report": data["report"],
         "sample": str(Path(data["report"]).with_name("sample.json")),
-        "results": f"output/round_{r}/results.json",
-        "claims": f"output/round_{r}/claims.json",
-        "figures": [f"output/round_{r}/figures/{phase}" for phase in FIGURE_PHASES],
-        "review": review_file(r),
+        "results": f"{d}/results.json",
+        "claims": f"{d}/claims.json",
+        "figures": [f"{d}/figures/{phase}" for phase in FIGURE_PHASES],
+        "review": review_file(b, r),
         "template": PAPER_TEMPLATE,
     }
 
 
 def provenance_inputs(wildcards):
-    """What the Writer states about the data and the run (output/paper/provenance.json),
-    and for generated rows the recovery check against the truth (output/paper/recovery.json).
+    """What the Writer states about the data and the run (output/<paper>/provenance.json),
+    and for generated rows the recovery check against the truth (output/<paper>/recovery.json).
     """
-    out = {"provenance": "output/paper/provenance.json"}
-    if ADAPTER.kind == "synthetic" and verdict_of(final_round()) != "ABORT":
-        out["recovery"] = "output/paper/recovery.json"
+    out = {"provenance": f"output/{wildcards.paper}/provenance.json"}
+    b = paper_branch(wildcards)
+    if ADAPTER.kind == "synthetic" and verdict_of(b, final_round(b)) != "ABORT":
+        out["recovery"] = f"output/{wildcards.paper}/recovery.json"
     return out
 
 
@@ -511,12 +583,13 @@ def recovery_inputs(wildcards):
     """The truth of the generated data and the final round's specification and results; the round's
     review too, so that the engine re-evaluates these inputs when a redone review adds a round.
     """
-    r = final_round()
+    b = paper_branch(wildcards)
+    r = final_round(b)
     return {
         "dgp": "output/data/dgp.json",
-        "spec": spec_for(wildcards_for(r))["spec"],
-        "results": f"output/round_{r}/results.json",
-        "review": review_file(r),
+        "spec": spec_for(wildcards_for(b, r))["spec"],
+        "results": f"output/branch_{b}/round_{r}/results.json",
+        "review": review_file(b, r),
     }
 
 
@@ -533,14 +606,23 @@ def run_config():
     return config_snapshot(config)
 
 
-def final_round_name(wildcards=None):
-    """The report's subcategory of the paper (or abort report): the round it was written from."""
-    return f"round {final_round()}"
+def final_round_name(wildcards):
+    """The report's subcategory of a paper (or abort report): the branch and round it was written from."""
+    b = paper_branch(wildcards) if hasattr(wildcards, "paper") else int(wildcards.branch)
+    return f"branch {b}, round {final_round(b)}"
 
 
 def final_round_labels(artifact):
-    return lambda wildcards: {"artifact": artifact, "round": str(final_round())}
+    def labels(wildcards):
+        b = (
+            paper_branch(wildcards)
+            if hasattr(wildcards, "paper")
+            else int(wildcards.branch)
+        )
+        return {"artifact": artifact, "branch": str(b), "round": str(final_round(b))}
+
+    return labels
 
 
-def wildcards_for(r):
-    return SimpleNamespace(round=str(r))
+def wildcards_for(b, r):
+    return SimpleNamespace(branch=str(b), round=str(r))

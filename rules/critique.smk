@@ -5,24 +5,24 @@ checkpoint critique:
         unpack(critique_gate),
         unpack(generated_truth),
         manifest="output/data/dataset.json",
-        results="output/round_{round}/results.json",
-        claims="output/round_{round}/claims.json",
+        results="output/branch_{branch}/round_{round}/results.json",
+        claims="output/branch_{branch}/round_{round}/claims.json",
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
         rubric=RUBRIC,
         prompts=prompt_file("critique"),
     output:
         review=report(
-            "output/round_{round}/review_report.json",
+            "output/branch_{branch}/round_{round}/review_report.json",
             caption="../report/review.rst",
             category="5. Critique",
-            subcategory="round {round}",
-            labels={"artifact": "review", "round": "{round}"},
+            subcategory="branch {branch}, round {round}",
+            labels={"artifact": "review", "branch": "{branch}", "round": "{round}"},
         ),
-        ledger="output/ledger/critique/round_{round}.jsonl",
-        transcripts=directory("output/prompts/critique/round_{round}"),
+        ledger="output/branch_{branch}/ledger/critique/round_{round}.jsonl",
+        transcripts=directory("output/branch_{branch}/prompts/critique/round_{round}"),
     log:
-        "logs/critique/round_{round}.log",
+        "logs/branch_{branch}/critique/round_{round}.log",
     conda:
         "../envs/agents.yaml"
     resources:

@@ -2,20 +2,20 @@ rule debate:
     input:
         unpack(spec_for),
         unpack(engineered_for),
-        results="output/round_{round}/results.json",
+        results="output/branch_{branch}/round_{round}/results.json",
         prompts=prompt_file("debate"),
     output:
         claims=report(
-            "output/round_{round}/claims.json",
+            "output/branch_{branch}/round_{round}/claims.json",
             caption="../report/claims.rst",
             category="4. Debate",
-            subcategory="round {round}",
-            labels={"artifact": "claims", "round": "{round}"},
+            subcategory="branch {branch}, round {round}",
+            labels={"artifact": "claims", "branch": "{branch}", "round": "{round}"},
         ),
-        ledger="output/ledger/debate/round_{round}.jsonl",
-        transcripts=directory("output/prompts/debate/round_{round}"),
+        ledger="output/branch_{branch}/ledger/debate/round_{round}.jsonl",
+        transcripts=directory("output/branch_{branch}/prompts/debate/round_{round}"),
     log:
-        "logs/debate/round_{round}.log",
+        "logs/branch_{branch}/debate/round_{round}.log",
     conda:
         "../envs/agents.yaml"
     resources:

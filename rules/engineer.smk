@@ -8,26 +8,26 @@ rule engineer:
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
     output:
-        train_X="output/round_{round}/data/train_X.csv",
-        train_y="output/round_{round}/data/train_y.csv",
-        train_groups="output/round_{round}/data/train_groups.csv",
-        test_X="output/round_{round}/data/test_X.csv",
-        test_y="output/round_{round}/data/test_y.csv",
-        test_protected="output/round_{round}/data/test_protected.csv",
-        test_groups="output/round_{round}/data/test_groups.csv",
-        sample="output/round_{round}/data/sample.json",
-        sample_table="output/round_{round}/tables/sample.csv",
+        train_X="output/branch_{branch}/round_{round}/data/train_X.csv",
+        train_y="output/branch_{branch}/round_{round}/data/train_y.csv",
+        train_groups="output/branch_{branch}/round_{round}/data/train_groups.csv",
+        test_X="output/branch_{branch}/round_{round}/data/test_X.csv",
+        test_y="output/branch_{branch}/round_{round}/data/test_y.csv",
+        test_protected="output/branch_{branch}/round_{round}/data/test_protected.csv",
+        test_groups="output/branch_{branch}/round_{round}/data/test_groups.csv",
+        sample="output/branch_{branch}/round_{round}/data/sample.json",
+        sample_table="output/branch_{branch}/round_{round}/tables/sample.csv",
         report=report(
-            "output/round_{round}/data/data_report.json",
+            "output/branch_{branch}/round_{round}/data/data_report.json",
             caption="../report/data_report.rst",
             category="2. Engineer",
-            subcategory="round {round}",
-            labels={"artifact": "data report", "round": "{round}"},
+            subcategory="branch {branch}, round {round}",
+            labels={"artifact": "data report", "branch": "{branch}", "round": "{round}"},
         ),
     log:
-        "logs/engineer/round_{round}.log",
+        "logs/branch_{branch}/engineer/round_{round}.log",
     benchmark:
-        "benchmarks/engineer/round_{round}.tsv"
+        "benchmarks/branch_{branch}/engineer/round_{round}.tsv"
     conda:
         "../envs/data.yaml"
     params:

@@ -1,6 +1,45 @@
+rule draft_studies:
+    input:
+        tier2="output/registry/tier2.json",
+        manifest="output/data/dataset.json",
+        registry=REGISTRY_FILES,
+        prompts=prompt_file("draft"),
+    output:
+        drafts=report(
+            "output/branches.json",
+            caption="../report/branches.rst",
+            category="1. Formulate",
+            subcategory="all branches",
+            labels={"artifact": "candidate studies", "branch": "all", "round": "0"},
+        ),
+        ledger="output/ledger/draft.jsonl",
+        transcripts=directory("output/prompts/draft"),
+    log:
+        "logs/draft_studies.log",
+    conda:
+        "../envs/agents.yaml"
+    resources:
+        llm_api=1,
+    params:
+        branches=lookup(dpath="branches", within=config),
+        prompt=lookup(dpath="prompt", within=config),
+        question=lookup(dpath="question", within=config),
+        llm=agent_settings("formulate"),
+        prompt_hash=prompt_hash("draft"),
+        round=0,
+        budget_usd=lookup(dpath="budget_usd", within=config),
+        prices=lookup(dpath="llm/prices", within=config),
+        cache_dir=lookup(dpath="llm/cache_dir", within=config),
+        lessons_store=lessons_store(),
+        findings_store=lookup(dpath="findings/store", within=config),
+    script:
+        "../scripts/draft_studies.py"
+
+
 rule formulate:
     input:
         unpack(formulate_extras),
+        drafts="output/branches.json",
         tier2="output/registry/tier2.json",
         manifest="output/data/dataset.json",
         registry=REGISTRY_FILES,
@@ -8,17 +47,17 @@ rule formulate:
         prompts=prompt_file("formulate"),
     output:
         spec=report(
-            "output/round_{round}/research_spec.json",
+            "output/branch_{branch}/round_{round}/research_spec.json",
             caption="../report/spec.rst",
             category="1. Formulate",
-            subcategory="round {round}",
-            labels={"artifact": "research specification", "round": "{round}"},
+            subcategory="branch {branch}, round {round}",
+            labels={"artifact": "research specification", "branch": "{branch}", "round": "{round}"},
         ),
-        literature="output/round_{round}/literature_context.json",
-        ledger="output/ledger/formulate/round_{round}.jsonl",
-        transcripts=directory("output/prompts/formulate/round_{round}"),
+        literature="output/branch_{branch}/round_{round}/literature_context.json",
+        ledger="output/branch_{branch}/ledger/formulate/round_{round}.jsonl",
+        transcripts=directory("output/branch_{branch}/prompts/formulate/round_{round}"),
     log:
-        "logs/formulate/round_{round}.log",
+        "logs/branch_{branch}/formulate/round_{round}.log",
     conda:
         "../envs/agents.yaml"
     resources:

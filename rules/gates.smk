@@ -4,9 +4,9 @@ rule gate:
         tier2="output/registry/tier2.json",
         registry=REGISTRY_FILES,
     output:
-        approved="output/gates/round_{round}/{gate}.approved.json",
+        approved="output/branch_{branch}/gates/round_{round}/{gate}.approved.json",
     log:
-        "logs/gate/round_{round}/{gate}.log",
+        "logs/branch_{branch}/gate/round_{round}/{gate}.log",
     conda:
         "../envs/data.yaml"
     script:

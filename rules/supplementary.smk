@@ -9,15 +9,15 @@ rule plan_supplementary:
         unpack(spec_for),
         unpack(engineered_for),
         unpack(previous_review_input),
-        evaluation="output/round_{round}/analysis/evaluation.json",
-        explain="output/round_{round}/analysis/explain.json",
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
+        explain="output/branch_{branch}/round_{round}/analysis/explain.json",
         prompts=prompt_file("supplementary"),
     output:
-        plan="output/round_{round}/analysis/supplementary_plan.json",
-        ledger="output/ledger/supplementary/round_{round}.jsonl",
-        transcripts=directory("output/prompts/supplementary/round_{round}"),
+        plan="output/branch_{branch}/round_{round}/analysis/supplementary_plan.json",
+        ledger="output/branch_{branch}/ledger/supplementary/round_{round}.jsonl",
+        transcripts=directory("output/branch_{branch}/prompts/supplementary/round_{round}"),
     log:
-        "logs/plan_supplementary/round_{round}.log",
+        "logs/branch_{branch}/plan_supplementary/round_{round}.log",
     conda:
         "../envs/supplementary.yaml"
     resources:
@@ -37,18 +37,18 @@ rule plan_supplementary:
 rule supplementary:
     input:
         unpack(engineered_for),
-        plan="output/round_{round}/analysis/supplementary_plan.json",
-        predictions="output/round_{round}/analysis/test_predictions.csv",
+        plan="output/branch_{branch}/round_{round}/analysis/supplementary_plan.json",
+        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.csv",
         prompts=prompt_file("supplementary"),
     output:
-        record="output/round_{round}/supplementary/slot_{slot}.json",
-        attempts=directory("output/round_{round}/supplementary/slot_{slot}"),
-        ledger="output/ledger/supplementary/round_{round}_slot_{slot}.jsonl",
-        transcripts=directory("output/prompts/supplementary/round_{round}_slot_{slot}"),
+        record="output/branch_{branch}/round_{round}/supplementary/slot_{slot}.json",
+        attempts=directory("output/branch_{branch}/round_{round}/supplementary/slot_{slot}"),
+        ledger="output/branch_{branch}/ledger/supplementary/round_{round}_slot_{slot}.jsonl",
+        transcripts=directory("output/branch_{branch}/prompts/supplementary/round_{round}_slot_{slot}"),
     log:
-        "logs/supplementary/round_{round}/slot_{slot}.log",
+        "logs/branch_{branch}/supplementary/round_{round}/slot_{slot}.log",
     benchmark:
-        "benchmarks/supplementary/round_{round}/slot_{slot}.tsv"
+        "benchmarks/branch_{branch}/supplementary/round_{round}/slot_{slot}.tsv"
     wildcard_constraints:
         slot=r"\d+",
     conda:

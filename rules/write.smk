@@ -3,9 +3,9 @@ rule provenance:
         manifest="output/data/dataset.json",
         bibliography=BIBLIOGRAPHY[0],
     output:
-        provenance="output/paper/provenance.json",
+        provenance="output/{paper}/provenance.json",
     log:
-        "logs/provenance.log",
+        "logs/provenance/{paper}.log",
     conda:
         "../envs/writer.yaml"
     params:
@@ -19,9 +19,9 @@ rule recovery:
         unpack(recovery_inputs),
         unpack(write_gates),
     output:
-        recovery="output/paper/recovery.json",
+        recovery="output/{paper}/recovery.json",
     log:
-        "logs/recovery.log",
+        "logs/recovery/{paper}.log",
     conda:
         "../envs/writer.yaml"
     script:
@@ -37,25 +37,26 @@ rule write:
         prompts=prompt_file("write"),
         phrases=prompt_file("phrases"),
     output:
-        tex="output/paper/paper.tex",
-        bib="output/paper/references.bib",
-        numbers="output/paper/numbers.tex",
-        numbers_json="output/paper/numbers.json",
-        figures=directory("output/paper/figures"),
-        sources="output/paper/sources.json",
-        outline="output/paper/outline.json",
-        ledger="output/ledger/write/paper.jsonl",
-        transcripts=directory("output/prompts/write/paper"),
-        verification="output/paper/verification.json",
+        tex="output/{paper}/paper.tex",
+        bib="output/{paper}/references.bib",
+        numbers="output/{paper}/numbers.tex",
+        numbers_json="output/{paper}/numbers.json",
+        figures=directory("output/{paper}/figures"),
+        sources="output/{paper}/sources.json",
+        outline="output/{paper}/outline.json",
+        ledger="output/ledger/write/{paper}.jsonl",
+        transcripts=directory("output/prompts/write/{paper}"),
+        verification="output/{paper}/verification.json",
     log:
-        "logs/write.log",
+        "logs/write/{paper}.log",
     conda:
         "../envs/writer.yaml"
     resources:
         llm_api=1,
     params:
         authors=lookup(dpath="paper/authors", within=config),
-        round=lambda wildcards: final_round(),
+        branch=paper_branch,
+        round=lambda wildcards: final_round(paper_branch(wildcards)),
         llm=agent_settings("write"),
         prompt_hash=prompt_hash("write"),
         budget_usd=lookup(dpath="budget_usd", within=config),
@@ -70,14 +71,14 @@ rule abort_report:
         review=abort_review,
     output:
         report=report(
-            "output/abort_report.json",
+            "output/branch_{branch}/abort_report.json",
             caption="../report/abort_report.rst",
             category="6. Write",
             subcategory=final_round_name,
             labels=final_round_labels("abort report"),
         ),
     log:
-        "logs/abort_report.log",
+        "logs/branch_{branch}/abort_report.log",
     conda:
         "../envs/writer.yaml"
     script:
@@ -86,21 +87,21 @@ rule abort_report:
 
 rule compile_pdf:
     input:
-        tex="output/paper/paper.tex",
-        bib="output/paper/references.bib",
-        numbers="output/paper/numbers.tex",
-        figures="output/paper/figures",
-        provenance="output/paper/provenance.json",
+        tex="output/{paper}/paper.tex",
+        bib="output/{paper}/references.bib",
+        numbers="output/{paper}/numbers.tex",
+        figures="output/{paper}/figures",
+        provenance="output/{paper}/provenance.json",
     output:
         pdf=report(
-            "output/paper.pdf",
+            "output/{paper}.pdf",
             caption="../report/paper.rst",
             category="6. Write",
             subcategory=final_round_name,
             labels=final_round_labels("paper"),
         ),
     log:
-        "logs/compile_pdf.log",
+        "logs/compile_pdf/{paper}.log",
     conda:
         "../envs/writer.yaml"
     params:
@@ -150,14 +151,14 @@ rule revisions:
         unpack(round_artifacts),
     output:
         md=report(
-            "output/revisions.md",
+            "output/branch_{branch}/revisions.md",
             caption="../report/revisions.rst",
             category="5. Critique",
-            subcategory="all rounds",
-            labels={"artifact": "revision history", "round": "all"},
+            subcategory="branch {branch}, all rounds",
+            labels={"artifact": "revision history", "branch": "{branch}", "round": "all"},
         ),
     log:
-        "logs/revisions.log",
+        "logs/branch_{branch}/revisions.log",
     conda:
         "../envs/data.yaml"
     script:

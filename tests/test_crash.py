@@ -106,7 +106,7 @@ def test_artifacts_follow_the_umask(base_run):
 
 def test_a_kill_during_a_model_fit_then_the_named_command_gives_the_same_bytes(base_run, tmp_path):
     reference, _ = base_run
-    fit_log = tmp_path / "logs" / "fit_model" / "round_0" / "xgboost.log"
+    fit_log = tmp_path / "logs" / "branch_1" / "fit_model" / "round_0" / "xgboost.log"
     proc = start(tmp_path, "output/paper.pdf")
     kill_when(proc, fit_log.exists, "xgboost's fit")
     assert not (tmp_path / "output" / "paper.pdf").exists()

@@ -769,9 +769,9 @@ def test_figures_are_attached_as_png_images_only(good, reg, prompts, tmp_path):
 
 
 def test_key_figure_paths_resolve_against_the_round(good):
-    paths = key_figure_paths(good["results"], "output/round_0")
+    paths = key_figure_paths(good["results"], "output/branch_1/round_0")
     assert set(paths) == {"roc", "shap_summary", "fairness"} <= set(KEY_FIGURES)
-    assert paths["roc"] == Path("output/round_0/figures/roc.pdf")
+    assert paths["roc"] == Path("output/branch_1/round_0/figures/roc.pdf")
 
 
 def test_model_schema_refuses_an_unknown_target_stage():
@@ -834,7 +834,7 @@ def test_the_model_critic_sees_the_png_renderings_of_the_key_figures(good, reg, 
     rng = np.random.default_rng(0)
     y, p = rng.integers(0, 2, 400).astype(float), rng.uniform(size=400)
     X = __import__("pandas").DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])
-    round_dir = tmp_path / "output" / "round_0"
+    round_dir = tmp_path / "output" / "branch_1" / "round_0"
     a = copy.deepcopy(good)
     drawn = {"roc": figures.roc_figure(y, {"m": p}, {"m": "Model"}, {"m": 0.5}, round_dir / "figures/evaluate/roc.pdf"),
              "shap_summary": summary_figure(X.to_numpy(), X, {c: c for c in X.columns}, None,

@@ -113,10 +113,10 @@ def _killed_run(directory: Path, incomplete: list[str]) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="live processes are read from /proc")
 def test_status_tells_a_stale_lock_and_the_command_that_clears_it(tmp_path):
-    _killed_run(tmp_path, ["output/round_0/models/xgboost.json", "output/round_0/models/xgboost.joblib"])
+    _killed_run(tmp_path, ["output/branch_1/round_0/models/xgboost.json", "output/branch_1/round_0/models/xgboost.joblib"])
     state = run_state(tmp_path)
     assert state.stale_lock and state.live == []
-    assert state.incomplete == ["output/round_0/models/xgboost.joblib", "output/round_0/models/xgboost.json"]
+    assert state.incomplete == ["output/branch_1/round_0/models/xgboost.joblib", "output/branch_1/round_0/models/xgboost.json"]
     lines = describe(state, tmp_path)
     assert lines[0].startswith("stale lock:") and f"snakemake --unlock --directory {tmp_path.resolve()}" in lines[0]
     assert lines[1].startswith("incomplete: 2 output(s)") and "the next run remakes them" in lines[1]

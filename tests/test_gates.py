@@ -17,7 +17,7 @@ def test_modes_nest():
 
 
 def _round(tmp_path):
-    d = tmp_path / "output" / "round_0"
+    d = tmp_path / "output" / "branch_1" / "round_0"
     d.mkdir(parents=True)
     (d / "review_report.json").write_text(json.dumps({"verdict": "PASS"}))
     return d

@@ -119,14 +119,14 @@ def run_folders(tmp_path):
     round1 = {"round": 1, "verdict": "PASS", "overall_score": 9.5, "issues": [figs], "revision_instructions": {},
               "rerun_from": None, "checks": [{"id": "an_figures", "passed": False, "detail": 0}], "notes": []}
     for r, review in enumerate([round0, round1]):
-        (out / f"round_{r}").mkdir(parents=True)
-        (out / f"round_{r}" / "review_report.json").write_text(json.dumps(review))
-    (out / "round_2").mkdir()  # a round still running: no review yet
-    (approvals / "round_0").mkdir(parents=True)
-    (approvals / "round_0" / "formulate.notes.json").write_text(json.dumps(
+        (out / "branch_1" / f"round_{r}").mkdir(parents=True)
+        (out / "branch_1" / f"round_{r}" / "review_report.json").write_text(json.dumps(review))
+    (out / "branch_1" / "round_2").mkdir()  # a round still running: no review yet
+    (approvals / "branch_1" / "round_0").mkdir(parents=True)
+    (approvals / "branch_1" / "round_0" / "formulate.notes.json").write_text(json.dumps(
         [{"note": "The outcome is measured before two of the predictors.", "time": "2025-05-30T09:00:00Z"}]))
-    (approvals / "round_1").mkdir()
-    (approvals / "round_1" / "write.json").write_text(json.dumps(
+    (approvals / "branch_1" / "round_1").mkdir()
+    (approvals / "branch_1" / "round_1" / "write.json").write_text(json.dumps(
         {"decision": "approved", "note": "fine", "time": "2025-06-01T10:00:00Z"}))
     return out, approvals
 
@@ -165,8 +165,8 @@ def test_lessons_from_run_without_approvals_and_a_forced_revision(tmp_path):
     forced = issue("forced_revision", "major", "analysis", "analyze",
                    "Revision of the analyze stage requested by configuration (force_revise).",
                    "Re-run analyze and everything downstream of it.")
-    (tmp_path / "round_0").mkdir()
-    (tmp_path / "round_0" / "review_report.json").write_text(json.dumps(
+    (tmp_path / "branch_1" / "round_0").mkdir(parents=True)
+    (tmp_path / "branch_1" / "round_0" / "review_report.json").write_text(json.dumps(
         {"round": 0, "verdict": "REVISE", "issues": [forced], "checks": [], "forced": True,
          "revision_instructions": {"analyze": [forced["recommendation"]]}, "rerun_from": "analyze"}))
     assert lessons_from_run(tmp_path, None, "r", NOW) == []
@@ -179,8 +179,8 @@ def test_a_revision_action_becomes_a_lesson_that_later_runs_apply(tmp_path):
             "reason": "suspected proxy of the outcome", "outcome": "X4EVRATNDCLG"}
     leak = issue("sv_leakage_auc", "critical", "substantive_validity", "formulate", "Held-out AUC above 0.95.",
                  "Find and remove proxies of the outcome among the predictors.")
-    (tmp_path / "round_0").mkdir()
-    (tmp_path / "round_0" / "review_report.json").write_text(json.dumps(
+    (tmp_path / "branch_1" / "round_0").mkdir(parents=True)
+    (tmp_path / "branch_1" / "round_0" / "review_report.json").write_text(json.dumps(
         {"round": 0, "verdict": "REVISE", "issues": [leak], "checks": [], "revision_actions": [drop],
          "revision_instructions": {"formulate": [leak["recommendation"]]}, "rerun_from": "formulate"}))
     found = lessons_from_run(tmp_path, None, "run-b", NOW)

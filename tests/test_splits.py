@@ -230,7 +230,7 @@ def test_the_split_jobs_follow_the_configuration_and_one_split_disables_them(tmp
     from workflow import snakemake
 
     overrides = f"analysis:\n  repeated_splits: {repeated}\n" if repeated else None
-    done = snakemake(tmp_path, "output/round_0/results.json", "-n", "--quiet", "rules", overrides=overrides)
+    done = snakemake(tmp_path, "output/branch_1/round_0/results.json", "-n", "--quiet", "rules", overrides=overrides)
     assert done.returncode == 0, done.stderr[-3000:]
     counts = dict(line.split()[:2] for line in done.stdout.splitlines() if len(line.split()) == 2)
     assert int(counts.get("split_run", 0)) == jobs

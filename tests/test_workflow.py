@@ -31,10 +31,10 @@ def test_full_offline_run_builds_the_paper(base_run):
                                                     "splits", "plan_supplementary", "supplementary", "analyze",
                                                     "debate", "critique", "provenance", "recovery", "write",
                                                     "compile_pdf"})
-    spec = read(out / "round_0" / "research_spec.json")
-    report = read(out / "round_0" / "data" / "data_report.json")
-    results = read(out / "round_0" / "results.json")
-    review = read(out / "round_0" / "review_report.json")
+    spec = read(out / "branch_1" / "round_0" / "research_spec.json")
+    report = read(out / "branch_1" / "round_0" / "data" / "data_report.json")
+    results = read(out / "branch_1" / "round_0" / "results.json")
+    review = read(out / "branch_1" / "round_0" / "review_report.json")
     assert spec["outcome"]["name"] == "X4EVRATNDCLG"
     assert report["validation_passed"] and report["split"]["group_overlap"] == 0
     assert set(results["models"]) == {"logistic", "xgboost", "stacking"}
@@ -54,7 +54,7 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert {"X1SEX", "X1RACE", "X1SESQ5", "X1RACE x X1SEX"} <= set(results["fairness"]["attributes"])
     assert results["stability"]["n_perturbations"] == 2 and results["stability"]["unstable"] is not None
     # the thresholds the Analyst applied travel with its artifacts (edm_ars.conventions decides them once)
-    evaluation = read(out / "round_0" / "analysis" / "evaluation.json")
+    evaluation = read(out / "branch_1" / "round_0" / "analysis" / "evaluation.json")
     assert evaluation["thresholds"] == results["thresholds"] == {"quality_floor": QUALITY_FLOOR["auc"],
                                                                  "leakage_auc": LEAKAGE_AUC, "leakage_r2": None}
     assert results["stability"]["thresholds"] == {"unstable_top5": UNSTABLE_TOP5}
@@ -66,9 +66,9 @@ def test_full_offline_run_builds_the_paper(base_run):
     kinds = {f["kind"] for f in results["figures"]}
     assert {"roc", "calibration", "shap_summary", "shap_importance", "fairness"} <= kinds
     for f in results["figures"]:
-        assert (out / "round_0" / f["path"]).stat().st_size > 1000
+        assert (out / "branch_1" / "round_0" / f["path"]).stat().st_size > 1000
     assert review["verdict"] == "PASS"
-    assert not (out / "round_1").exists()
+    assert not (out / "branch_1" / "round_1").exists()
     text = subprocess.run(["pdftotext", str(out / "paper.pdf"), "-"], capture_output=True, text=True).stdout
     for section in ("INTRODUCTION", "RELATED WORK", "METHODS", "RESULTS", "DISCUSSION", "LIMITATIONS",
                     "REFERENCES"):
@@ -78,8 +78,8 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert "DATA AND CODE AVAILABILITY" in text.upper()
     assert "Using the generated stand-in for the" in (out / "paper" / "paper.tex").read_text()
     assert read(out / "paper" / "recovery.json")["outcome"] == "X4EVRATNDCLG"
-    assert (workdir / "logs" / "engineer" / "round_0.log").exists()
-    claims = read(out / "round_0" / "claims.json")
+    assert (workdir / "logs" / "branch_1" / "engineer" / "round_0.log").exists()
+    claims = read(out / "branch_1" / "round_0" / "claims.json")
     assert claims["counts"]["supported"] >= 1 and all(c["evidence"] for c in claims["claims"])
     verification = read(out / "paper" / "verification.json")
     assert verification["ok"] and verification["counts"]["matched"] > 50
@@ -155,7 +155,7 @@ def test_report_shows_the_artifacts_by_stage_and_round(base_run, tmp_path_factor
     src, _ = base_run
     workdir = tmp_path_factory.mktemp("report")
     categories, results, description = build_report(src, workdir)
-    r0 = "output/round_0"
+    r0 = "output/branch_1/round_0"
     figures = {f"{r0}/{f['path']}" for f in read(src / r0 / "results.json")["figures"]}
     assert len(figures) == 6  # roc, calibration, SHAP summary and importance, fairness, per-group calibration
     assert categories == {
@@ -163,7 +163,7 @@ def test_report_shows_the_artifacts_by_stage_and_round(base_run, tmp_path_factor
         "2. Engineer": {"round 0": {f"{r0}/data/data_report.json"}},
         "3. Analyze": {"round 0": {f"{r0}/results.json"} | figures},
         "4. Debate": {"round 0": {f"{r0}/claims.json"}},
-        "5. Critique": {"round 0": {f"{r0}/review_report.json"}, "all rounds": {"output/revisions.md"}},
+        "5. Critique": {"round 0": {f"{r0}/review_report.json"}, "all rounds": {"output/branch_1/revisions.md"}},
         "6. Write": {"round 0": {"output/paper.pdf"}},
         "7. Run": {"all rounds": {"output/costs.json"}},
     }
@@ -198,7 +198,7 @@ def test_a_copied_project_reruns_nothing(tmp_path):
     for name in tracked.split():
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, project / name)
-    cmd = [sys.executable, "-m", "snakemake", "output/round_0/data/data_report.json", "--cores", "2",
+    cmd = [sys.executable, "-m", "snakemake", "output/branch_1/round_0/data/data_report.json", "--cores", "2",
            "--configfile", "tests/workflow_config.yaml"]
     first = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -216,7 +216,7 @@ def revised_run(base_run, tmp_path_factory):
     src, _ = base_run
     workdir = tmp_path_factory.mktemp("revised")
     shutil.copytree(src, workdir, dirs_exist_ok=True, symlinks=True)
-    before = {p: p.stat().st_mtime_ns for p in (workdir / "output" / "round_0").rglob("*") if p.is_file()}
+    before = {p: p.stat().st_mtime_ns for p in (workdir / "output" / "branch_1" / "round_0").rglob("*") if p.is_file()}
     # the README's target: the redone review of round 0 must still lead to round 1 and a paper written from it
     result = snakemake(workdir, "output/paper.pdf", config={"force_revise": "engineer"})
     assert result.returncode == 0, result.stderr[-5000:]
@@ -231,14 +231,14 @@ def test_forced_revision_reruns_only_the_target_and_downstream(revised_run):
     ran = jobs_run(result)
     assert "formulate" not in ran and "synthesize" not in ran and "dataset" not in ran
     assert ran.count("engineer") == 1 and ran.count("critique") == 2 and "write" in ran
-    review0 = read(out / "round_0" / "review_report.json")
+    review0 = read(out / "branch_1" / "round_0" / "review_report.json")
     assert review0["verdict"] == "REVISE" and review0["rerun_from"] == "engineer" and review0["forced"]
     # round 1 re-ran engineer and analysis; the specification is reused by path, not copied
-    assert (out / "round_1" / "data" / "data_report.json").exists()
-    assert (out / "round_1" / "results.json").exists()
-    assert not (out / "round_1" / "research_spec.json").exists()
-    assert read(out / "round_1" / "data" / "data_report.json")["revision_notes"]
-    review1 = read(out / "round_1" / "review_report.json")
+    assert (out / "branch_1" / "round_1" / "data" / "data_report.json").exists()
+    assert (out / "branch_1" / "round_1" / "results.json").exists()
+    assert not (out / "branch_1" / "round_1" / "research_spec.json").exists()
+    assert read(out / "branch_1" / "round_1" / "data" / "data_report.json")["revision_notes"]
+    review1 = read(out / "branch_1" / "round_1" / "review_report.json")
     assert review1["verdict"] == "PASS" and not review1["forced"]
     # the earlier round's artifacts are kept (only its review was re-made)
     for path, mtime in before.items():
@@ -259,15 +259,15 @@ def test_report_of_a_revised_run_has_a_subcategory_per_round(revised_run, tmp_pa
     src, _, _ = revised_run
     categories, results, _ = build_report(src, tmp_path_factory.mktemp("report_revised"),
                                           config={"force_revise": "engineer"})
-    assert categories["1. Formulate"] == {"round 0": {"output/round_0/research_spec.json"}}
+    assert categories["1. Formulate"] == {"round 0": {"output/branch_1/round_0/research_spec.json"}}
     for stage, name in (("2. Engineer", "data/data_report.json"), ("3. Analyze", "results.json"),
                         ("4. Debate", "claims.json"), ("5. Critique", "review_report.json")):
         for r in (0, 1):
-            assert f"output/round_{r}/{name}" in categories[stage][f"round {r}"], (stage, r)
-    assert "output/round_1/figures/explain/shap_summary.pdf" in categories["3. Analyze"]["round 1"]
+            assert f"output/branch_1/round_{r}/{name}" in categories[stage][f"round {r}"], (stage, r)
+    assert "output/branch_1/round_1/figures/explain/shap_summary.pdf" in categories["3. Analyze"]["round 1"]
     assert categories["6. Write"] == {"round 1": {"output/paper.pdf"}}
-    assert results["output/round_1/review_report.json"]["labels"] == {"artifact": "review", "round": "1"}
-    assert "force_revise=engineer" in results["output/round_1/review_report.json"]["caption"]
+    assert results["output/branch_1/round_1/review_report.json"]["labels"] == {"artifact": "review", "round": "1"}
+    assert "force_revise=engineer" in results["output/branch_1/round_1/review_report.json"]["caption"]
 
 
 def test_max_rounds_are_honoured_and_the_paper_is_flagged(base_run, tmp_path_factory):
@@ -278,20 +278,20 @@ def test_max_rounds_are_honoured_and_the_paper_is_flagged(base_run, tmp_path_fac
     result = snakemake(workdir, config={"force_revise": "analyze", "force_revise_rounds": 5, "max_revisions": 1})
     assert result.returncode == 0, result.stderr[-4000:]
     out = workdir / "output"
-    assert read(out / "round_0" / "review_report.json")["verdict"] == "REVISE"
-    last = read(out / "round_1" / "review_report.json")
+    assert read(out / "branch_1" / "round_0" / "review_report.json")["verdict"] == "REVISE"
+    last = read(out / "branch_1" / "round_1" / "review_report.json")
     assert last["verdict"] == "PASS" and last["unverified"] and last["forced"]
-    assert not (out / "round_2").exists()
-    assert not (out / "round_1" / "data").exists()  # analyze was targeted: the data are reused by path
+    assert not (out / "branch_1" / "round_2").exists()
+    assert not (out / "branch_1" / "round_1" / "data").exists()  # analyze was targeted: the data are reused by path
     # the revision refits only the family it adds (and stacking over it); the others are reused by path, and
     # their explanations and stability refits are kept from round 0
-    fitted = {p.name for p in (out / "round_1" / "models").glob("*.joblib")}
+    fitted = {p.name for p in (out / "branch_1" / "round_1" / "models").glob("*.joblib")}
     assert fitted == {"elastic_net.joblib", "stacking.joblib"}, fitted
-    explain = read(out / "round_1" / "analysis" / "explain.json")
-    assert explain["by_model"]["logistic"]["inputs"]["model"] == "output/round_0/models/logistic.joblib"
-    assert explain["by_model"]["logistic"] == read(out / "round_0" / "analysis" / "explain.json")["by_model"]["logistic"]
+    explain = read(out / "branch_1" / "round_1" / "analysis" / "explain.json")
+    assert explain["by_model"]["logistic"]["inputs"]["model"] == "output/branch_1/round_0/models/logistic.joblib"
+    assert explain["by_model"]["logistic"] == read(out / "branch_1" / "round_0" / "analysis" / "explain.json")["by_model"]["logistic"]
     assert "kept from the previous round" in result.stderr
-    results = [read(out / f"round_{r}" / "results.json")["models"]["logistic"]["metrics"] for r in (0, 1)]
+    results = [read(out / "branch_1" / f"round_{r}" / "results.json")["models"]["logistic"]["metrics"] for r in (0, 1)]
     assert results[0] == results[1]
     tex = (out / "paper" / "paper.tex").read_text()
     assert tex.count("\\unverifiedbox{") == 1 and "Unverified draft" in tex
@@ -317,7 +317,7 @@ def test_failed_explanations_keep_what_worked(base_run, tmp_path_factory):
     src, _ = base_run
     workdir = tmp_path_factory.mktemp("shapfail")
     shutil.copytree(src, workdir, dirs_exist_ok=True, symlinks=True)
-    models_before = {p.name: p.stat().st_mtime_ns for p in (workdir / "output" / "round_0" / "models").iterdir()}
+    models_before = {p.name: p.stat().st_mtime_ns for p in (workdir / "output" / "branch_1" / "round_0" / "models").iterdir()}
     result = snakemake(workdir, "output/paper.pdf", overrides=(
         "analysis:\n  models: [logistic, xgboost, stacking]\n  cv_folds: 3\n  n_bootstrap: 200\n"
         "  shap: {max_samples: 300, other_samples: 100, background: 100, kernel_samples: 50, stability_samples: 200,"
@@ -327,11 +327,11 @@ def test_failed_explanations_keep_what_worked(base_run, tmp_path_factory):
     ran = set(jobs_run(result))
     assert "explain" in ran and not ran & {"fit_model", "fit_stacking", "fit_baselines", "engineer"}
     out = workdir / "output"
-    results = read(out / "round_0" / "results.json")
+    results = read(out / "branch_1" / "round_0" / "results.json")
     explain_errors = [e for e in results["errors"] if e["phase"] == "explain"]
     assert explain_errors and all(e["type"] == "SHAPTimeout" for e in explain_errors)
     assert results["top_features"] == [] and len(results["models"]) == 3
-    assert models_before == {p.name: p.stat().st_mtime_ns for p in (out / "round_0" / "models").iterdir()}
+    assert models_before == {p.name: p.stat().st_mtime_ns for p in (out / "branch_1" / "round_0" / "models").iterdir()}
     assert (out / "paper.pdf").exists()
 
 
@@ -359,8 +359,8 @@ def test_too_few_cases_stop_the_run_and_keep_earlier_outputs(tmp_path):
     message = result.stdout + result.stderr
     assert "analytic cases are required" in message
     assert (tmp_path / "output" / "data" / "raw.csv").exists()
-    assert (tmp_path / "output" / "round_0" / "research_spec.json").exists()
-    assert not (tmp_path / "output" / "round_0" / "data" / "data_report.json").exists()
+    assert (tmp_path / "output" / "branch_1" / "round_0" / "research_spec.json").exists()
+    assert not (tmp_path / "output" / "branch_1" / "round_0" / "data" / "data_report.json").exists()
 
 
 def test_outcome_absent_from_a_real_data_file_is_named(tmp_path):
@@ -385,7 +385,7 @@ def test_outcome_absent_from_a_real_data_file_is_named(tmp_path):
     message = result.stdout + result.stderr
     assert "research specification rejected" in message and "X4EVRATNDCLG" in message
     assert (tmp_path / "output" / "data" / "dataset.json").exists()
-    assert not (tmp_path / "output" / "round_0" / "research_spec.json").exists()
+    assert not (tmp_path / "output" / "branch_1" / "round_0" / "research_spec.json").exists()
 
 
 def _edm(tmp_path, *args):
@@ -401,7 +401,7 @@ def test_gate_only_stops_at_the_first_gate_and_approval_moves_it_on(tmp_path):
     assert "gate 'formulate' (round 0) is waiting for your review" in message
     assert "edm-ars approve formulate --round 0" in message
     assert "formulate" in jobs_run(first) and not {"engineer", "fit_model", "write"} & set(jobs_run(first))
-    assert not (tmp_path / "output" / "round_0" / "data").exists()
+    assert not (tmp_path / "output" / "branch_1" / "round_0" / "data").exists()
     assert "waiting for the researcher: formulate (round 0)" in _edm(tmp_path, "status")
     _edm(tmp_path, "approve", "formulate")
     second = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
@@ -417,9 +417,9 @@ def test_step_by_step_gates_every_stage_and_a_rejection_reaches_the_stage(tmp_pa
     _edm(tmp_path, "reject", "formulate", "--note", "Justify the school-level predictors")
     second = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
     assert second.returncode != 0 and "formulate" in jobs_run(second)
-    spec = read(tmp_path / "output" / "round_0" / "research_spec.json")
+    spec = read(tmp_path / "output" / "branch_1" / "round_0" / "research_spec.json")
     assert "Researcher: Justify the school-level predictors" in spec["revision_notes"]
-    assert not (tmp_path / "output" / "round_0" / "data").exists()
+    assert not (tmp_path / "output" / "branch_1" / "round_0" / "data").exists()
     _edm(tmp_path, "approve", "formulate")
     steps = [  # (gate that waits, rules that must have run, rules that must not have run yet)
         ("engineer", {"engineer"}, {"fit_model", "fit_stacking"}),
@@ -455,8 +455,8 @@ def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     assert not (tmp_path / "output" / "paper.pdf").exists()
     assert not (tmp_path / "output" / "paper" / "paper.tex").exists()
     # the report of an aborted run names a target that exists (the default one includes the paper)
-    built = snakemake(tmp_path, "--report", "output/report.html", "output/abort_report.json", overrides=overrides)
+    built = snakemake(tmp_path, "--report", "output/report.html", "output/branch_1/abort_report.json", overrides=overrides)
     assert built.returncode == 0, built.stderr[-3000:]
     categories = report_data((tmp_path / "output" / "report.html").read_text(), "categories")
-    assert categories["6. Write"] == {"round 0": ["output/abort_report.json"]}
-    assert categories["5. Critique"] == {"round 0": ["output/round_0/review_report.json"]}
+    assert categories["6. Write"] == {"round 0": ["output/branch_1/abort_report.json"]}
+    assert categories["5. Critique"] == {"round 0": ["output/branch_1/round_0/review_report.json"]}

@@ -29,9 +29,9 @@ def test_csv_with_a_hand_written_registry_gives_a_verified_paper(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     out = tmp_path / "output"
     assert (out / "paper.pdf").exists()
-    spec = json.loads((out / "round_0" / "research_spec.json").read_text())
+    spec = json.loads((out / "branch_1" / "round_0" / "research_spec.json").read_text())
     assert spec["dataset"] == "college_distance" and spec["outcome"]["name"] == "ba_degree"
-    report = json.loads((out / "round_0" / "data" / "data_report.json").read_text())
+    report = json.loads((out / "branch_1" / "round_0" / "data" / "data_report.json").read_text())
     assert report["analytic_n"] == 4739 and set(report["class_balance"]) == {"0", "1"}
     tex = (out / "paper" / "paper.tex").read_text()
     assert "College Distance data" in tex

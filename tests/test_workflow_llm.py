@@ -147,9 +147,9 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
                            overrides=literature_overrides(s2, cr))
         assert result.returncode == 0, result.stderr[-5000:]
         out = tmp_path / "output"
-        spec = json.loads((out / "round_0" / "research_spec.json").read_text())
+        spec = json.loads((out / "branch_1" / "round_0" / "research_spec.json").read_text())
         assert spec["backend"] == "anthropic" and spec["outcome"]["name"] == "X4EVRATNDCLG"
-        literature = json.loads((out / "round_0" / "literature_context.json").read_text())
+        literature = json.loads((out / "branch_1" / "round_0" / "literature_context.json").read_text())
         assert literature["source"] == "semantic_scholar" and not literature["retrieval_failed"]
         assert all(p["status"] != "HALLUCINATED" for p in literature["papers"])
         assert (out / "paper.pdf").exists()
@@ -186,21 +186,21 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
                        for c in calls)
         assert costs["total"]["cost_usd"] == pytest.approx(expected)
         assert {c["model"] for c in calls if c["agent"] == "critique"} == {"claude-opus-4-1"}
-        claims = {c["id"]: c for c in json.loads((out / "round_0" / "claims.json").read_text())["claims"]}
+        claims = {c["id"]: c for c in json.loads((out / "branch_1" / "round_0" / "claims.json").read_text())["claims"]}
         assert claims["ranking_robust"]["status"] == "inconclusive"  # the model made it more conservative
         assert claims["test_set_size"]["evidence"][0]["value"] > 0  # read from results.json by code
         assert claims["invented"]["status"] == "unsupported"
         discussion = (out / "paper" / "paper.tex").read_text()
         assert "did not settle whether the ranking" in discussion
-        review = json.loads((out / "round_0" / "review_report.json").read_text())
+        review = json.loads((out / "branch_1" / "round_0" / "review_report.json").read_text())
         assert review["model_verdict"] == "PASS" and review["backend"] == "anthropic"
         # the model's supplementary analysis failed once (a typo), was repaired, ran in the sandbox, and its number
         # is in the paper as a macro verify-paper reconciles
-        results = json.loads((out / "round_0" / "results.json").read_text())
+        results = json.loads((out / "branch_1" / "round_0" / "results.json").read_text())
         gap = results["supplementary"]["analyses"]["top_median_gap"]
         assert gap["source"] == "generated" and gap["status"] == "ok"
         assert [a["status"] for a in gap["attempts"]] == ["error", "ok"]
-        first = out / "round_0" / "supplementary" / "slot_1" / "top_median_gap" / "attempt_1"
+        first = out / "branch_1" / "round_0" / "supplementary" / "slot_1" / "top_median_gap" / "attempt_1"
         assert "flaot" in (first / "analysis.py").read_text()
         assert "outcome_gap" in gap["numbers"]
         verified = subprocess.run(["edm-ars", "verify-paper", str(out / "paper" / "paper.tex")], capture_output=True,
@@ -212,14 +212,14 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
 
         # forcing the stage again is answered from the cache: zero requests
         n_llm, n_s2 = llm.count, s2.request_count
-        again = snakemake(tmp_path, "output/round_0/research_spec.json", "-R", "formulate",
+        again = snakemake(tmp_path, "output/branch_1/round_0/research_spec.json", "-R", "formulate",
                           config={"backend": "anthropic", "base_url": llm.url},
                           overrides=literature_overrides(s2, cr))
         assert again.returncode == 0, again.stderr[-3000:]
         assert jobs_run(again) == ["formulate"]
         assert llm.count == n_llm and s2.request_count == n_s2
         ledger = [json.loads(line) for line in
-                  (out / "ledger" / "formulate" / "round_0.jsonl").read_text().splitlines()]
+                  (out / "branch_1" / "ledger" / "formulate" / "round_0.jsonl").read_text().splitlines()]
         assert len(ledger) == 4 and all(c["cache_hit"] for c in ledger)
     # the key reached the server but is never written anywhere
     assert any(KEY in " ".join(h.values()) for h in llm.headers)
@@ -230,15 +230,15 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
 def test_openai_compatible_backend_and_unpriced_cost(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FakeOpenAI(agent) as llm, FakeSemanticScholar(S2_PAPERS) as s2, FakeCrossRef(CROSSREF_WORKS) as cr:
-        result = snakemake(tmp_path, "output/ledger/formulate/round_0.jsonl",
+        result = snakemake(tmp_path, "output/branch_1/ledger/formulate/round_0.jsonl",
                            config={"backend": "openai_compatible", "base_url": f"{llm.url}/v1",
                                    "model": "local-llama"}, overrides=literature_overrides(s2, cr))
         assert result.returncode == 0, result.stderr[-5000:]
         assert llm.count == 4
     ledger = [json.loads(line) for line in
-              (tmp_path / "output" / "ledger" / "formulate" / "round_0.jsonl").read_text().splitlines()]
+              (tmp_path / "output" / "branch_1" / "ledger" / "formulate" / "round_0.jsonl").read_text().splitlines()]
     assert {c["model"] for c in ledger} == {"local-llama"} and all(c["cost_usd"] is None for c in ledger)
-    spec = json.loads((tmp_path / "output" / "round_0" / "research_spec.json").read_text())
+    spec = json.loads((tmp_path / "output" / "branch_1" / "round_0" / "research_spec.json").read_text())
     assert spec["backend"] == "openai_compatible"
 
 
@@ -254,12 +254,12 @@ def test_model_that_keeps_breaking_the_gate_stops_the_run(tmp_path, monkeypatch)
         return reply
 
     with FakeAnthropic(leaky) as llm:
-        result = snakemake(tmp_path, "output/round_0/research_spec.json",
+        result = snakemake(tmp_path, "output/branch_1/round_0/research_spec.json",
                            config={"backend": "anthropic", "base_url": llm.url})
         assert llm.count == 5  # debate, synthesis, one revision
     assert result.returncode != 0
     assert "X4EVRAPPCLG" in result.stderr and "same wave" in result.stderr
-    assert not (tmp_path / "output" / "round_0" / "research_spec.json").exists()
+    assert not (tmp_path / "output" / "branch_1" / "round_0" / "research_spec.json").exists()
 
 
 SYNTHESIZER_REFUSES = "I can't help with that request."
@@ -287,14 +287,14 @@ def test_model_fault_stops_formulate_with_one_line(tmp_path, monkeypatch, backen
         config = {"backend": backend, "base_url": llm.url if backend == "anthropic" else f"{llm.url}/v1"}
         if backend == "openai_compatible":
             config["model"] = "local-llama"
-        result = snakemake(tmp_path, "output/round_0/research_spec.json", config=config,
+        result = snakemake(tmp_path, "output/branch_1/round_0/research_spec.json", config=config,
                            overrides="llm: {max_retries: 1}\n")
         requests = llm.count
     model = "claude-sonnet-4-5" if backend == "anthropic" else "local-llama"
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     [line] = [x for x in result.stderr.splitlines() if x.startswith("EDM-ARS ")]
-    kept = "logs/formulate/round_0.llm_calls.jsonl"
+    kept = "logs/branch_1/formulate/round_0.llm_calls.jsonl"
     if fault == "malformed_body":
         call, cause = "debate-innovator", ("malformed response: HTTP 200 with a body that is not valid JSON: "
                                            "'<html>502 Bad Gateway</html>'; gave up after 2 attempt(s) "
@@ -308,8 +308,9 @@ def test_model_fault_stops_formulate_with_one_line(tmp_path, monkeypatch, backen
                     f"are kept in {kept}")
     assert requests == len(statuses)
     out = tmp_path / "output"
-    for path in ("round_0/research_spec.json", "round_0/literature_context.json", "ledger/formulate/round_0.jsonl",
-                 "prompts/formulate/round_0", "paper/paper.tex", "paper.pdf"):
+    for path in ("branch_1/round_0/research_spec.json", "branch_1/round_0/literature_context.json",
+                 "branch_1/ledger/formulate/round_0.jsonl", "branch_1/prompts/formulate/round_0", "paper/paper.tex",
+                 "paper.pdf"):
         assert not (out / path).exists(), path
     attempts = [json.loads(x) for x in (tmp_path / kept).read_text().splitlines()]
     assert [a["status"] for a in attempts] == statuses

@@ -89,28 +89,25 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not out.exists():
         print(f"no run yet in {Path(args.directory).resolve()} (no output/ folder)")
         return 0
-    rounds = sorted((int(m.group(1)), p) for p in out.glob("round_*")
-                    if (m := re.fullmatch(r"round_(\d+)", p.name)))
-    for r, path in rounds:
-        stages = [name for name, f in (("formulate", "research_spec.json"), ("engineer", "data/data_report.json"),
-                                       ("analyze", "results.json")) if (path / f).exists()]
-        line = f"round {r}: ran {', '.join(stages) or 'nothing yet'}"
-        review = path / "review_report.json"
-        if review.exists():
-            rv = json.loads(review.read_text())
-            line += f"; review {rv['verdict']} (score {rv['overall_score']}, {len(rv['issues'])} issues)"
-            if rv.get("rerun_from"):
-                line += f"; next round re-runs from {rv['rerun_from']}"
-            if rv.get("unverified"):
-                line += "; UNVERIFIED"
-        else:
-            line += "; review pending"
-        print(line)
+    branches = sorted((int(m.group(1)), p) for p in out.glob("branch_*")
+                      if (m := re.fullmatch(r"branch_(\d+)", p.name)))
+    for b, folder in branches:
+        if len(branches) > 1:
+            print(f"branch {b}:")
+        rounds = sorted((int(m.group(1)), p) for p in folder.glob("round_*")
+                        if (m := re.fullmatch(r"round_(\d+)", p.name)))
+        for r, path in rounds:
+            print(("  " if len(branches) > 1 else "") + _round_line(r, path))
+    selection, chosen = out / "selection.json", 1
+    if selection.exists():
+        chosen = json.loads(selection.read_text())["chosen"]
+        print(f"selected: branch {chosen} (output/selection.json)")
     waiting = pending(Path(args.directory))
     if waiting:
         print("waiting for the researcher: " + ", ".join(waiting) + " (edm-ars approve <gate>)")
-    if (out / "abort_report.json").exists():
-        print(f"ABORTED: {json.loads((out / 'abort_report.json').read_text())['reason']}")
+    aborted = out / f"branch_{chosen}" / "abort_report.json"
+    if aborted.exists():
+        print(f"ABORTED: {json.loads(aborted.read_text())['reason']}")
     elif (out / "paper.pdf").exists():
         print(f"paper: {out / 'paper.pdf'}")
     else:
@@ -118,20 +115,37 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _round_line(r: int, path: Path) -> str:
+    stages = [name for name, f in (("formulate", "research_spec.json"), ("engineer", "data/data_report.json"),
+                                   ("analyze", "results.json")) if (path / f).exists()]
+    line = f"round {r}: ran {', '.join(stages) or 'nothing yet'}"
+    review = path / "review_report.json"
+    if review.exists():
+        rv = json.loads(review.read_text())
+        line += f"; review {rv['verdict']} (score {rv['overall_score']}, {len(rv['issues'])} issues)"
+        if rv.get("rerun_from"):
+            line += f"; next round re-runs from {rv['rerun_from']}"
+        if rv.get("unverified"):
+            line += "; UNVERIFIED"
+    else:
+        line += "; review pending"
+    return line
+
+
 def _gate_round(args: argparse.Namespace) -> int:
-    return args.round if args.round is not None else latest_round(args.gate, Path(args.directory))
+    return args.round if args.round is not None else latest_round(args.gate, Path(args.directory), args.branch)
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
     r = _gate_round(args)
-    path = approve(args.gate, r, Path(args.directory), note=args.note)
+    path = approve(args.gate, r, Path(args.directory), note=args.note, branch=args.branch)
     print(f"approved gate '{args.gate}' (round {r}): {path}\nContinue with: snakemake --cores 8 output/paper.pdf")
     return 0
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
     r = _gate_round(args)
-    path = reject(args.gate, r, Path(args.directory), args.note)
+    path = reject(args.gate, r, Path(args.directory), args.note, branch=args.branch)
     print(f"sent '{args.gate}' (round {r}) back with your note ({path}); the stage reruns with it.\n"
           "Continue with: snakemake --cores 8 output/paper.pdf")
     return 0
@@ -189,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         g = sub.add_parser(name, help=helptext)
         g.add_argument("gate", choices=MODES["step-by-step"])
         g.add_argument("--round", type=int, default=None, help="round (default: the latest with artifacts)")
+        g.add_argument("--branch", type=int, default=1, help="candidate study (branch) of the run (default: 1)")
         g.add_argument("--note", required=name == "reject")
         g.add_argument("--directory", "-d", default=".")
         g.set_defaults(func=cmd_approve if name == "approve" else cmd_reject)

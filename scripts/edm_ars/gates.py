@@ -26,9 +26,10 @@ MODES: dict[str, list[str]] = {
 EDITABLE = {"formulate": "research_spec.json"}
 
 
-def subjects(gate: str, round_: int) -> list[str]:
-    """The artifacts a gate asks the researcher to review (paths relative to the working directory)."""
-    d = f"output/round_{round_}"
+def subjects(gate: str, round_: int, branch: int = 1) -> list[str]:
+    """The artifacts a gate asks the researcher to review (paths relative to the working directory), for one
+    candidate study (branch) of the run."""
+    d = f"output/branch_{branch}/round_{round_}"
     table = {
         "formulate": [f"{d}/research_spec.json", f"{d}/literature_context.json"],
         "engineer": [f"{d}/data/data_report.json"],
@@ -41,12 +42,12 @@ def subjects(gate: str, round_: int) -> list[str]:
     return table[gate]
 
 
-def approval_path(workdir: Path, gate: str, round_: int) -> Path:
-    return Path(workdir) / "approvals" / f"round_{round_}" / f"{gate}.json"
+def approval_path(workdir: Path, gate: str, round_: int, branch: int = 1) -> Path:
+    return Path(workdir) / "approvals" / f"branch_{branch}" / f"round_{round_}" / f"{gate}.json"
 
 
-def notes_path(workdir: Path, gate: str, round_: int) -> Path:
-    return Path(workdir) / "approvals" / f"round_{round_}" / f"{gate}.notes.json"
+def notes_path(workdir: Path, gate: str, round_: int, branch: int = 1) -> Path:
+    return Path(workdir) / "approvals" / f"branch_{branch}" / f"round_{round_}" / f"{gate}.notes.json"
 
 
 def digest(paths: list[str], workdir: Path) -> dict[str, str]:
@@ -59,55 +60,61 @@ def digest(paths: list[str], workdir: Path) -> dict[str, str]:
     return out
 
 
-def continue_command(gate: str, round_: int) -> str:
-    return f"edm-ars approve {gate} --round {round_} && snakemake --cores 8 output/paper.pdf"
+def _branch_option(branch: int) -> str:
+    return f" --branch {branch}" if branch != 1 else ""
 
 
-def waiting_message(gate: str, round_: int, reason: str) -> str:
-    files = "\n".join(f"    {p}" for p in subjects(gate, round_))
+def continue_command(gate: str, round_: int, branch: int = 1) -> str:
+    return f"edm-ars approve {gate} --round {round_}{_branch_option(branch)} && snakemake --cores 8 output/paper.pdf"
+
+
+def waiting_message(gate: str, round_: int, reason: str, branch: int = 1) -> str:
+    files = "\n".join(f"    {p}" for p in subjects(gate, round_, branch))
     edit = (f"\n  You may edit {EDITABLE[gate]} before approving; everything downstream then reruns."
             if gate in EDITABLE else "")
-    return (f"gate '{gate}' (round {round_}) is waiting for your review: {reason}\n"
+    where = f"round {round_}" + (f", branch {branch}" if branch != 1 else "")
+    return (f"gate '{gate}' ({where}) is waiting for your review: {reason}\n"
             f"  Review:\n{files}{edit}\n"
-            f"  To continue:  {continue_command(gate, round_)}\n"
-            f"  To send it back with an instruction:  edm-ars reject {gate} --round {round_} --note \"...\" "
+            f"  To continue:  {continue_command(gate, round_, branch)}\n"
+            f"  To send it back with an instruction:  edm-ars reject {gate} --round {round_}{_branch_option(branch)}"
+            " --note \"...\" "
             "&& snakemake --cores 8 output/paper.pdf")
 
 
-def check(gate: str, round_: int, workdir: Path) -> dict[str, Any]:
+def check(gate: str, round_: int, workdir: Path, branch: int = 1) -> dict[str, Any]:
     """The approval record when the gate is approved for the current artifacts; otherwise an
     EdmArsError that says what to review and the exact command to continue."""
-    current = digest(subjects(gate, round_), workdir)
-    path = approval_path(workdir, gate, round_)
+    current = digest(subjects(gate, round_, branch), workdir)
+    path = approval_path(workdir, gate, round_, branch)
     if not path.exists():
-        raise EdmArsError(waiting_message(gate, round_, "not approved yet"))
+        raise EdmArsError(waiting_message(gate, round_, "not approved yet", branch))
     record = json.loads(path.read_text())
     if record.get("decision") != "approved":
-        raise EdmArsError(waiting_message(gate, round_, f"decision is {record.get('decision')}"))
+        raise EdmArsError(waiting_message(gate, round_, f"decision is {record.get('decision')}", branch))
     if record.get("subjects") != current:
-        raise EdmArsError(waiting_message(gate, round_, "the artifacts changed after the approval"))
+        raise EdmArsError(waiting_message(gate, round_, "the artifacts changed after the approval", branch))
     return record
 
 
-def approve(gate: str, round_: int, workdir: Path, note: str | None = None) -> Path:
-    record = {"gate": gate, "round": round_, "decision": "approved", "note": note,
+def approve(gate: str, round_: int, workdir: Path, note: str | None = None, branch: int = 1) -> Path:
+    record = {"gate": gate, "round": round_, "branch": branch, "decision": "approved", "note": note,
               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "subjects": digest(subjects(gate, round_), workdir)}
-    path = approval_path(workdir, gate, round_)
+              "subjects": digest(subjects(gate, round_, branch), workdir)}
+    path = approval_path(workdir, gate, round_, branch)
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
     return path
 
 
-def reject(gate: str, round_: int, workdir: Path, note: str) -> Path:
+def reject(gate: str, round_: int, workdir: Path, note: str, branch: int = 1) -> Path:
     """Record a rejection note for the gated stage (it reruns with it) and withdraw any approval."""
     if not note or not note.strip():
         raise EdmArsError("a rejection needs a note: it becomes the revision instruction for the stage")
-    path = notes_path(workdir, gate, round_)
+    path = notes_path(workdir, gate, round_, branch)
     notes = json.loads(path.read_text()) if path.exists() else []
     notes.append({"note": note.strip(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "subjects": digest(subjects(gate, round_), workdir)})
+                  "subjects": digest(subjects(gate, round_, branch), workdir)})
     atomic_write_text(path, json.dumps(notes, indent=2) + "\n")
-    approval_path(workdir, gate, round_).unlink(missing_ok=True)
+    approval_path(workdir, gate, round_, branch).unlink(missing_ok=True)
     return path
 
 
@@ -117,21 +124,23 @@ def read_notes(path: str | Path | None) -> list[str]:
     return [n["note"] for n in json.loads(Path(path).read_text())]
 
 
-def latest_round(gate: str, workdir: Path) -> int:
-    """The latest round whose artifacts for this gate exist."""
-    rounds = sorted(int(p.name.split("_")[1]) for p in (Path(workdir) / "output").glob("round_*")
-                    if p.name.split("_")[1].isdigit())
+def latest_round(gate: str, workdir: Path, branch: int = 1) -> int:
+    """The latest round of a branch whose artifacts for this gate exist."""
+    folder = Path(workdir) / "output" / f"branch_{branch}"
+    rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if p.name.split("_")[1].isdigit())
     for r in reversed(rounds):
-        if all((Path(workdir) / s).exists() for s in subjects(gate, r)):
+        if all((Path(workdir) / s).exists() for s in subjects(gate, r, branch)):
             return r
-    raise EdmArsError(f"nothing to review for gate '{gate}' yet (no round has {subjects(gate, 0)[0].split('/', 2)[2]})")
+    raise EdmArsError(f"nothing to review for gate '{gate}' in branch {branch} yet (no round has "
+                      f"{subjects(gate, 0, branch)[0].split('/', 3)[3]})")
 
 
 def pending(workdir: Path) -> list[str]:
     """Gates that stopped the run: their job ran (it left a log) but no approval passed it."""
     out = []
-    for log in sorted((Path(workdir) / "logs" / "gate").glob("round_*/*.log")):
-        r, gate = log.parent.name, log.stem
-        if not (Path(workdir) / "output" / "gates" / r / f"{gate}.approved.json").exists():
-            out.append(f"{gate} ({r.replace('_', ' ')})")
+    for log in sorted((Path(workdir) / "logs").glob("branch_*/gate/round_*/*.log")):
+        b, r, gate = log.parent.parent.parent.name, log.parent.name, log.stem
+        if not (Path(workdir) / "output" / b / "gates" / r / f"{gate}.approved.json").exists():
+            where = r.replace("_", " ") + (f", {b.replace('_', ' ')}" if b != "branch_1" else "")
+            out.append(f"{gate} ({where})")
     return out

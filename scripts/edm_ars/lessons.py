@@ -37,6 +37,7 @@ FORCED_ISSUE = "forced_revision"  # the offline Critic's configured test revisio
 RENDER_CHARS = 300
 
 _ROUND_DIR = re.compile(r"round_(\d+)")
+_BRANCH_DIR = re.compile(r"branch_(\d+)")
 _NOTES_FILE = re.compile(r"(?P<gate>[a-z]+)\.notes\.json")
 
 
@@ -197,14 +198,15 @@ def gate_stage(gate: str) -> str | None:
 
 
 def _rejection_lessons(approvals_dir: Path, run_id: str, now: datetime) -> list[Lesson]:
-    """Every note of approvals/round_<r>/<gate>.notes.json (written by `edm-ars reject`)."""
+    """Every note of approvals/branch_<b>/round_<r>/<gate>.notes.json (written by `edm-ars reject`)."""
     files = []
-    for path in approvals_dir.glob("round_*/*.notes.json"):
+    for path in approvals_dir.glob("branch_*/round_*/*.notes.json"):
         m, r = _NOTES_FILE.fullmatch(path.name), _ROUND_DIR.fullmatch(path.parent.name)
-        if m and r:
-            files.append((int(r.group(1)), m.group("gate"), path))
+        b = _BRANCH_DIR.fullmatch(path.parent.parent.name)
+        if m and r and b:
+            files.append((int(b.group(1)), int(r.group(1)), m.group("gate"), path))
     out = []
-    for _, gate, path in sorted(files):
+    for _, _, gate, path in sorted(files):
         records = _read_json(path)
         for record in records if isinstance(records, list) else []:
             if not isinstance(record, dict):
@@ -222,14 +224,15 @@ def _rejection_lessons(approvals_dir: Path, run_id: str, now: datetime) -> list[
 
 
 def lessons_from_run(output_dir: Path, approvals_dir: Path | None, run_id: str, now: datetime) -> list[Lesson]:
-    """Every round's review (failed checks, issues, revisions) and every human rejection of a run, in
-    round order, identical (category, text) pairs once. Review lessons are stamped `now`; a rejection
-    keeps the time recorded in its approval file when there is one."""
+    """Every round's review (failed checks, issues, revisions) of every branch and every human rejection of a
+    run, in branch and round order, identical (category, text) pairs once. Review lessons are stamped `now`; a
+    rejection keeps the time recorded in its approval file when there is one."""
     output_dir, stamp = Path(output_dir), _iso(now)
-    rounds = sorted((int(m.group(1)), p) for p in output_dir.glob("round_*")
-                    if (m := _ROUND_DIR.fullmatch(p.name)) and (p / "review_report.json").exists())
+    rounds = sorted((int(b.group(1)), int(m.group(1)), p) for p in output_dir.glob("branch_*/round_*")
+                    if (m := _ROUND_DIR.fullmatch(p.name)) and (b := _BRANCH_DIR.fullmatch(p.parent.name))
+                    and (p / "review_report.json").exists())
     found: list[Lesson] = []
-    for _, path in rounds:
+    for _, _, path in rounds:
         review = _read_json(path / "review_report.json")
         if isinstance(review, dict):
             found += _review_lessons(review, run_id, stamp)

@@ -27,6 +27,7 @@ def formulate(smk: Any) -> None:
     With a model: a structured debate and a synthesized specification (same gate, one revision), then Semantic
     Scholar retrieval verified against CrossRef (curated fallback)."""
     from .. import actions
+    from ..branches import apply_draft, draft_prompt, with_branch
     from ..errors import SpecError
     from ..formulate import curated_literature, literature_topics, offline_spec, validate_spec
     from ..gates import read_notes
@@ -37,6 +38,7 @@ def formulate(smk: Any) -> None:
     manifest = read_json(smk.input.manifest)
     columns = set(manifest.get("columns", [])) or None
     r = int(smk.wildcards.round)
+    draft = read_json(smk.input.drafts)["drafts"][int(smk.wildcards.branch) - 1]
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
     atomic_write_text(smk.output.ledger, "")
     notes = []
@@ -65,9 +67,9 @@ def formulate(smk: Any) -> None:
     bib, topics = smk.input.bibliography
     backend = smk.params.llm["backend"]
     if backend == "offline":
-        spec = offline_spec(reg, prompt=smk.params.prompt or None, question_id=smk.params.question or None,
+        spec = offline_spec(reg, prompt=smk.params.prompt or None, question_id=draft["question_id"],
                             round_=r, revision_notes=notes)
-        spec = revised(spec)
+        spec = revised(apply_draft(spec, draft))
         violations = validate_spec(spec, reg, columns)
         if violations:
             raise SpecError(violations)
@@ -79,13 +81,16 @@ def formulate(smk: Any) -> None:
 
         client = client_for_job(smk)
         curated = curated_literature(bib, topics, literature_topics(reg, None))
+        prompt = smk.params.prompt or None
+        if draft["source"] != "configured":
+            prompt = draft_prompt(draft, prompt)
         spec, record = formulate_with_model(client, load_prompt(smk.input.prompts), reg,
-                                            prompt=smk.params.prompt or None, round_=r, backend=backend,
+                                            prompt=prompt, round_=r, backend=backend,
                                             revision_notes=notes, literature=curated, data_columns=columns,
                                             n_candidates=smk.params.candidates, lessons=lessons)
         log.info("debate and synthesis: %s", {k: v for k, v in record.items() if k != "debate"})
         # the requested changes are applied in code whatever the model wrote, then gated again
-        spec = revised(spec)
+        spec = revised(with_branch(spec, draft))
         violations = validate_spec(spec, reg, columns)
         if violations:
             raise SpecError(violations)

@@ -121,8 +121,8 @@ def gate(smk: Any) -> None:
     from ..formulate import validate_spec
     from ..gates import check
 
-    which, round_ = smk.wildcards.gate, int(smk.wildcards.round)
-    record = check(which, round_, Path.cwd())
+    which, round_, branch = smk.wildcards.gate, int(smk.wildcards.round), int(smk.wildcards.branch)
+    record = check(which, round_, Path.cwd(), branch)
     if which == "formulate":
         # the researcher may have edited the specification: it must still pass the gate
         reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
@@ -170,7 +170,7 @@ def lessons(smk: Any) -> None:
 
 
 def revisions(smk: Any) -> None:
-    """output/revisions.md from every round's artifacts."""
+    """output/branch_<b>/revisions.md from every round's artifacts of the branch."""
     from ..revisions import render
 
     rounds: list[dict[str, Any]] = []
@@ -183,7 +183,7 @@ def revisions(smk: Any) -> None:
 
     for r, (spec, report, results, review) in enumerate(zip(smk.input.specs, smk.input.reports, smk.input.results,
                                                               smk.input.reviews, strict=True)):
-        reran = [s for s, p in (("formulate", spec), ("engineer", report)) if Path(p).parts[1] == f"round_{r}"]
+        reran = [s for s, p in (("formulate", spec), ("engineer", report)) if Path(p).parts[2] == f"round_{r}"]
         rounds.append({"round": r, "spec": load(spec, "research_spec"), "report": load(report, "data_report"),
                        "results": load(results, "results"), "review": load(review, "review_report"),
                        "reran": reran + ["analyze", "critique"]})

@@ -14,7 +14,8 @@ from ..rule_io import log, registry_of
 ARTIFACTS = {"research_spec.json": "spec", "literature_context.json": "literature", "data_report.json": "report",
              "results.json": "results", "review_report.json": "review", "claims.json": "claims"}
 # ... and those it is written from when the run has them (the availability statement, the recovery check)
-OPTIONAL_ARTIFACTS = {"provenance.json": "provenance", "recovery.json": "recovery", "sample.json": "sample"}
+OPTIONAL_ARTIFACTS = {"provenance.json": "provenance", "recovery.json": "recovery", "sample.json": "sample",
+                      "selection.json": "selection", "branches.json": "drafts"}
 
 
 def provenance(smk: Any) -> None:
@@ -82,7 +83,8 @@ def write(smk: Any) -> None:
         template=Path(smk.input.template), out_dir=out, registry_labels=labels,
         authors=smk.params.authors, claims=claims, registry_groups=groups, rewriter=rewriter, dataset=reg.prose,
         phrases=smk.input.phrases, provenance_record=_optional(smk, "provenance"), recovery=_optional(smk, "recovery"),
-        sample=_optional(smk, "sample"), registry_values=values)
+        sample=_optional(smk, "sample"), registry_values=values, selection=_optional(smk, "selection"),
+        drafts=_optional(smk, "drafts"))
     for note in summary["model_prose"]:
         log.info("model prose: %s", note)
     log.info("paper written: %s", summary)

@@ -16,10 +16,13 @@ def client_for_job(smk: Any) -> LLMClient:
                              max_tokens=s["max_tokens"], timeout_s=s["timeout_s"], max_retries=s["max_retries"],
                              base_url=s["base_url"], api_key_env=s["api_key_env"])
     ledger = Path(smk.output.ledger)
-    root = ledger.parents[1]  # output/ledger/<agent>/round_<r>.jsonl -> output/ledger
+    # the run's ledgers: output/ledger/ (drafting, papers) and output/branch_<b>/ledger/ (each candidate study)
+    roots = [ledger.parents[1], *(Path(p) for p in ("output/ledger",))]
 
     def spent() -> float:
-        return sum(ledger_spent(p) for p in root.rglob("*.jsonl"))
+        found = {p.resolve() for root in roots + sorted(Path("output").glob("branch_*/ledger"))
+                 for p in Path(root).rglob("*.jsonl")}
+        return sum(ledger_spent(p) for p in sorted(found))
 
     run_round = int(smk.wildcards.round) if hasattr(smk.wildcards, "round") else int(smk.params.round)
     return LLMClient(settings, run_round=run_round, cache_dir=Path(smk.params.cache_dir),

@@ -123,6 +123,8 @@ class Ctx:
     recovery: dict[str, Any] = field(default_factory=dict)  # output/paper/recovery.json (generated data only)
     sample: dict[str, Any] = field(default_factory=dict)  # the engineer's sample.json (Table 1, sample flow)
     registry_values: dict[str, dict[str, str]] = field(default_factory=dict)  # variable -> {code: value label}
+    selection: dict[str, Any] = field(default_factory=dict)  # output/selection.json (the ranked branches)
+    drafts: dict[str, Any] = field(default_factory=dict)  # output/branches.json (candidate studies, earlier ones)
 
     def level_label(self, variable: str, slug: str) -> str:
         """The readable name of a one-hot column's level (`<variable>__<slug>`): the registry's value label whose

@@ -11,7 +11,7 @@ from typing import Any
 from ..artifacts import atomic_write_text, validate
 from ..claims import code_claims, document
 from ..errors import EdmArsError
-from . import outline, provenance, splits, supplementary
+from . import branches, outline, provenance, splits, supplementary
 from .context import Citations, Ctx, Figure, register_numbers
 from .integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from .macros import MacroTable, template_macros
@@ -132,7 +132,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                 rewriter: Any = None, dataset: dict[str, Any] | None = None,
                 phrases: str | Path | Phrases, provenance_record: dict[str, Any] | None = None,
                 recovery: dict[str, Any] | None = None, sample: dict[str, Any] | None = None,
-                registry_values: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+                registry_values: dict[str, dict[str, str]] | None = None, selection: dict[str, Any] | None = None,
+                drafts: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir`.
 
     `phrases` is the phrase file (config/prompts/phrases.yaml) or its loaded table: the fixed sentences.
@@ -141,7 +142,9 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     (what the rows are, the data set's citation, commit, configuration hash, package versions: the availability
     statement; without it the paper has none) and `recovery` output/paper/recovery.json (generated data: the
     recovery check), `sample` the engineer's sample.json (Table 1 and the sample flow; without it the paper has
-    neither), `registry_values` the registry's value labels per variable (code -> label). Returns a summary: word counts per section, figure and table counts, cited keys, the number of
+    neither), `registry_values` the registry's value labels per variable (code -> label), `selection` and `drafts`
+    output/selection.json and output/branches.json (the candidate studies: a Methods subsection and table when
+    there were several, a Related Work paragraph on earlier runs' studies when the findings store held some). Returns a summary: word counts per section, figure and table counts, cited keys, the number of
     macros, whether the paper is marked unverified, figures that could not be found, and any number
     literal that escaped the macro table (should be none).
     """
@@ -176,7 +179,7 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                     registry_groups=dict(registry_groups or {}), dataset=dict(dataset or {}),
                     registry_values={k: dict(v) for k, v in (registry_values or {}).items()},
                     provenance=dict(provenance_record or {}), recovery=dict(recovery or {}),
-                    sample=dict(sample or {}),
+                    sample=dict(sample or {}), selection=dict(selection or {}), drafts=dict(drafts or {}),
                     notation=template_macros(template.read_text(encoding="utf-8")))
     provenance.add_citation(ctx)
     ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
@@ -184,6 +187,7 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     register_numbers(ctx)
     splits.register(ctx)  # the repeated grouped splits, when the study was repeated over them
     supplementary.register(ctx)  # the supplementary analyses run as code, when any were planned
+    branches.register(ctx)  # the candidate studies of the run and earlier runs' studies, when there were any
     missing = _collect_figures(ctx, figures_dir, out_dir)
 
     # the order of the slots in the paper is the template's

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import narrative, provenance, splits, table_one
+from .. import branches, narrative, provenance, splits, table_one
 from ..common import (
     CI_LEVEL,
     at_risk_phrase,
@@ -233,7 +233,7 @@ def evaluation_text(ctx: Ctx) -> str:
 
 def write(ctx: Ctx) -> str:
     out = [data_text(ctx), outcome_text(ctx), preprocessing_text(ctx), methods_models(ctx), evaluation_text(ctx)]
-    out += [extra for extra in (methods_fairness(ctx), methods_stability(ctx)) if extra]
+    out += [extra for extra in (methods_fairness(ctx), methods_stability(ctx), branches.methods(ctx)) if extra]
     out.append(f"\\subsection{{{ctx.ph('methods.automation_title')}}}\n"
                + " ".join([automation_note(ctx), (ctx.ph("methods.automation_traceable_generated")
                                                     if provenance.kind(ctx) == "generated"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import narrative
+from .. import branches, narrative
 from ..common import data_name
 from ..context import Citations, Ctx
 from ..text import join_list, lc_first
@@ -66,6 +66,7 @@ def write(ctx: Ctx) -> str:
     if safe:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_safeguards")), *safe]))
     paras += narrative.related_extra(ctx)
+    paras += branches.related(ctx)
     rest = c.unused()
     if rest:
         cited = [c.citet(k) for k in rest]

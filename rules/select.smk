@@ -1,0 +1,41 @@
+# Breadth (edm_ars.branches): every branch is reviewed, then `select` ranks the branches by the stated rule; the
+# paper output/paper.pdf is written for the chosen one. `findings` keeps the run's studies in the findings store.
+
+
+checkpoint select:
+    input:
+        unpack(selection_inputs),
+        drafts="output/branches.json",
+    output:
+        selection=report(
+            "output/selection.json",
+            caption="../report/selection.rst",
+            category="5. Critique",
+            subcategory="all branches",
+            labels={"artifact": "selection of the study", "branch": "all", "round": "all"},
+        ),
+    log:
+        "logs/select.log",
+    conda:
+        "../envs/agents.yaml"
+    script:
+        "../scripts/select_branch.py"
+
+
+rule findings:
+    input:
+        unpack(selection_inputs),
+        selection="output/selection.json",
+        drafts="output/branches.json",
+        pdf="output/paper.pdf",
+    output:
+        findings="output/findings.json",
+    log:
+        "logs/findings.log",
+    conda:
+        "../envs/agents.yaml"
+    params:
+        lessons_store=lessons_store(),
+        findings_store=lookup(dpath="findings/store", within=config),
+    script:
+        "../scripts/findings.py"

@@ -1,0 +1,110 @@
+"""Breadth in the paper (edm_ars.branches): when the run studied several candidate studies, a Methods subsection on
+how they were drafted and chosen with a "studies considered" table; when the findings store held earlier studies
+of the data set, a Related Work paragraph that reports them as this workflow's own earlier results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..texescape import escape_latex
+from .common import CI_LEVEL, metric_name
+from .context import Ctx
+from .macros import fmt_ci, fmt_metric, macro_name
+from .text import clean_label, join_list, lc_first
+
+SEL, DRAFTS = "selection.json", "branches.json"
+
+
+def several(ctx: Ctx) -> bool:
+    return len((ctx.selection or {}).get("branches") or []) > 1
+
+
+def register(ctx: Ctx) -> None:
+    """Macros for the branches' primary metrics, intervals and scores, and for the earlier studies' metrics."""
+    m, n = ctx.m, ctx.n
+    if several(ctx):
+        n["branches|n"] = m.count("NBranches", len(ctx.selection["branches"]), f"len({SEL}:branches)",
+                                  derived=True)
+        n["branches|chosen"] = m.count("ChosenBranch", ctx.selection["chosen"], f"{SEL}:chosen")
+        n["branches|threshold"] = m.add("SameStudyThreshold", fmt_metric(ctx.drafts["same_study"], 2),
+                                        ctx.drafts["same_study"], f"{DRAFTS}:same_study")
+        if ctx.drafts.get("diversity") is not None:
+            n["branches|diversity"] = m.add("BranchDiversity", fmt_metric(ctx.drafts["diversity"], 2),
+                                            ctx.drafts["diversity"], f"{DRAFTS}:diversity")
+        for i, s in enumerate(ctx.selection["branches"]):
+            src, b = f"{SEL}:branches.{i}", s["branch"]
+            p = s["primary"]
+            n[f"branch|{b}|value"] = m.metric(macro_name("Branch", b, p["metric"]), p["value"],
+                                              f"{src}.primary.value")
+            if None not in p["ci"]:
+                n[f"branch|{b}|ci"] = m.add(macro_name("Branch", b, p["metric"], "CI"), fmt_ci(*p["ci"]),
+                                            list(p["ci"]), f"{src}.primary.ci")
+            n[f"branch|{b}|score"] = m.add(macro_name("Branch", b, "Score"), f"{s['score']:g}", s["score"],
+                                           f"{src}.score")
+            n[f"branch|{b}|number"] = m.count(macro_name("BranchNo", b), b, f"{src}.branch")
+    for i, e in enumerate(earlier(ctx)):
+        p = e.get("primary") or {}
+        if isinstance(p.get("value"), (int, float)):
+            n[f"earlier|{i}|value"] = m.metric(macro_name("Earlier", i + 1, p.get("metric", "")), p["value"],
+                                               f"{DRAFTS}:earlier_studies.{i}.primary.value")
+
+
+def earlier(ctx: Ctx) -> list[dict[str, Any]]:
+    return list((ctx.drafts or {}).get("earlier_studies") or [])
+
+
+def methods(ctx: Ctx) -> str:
+    """The subsection on the candidate studies and the selection, with the studies-considered table."""
+    if not several(ctx):
+        return ""
+    drafts = ctx.drafts
+    src = "model" if any(d.get("source") == "model" for d in drafts["drafts"]) else "registry"
+    text = [ctx.ph(f"branches.drafted_{src}", n=ctx.n["branches|n"], short=ctx.short),
+            ctx.ph("branches.dedup", threshold=ctx.n["branches|threshold"]),
+            ctx.ph("branches.same_pipeline"),
+            ctx.ph("branches.rule", chosen=ctx.n["branches|chosen"])]
+    if "branches|diversity" in ctx.n:
+        text.append(ctx.ph("branches.diversity", value=ctx.n["branches|diversity"]))
+    if drafts.get("skipped"):
+        text.append(ctx.ph("branches.skipped_some"))
+    return (f"\\subsection{{{ctx.ph('branches.title')}}}\n" + " ".join(text) + "\n\n" + table(ctx))
+
+
+def table(ctx: Ctx) -> str:
+    sel = ctx.selection
+    rows = []
+    for i, s in enumerate(sel["branches"]):
+        b, src = s["branch"], f"{SEL}:branches.{i}"
+        metric = (f"{metric_name(ctx, s['primary']['metric'])} = {ctx.n[f'branch|{b}|value']}"
+                  + (f", {ctx.n[f'branch|{b}|ci']}" if f"branch|{b}|ci" in ctx.n else ""))
+        why = (ctx.ph("branches.chosen_cell") if s["why_not_chosen"] is None
+               else ctx.t(s["why_not_chosen"], f"{src}.why_not_chosen"))
+        rows.append(" & ".join([ctx.n[f"branch|{b}|number"], ctx.t(s["research_question"], f"{src}.research_question"),
+                                ctx.t(clean_label(s.get("outcome_label") or s["outcome"]), f"{src}.outcome_label"),
+                                metric,
+                                escape_latex(s["verdict"]) + f" ({ctx.n[f'branch|{b}|score']})", why]) + " \\\\")
+    head = " & ".join(ctx.ph(f"branches.col_{c}") for c in ("branch", "question", "outcome", "metric", "verdict", "why"))
+    return ("\\begin{table*}[tbp]\n\\caption{" + ctx.ph("branches.caption", level=CI_LEVEL) + "}\n\\label{tab:studies}\n\\small\n"
+            "\\begin{tabularx}{\\textwidth}{@{}r>{\\raggedright\\arraybackslash}X"
+            ">{\\raggedright\\arraybackslash}p{0.14\\textwidth}>{\\raggedright\\arraybackslash}p{0.17\\textwidth}"
+            ">{\\raggedright\\arraybackslash}p{0.09\\textwidth}>{\\raggedright\\arraybackslash}p{0.17\\textwidth}@{}}\n"
+            f"\\toprule\n{head} \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabularx}\n\\end{table*}")
+
+
+def related(ctx: Ctx) -> list[str]:
+    """A paragraph on the earlier studies of this data set in the findings store (this workflow's own runs)."""
+    found = earlier(ctx)
+    if not found:
+        return []
+    items = []
+    for i, e in enumerate(found):
+        src = f"{DRAFTS}:earlier_studies.{i}"
+        label = ctx.t(lc_first(clean_label(e.get("outcome_label") or e.get("outcome") or "")), f"{src}.outcome_label")
+        p = e.get("primary") or {}
+        value = ctx.n.get(f"earlier|{i}|value")
+        metric = (ctx.ph("branches.earlier_metric", metric=metric_name(ctx, p.get("metric")), value=value)
+                  if value else "")
+        items.append(ctx.ph("branches.earlier_item", outcome=label, metric=metric,
+                            verdict=escape_latex(str(e.get("verdict") or "?"))))
+    return [f"\\paragraph{{{ctx.ph('branches.earlier_title')}}} "
+            + ctx.ph("branches.earlier", short=ctx.short, items=join_list(items))]
