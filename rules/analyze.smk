@@ -79,7 +79,11 @@ rule evaluate:
             caption="../report/evaluate_figure.rst",
             category="3. Analyze",
             subcategory="branch {branch}, round {round}",
-            labels={"artifact": "evaluate figure: {figure}", "branch": "{branch}", "round": "{round}"},
+            labels={
+                "artifact": "evaluate figure: {figure}",
+                "branch": "{branch}",
+                "round": "{round}",
+            },
         ),
     log:
         "logs/branch_{branch}/evaluate/round_{round}.log",
@@ -116,7 +120,11 @@ rule explain:
             caption="../report/explain_figure.rst",
             category="3. Analyze",
             subcategory="branch {branch}, round {round}",
-            labels={"artifact": "explain figure: {figure}", "branch": "{branch}", "round": "{round}"},
+            labels={
+                "artifact": "explain figure: {figure}",
+                "branch": "{branch}",
+                "round": "{round}",
+            },
         ),
     log:
         "logs/branch_{branch}/explain/round_{round}.log",
@@ -135,7 +143,11 @@ rule fairness:
     input:
         unpack(spec_for),
         unpack(engineered_for),
-        unpack(earlier_round(earlier="output/branch_{branch}/round_{prev}/analysis/fairness.json")),
+        unpack(
+            earlier_round(
+                earlier="output/branch_{branch}/round_{prev}/analysis/fairness.json"
+            )
+        ),
         evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
         predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.csv",
         registry=REGISTRY_FILES,
@@ -148,7 +160,11 @@ rule fairness:
             caption="../report/fairness_figure.rst",
             category="3. Analyze",
             subcategory="branch {branch}, round {round}",
-            labels={"artifact": "fairness figure: {figure}", "branch": "{branch}", "round": "{round}"},
+            labels={
+                "artifact": "fairness figure: {figure}",
+                "branch": "{branch}",
+                "round": "{round}",
+            },
         ),
     log:
         "logs/branch_{branch}/fairness/round_{round}.log",

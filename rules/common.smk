@@ -1,6 +1,7 @@
 # Helpers and input functions. Rule files hold rules only.
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -83,7 +84,7 @@ def paper_branch(wildcards):
     if wildcards.paper == "paper":
         with open(checkpoints.select.get().output.selection) as fh:
             return int(json.load(fh)["chosen"])
-    return int(wildcards.paper.split("/")[0].split("_")[1])
+    return int(re.fullmatch(r"branch_(\d+)/paper", wildcards.paper).group(1))
 
 
 def paper_name(b):
@@ -135,8 +136,12 @@ def selection_inputs(wildcards=None):
     return {
         "reviews": [review_file(b, r) for b, r in finals.items()],
         "specs": [spec_for(wildcards_for(b, r))["spec"] for b, r in finals.items()],
-        "results": [f"output/branch_{b}/round_{r}/results.json" for b, r in finals.items()],
-        "claims": [f"output/branch_{b}/round_{r}/claims.json" for b, r in finals.items()],
+        "results": [
+            f"output/branch_{b}/round_{r}/results.json" for b, r in finals.items()
+        ],
+        "claims": [
+            f"output/branch_{b}/round_{r}/claims.json" for b, r in finals.items()
+        ],
     }
 
 
@@ -608,7 +613,11 @@ def run_config():
 
 def final_round_name(wildcards):
     """The report's subcategory of a paper (or abort report): the branch and round it was written from."""
-    b = paper_branch(wildcards) if hasattr(wildcards, "paper") else int(wildcards.branch)
+    b = (
+        paper_branch(wildcards)
+        if hasattr(wildcards, "paper")
+        else int(wildcards.branch)
+    )
     return f"branch {b}, round {final_round(b)}"
 
 

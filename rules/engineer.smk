@@ -22,7 +22,11 @@ rule engineer:
             caption="../report/data_report.rst",
             category="2. Engineer",
             subcategory="branch {branch}, round {round}",
-            labels={"artifact": "data report", "branch": "{branch}", "round": "{round}"},
+            labels={
+                "artifact": "data report",
+                "branch": "{branch}",
+                "round": "{round}",
+            },
         ),
     log:
         "logs/branch_{branch}/engineer/round_{round}.log",

@@ -51,7 +51,11 @@ rule formulate:
             caption="../report/spec.rst",
             category="1. Formulate",
             subcategory="branch {branch}, round {round}",
-            labels={"artifact": "research specification", "branch": "{branch}", "round": "{round}"},
+            labels={
+                "artifact": "research specification",
+                "branch": "{branch}",
+                "round": "{round}",
+            },
         ),
         literature="output/branch_{branch}/round_{round}/literature_context.json",
         ledger="output/branch_{branch}/ledger/formulate/round_{round}.jsonl",

@@ -12,7 +12,11 @@ checkpoint select:
             caption="../report/selection.rst",
             category="5. Critique",
             subcategory="all branches",
-            labels={"artifact": "selection of the study", "branch": "all", "round": "all"},
+            labels={
+                "artifact": "selection of the study",
+                "branch": "all",
+                "round": "all",
+            },
         ),
     log:
         "logs/select.log",

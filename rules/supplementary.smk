@@ -15,7 +15,9 @@ rule plan_supplementary:
     output:
         plan="output/branch_{branch}/round_{round}/analysis/supplementary_plan.json",
         ledger="output/branch_{branch}/ledger/supplementary/round_{round}.jsonl",
-        transcripts=directory("output/branch_{branch}/prompts/supplementary/round_{round}"),
+        transcripts=directory(
+            "output/branch_{branch}/prompts/supplementary/round_{round}"
+        ),
     log:
         "logs/branch_{branch}/plan_supplementary/round_{round}.log",
     conda:
@@ -42,9 +44,13 @@ rule supplementary:
         prompts=prompt_file("supplementary"),
     output:
         record="output/branch_{branch}/round_{round}/supplementary/slot_{slot}.json",
-        attempts=directory("output/branch_{branch}/round_{round}/supplementary/slot_{slot}"),
+        attempts=directory(
+            "output/branch_{branch}/round_{round}/supplementary/slot_{slot}"
+        ),
         ledger="output/branch_{branch}/ledger/supplementary/round_{round}_slot_{slot}.jsonl",
-        transcripts=directory("output/branch_{branch}/prompts/supplementary/round_{round}_slot_{slot}"),
+        transcripts=directory(
+            "output/branch_{branch}/prompts/supplementary/round_{round}_slot_{slot}"
+        ),
     log:
         "logs/branch_{branch}/supplementary/round_{round}/slot_{slot}.log",
     benchmark:

@@ -155,7 +155,11 @@ rule revisions:
             caption="../report/revisions.rst",
             category="5. Critique",
             subcategory="branch {branch}, all rounds",
-            labels={"artifact": "revision history", "branch": "{branch}", "round": "all"},
+            labels={
+                "artifact": "revision history",
+                "branch": "{branch}",
+                "round": "all",
+            },
         ),
     log:
         "logs/branch_{branch}/revisions.log",
