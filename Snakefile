@@ -65,4 +65,4 @@ if config["local_agents"]:
 rule all:
     default_target: True
     input:
-        final_targets(),
+        final_targets,

@@ -91,10 +91,21 @@ def paper_name(b):
     return f"branch_{b}/paper"
 
 
-def final_targets():
+def final_targets(wildcards=None):
+    """The default target's files. With papers=all, every branch's paper, or its abort report when the Critic
+    aborted it (read from the selection, which lists each branch's final verdict)."""
     per_branch = [f"output/branch_{b}/revisions.md" for b in BRANCHES]
     if config["papers"] == "all":
-        per_branch += [f"output/{paper_name(b)}.pdf" for b in BRANCHES]
+        with open(checkpoints.select.get().output.selection) as fh:
+            verdicts = {s["branch"]: s["verdict"] for s in json.load(fh)["branches"]}
+        per_branch += [
+            (
+                f"output/branch_{b}/abort_report.json"
+                if verdicts[b] == "ABORT"
+                else f"output/{paper_name(b)}.pdf"
+            )
+            for b in BRANCHES
+        ]
     return [
         "output/paper.pdf",
         "output/costs.json",

@@ -1,6 +1,6 @@
 """Structured revision actions: what a review asks a stage to change, and how the stage applies it.
 
-A review (output/round_<r>/review_report.json) carries `revision_actions`, each
+A review (output/branch_<b>/round_<r>/review_report.json) carries `revision_actions`, each
 ``{"action", "stage", "value", "reason", "issue"}``. The vocabulary is closed:
 
 - ``drop_predictor`` / ``add_predictor`` (formulate): a survey variable leaves / joins the predictor set;

@@ -243,8 +243,10 @@ def findings_store_path(configured: str, lessons_store: str | Path) -> Path:
     return Path(configured) if configured else Path(lessons_store).with_name("findings.jsonl")
 
 
-def load_findings(path: str | Path, dataset: str, workdir: str | None = None) -> list[dict[str, Any]]:
-    """The stored studies of one data set, except those recorded from `workdir` (this run's own branches)."""
+def load_findings(path: str | Path, dataset: str, data_sha256: str | None = None,
+                  workdir: str | None = None) -> list[dict[str, Any]]:
+    """The stored studies of one data set (its name and, when given, the same rows: the raw file's SHA-256), except
+    those recorded from `workdir` (this run's own branches)."""
     import json
 
     path = Path(path)
@@ -258,7 +260,9 @@ def load_findings(path: str | Path, dataset: str, workdir: str | None = None) ->
             entry = json.loads(line)
         except ValueError as exc:
             raise EdmArsError(f"findings store {path}, line {n}: not JSON ({exc}); fix or remove the line") from exc
-        if entry.get("dataset") == dataset and (workdir is None or entry.get("workdir") != workdir):
+        if entry.get("dataset") != dataset or (data_sha256 and entry.get("data_sha256") != data_sha256):
+            continue
+        if workdir is None or entry.get("workdir") != workdir:
             out.append(entry)
     return out
 

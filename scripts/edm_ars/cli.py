@@ -168,7 +168,7 @@ def cmd_verify_paper(args: argparse.Namespace) -> int:
     for pair in args.artifact or []:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
-            raise EdmArsError(f"--artifact {pair!r}: expected NAME=PATH, e.g. results.json=output/round_0/results.json")
+            raise EdmArsError(f"--artifact {pair!r}: expected NAME=PATH, e.g. results.json=output/branch_1/round_0/results.json")
         given[name] = path
     report = verify_paper(args.paper, given=given or None)
     print(report.summary())

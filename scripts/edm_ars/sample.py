@@ -14,8 +14,8 @@ missing), with grouped pandas operations (no loops over rows):
 * the sample flow: raw rows -> outcome present -> analytic sample -> training / test rows and clusters ->
   complete cases -> test rows missing each audited attribute (the rows the subgroup audit leaves out).
 
-The result is `output/round_{r}/data/sample.json` (schema `sample`); :func:`table_rows` flattens it into the CSV
-`output/round_{r}/tables/sample.csv`.
+The result is `output/branch_{b}/round_{r}/data/sample.json` (schema `sample`); :func:`table_rows` flattens it into the CSV
+`output/branch_{b}/round_{r}/tables/sample.csv`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ def draft_studies(smk: Any) -> None:
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     n = int(smk.params.branches)
     store = findings_store_path(smk.params.findings_store, smk.params.lessons_store)
-    earlier = load_findings(store, reg.name, workdir=str(Path.cwd().resolve()))
+    manifest = read_json(smk.input.manifest)
+    dataset, sha = manifest["dataset"], manifest["sha256"]
+    earlier = load_findings(store, dataset, sha, workdir=str(Path.cwd().resolve()))
     prompt, question = smk.params.prompt or None, smk.params.question or None
     backend = smk.params.llm["backend"]
     if backend == "offline" or n == 1:
@@ -45,7 +47,8 @@ def draft_studies(smk: Any) -> None:
     for s in drafted["skipped"]:
         log.info("not drafted: %s: %s", s["draft"], s["reason"])
     write_json(smk.output.drafts, {
-        "dataset": reg.name, "n": n, "how": how, "dedup_rule": DEDUP_RULE, "same_study": SAME_STUDY, "drafts": drafts,
+        "dataset": dataset, "data_sha256": sha, "n": n, "how": how, "dedup_rule": DEDUP_RULE,
+        "same_study": SAME_STUDY, "drafts": drafts,
         "skipped": drafted["skipped"], "diversity": diversity(drafts),
         "store": str(store), "earlier_studies": [_earlier(e) for e in earlier]})
 
@@ -91,14 +94,15 @@ def findings(smk: Any) -> None:
 
     selection = read_json(smk.input.selection)
     drafts = {d["branch"]: d for d in read_json(smk.input.drafts)["drafts"]}
-    dataset = read_json(smk.input.drafts)["dataset"]
+    dataset, sha = read_json(smk.input.drafts)["dataset"], read_json(smk.input.drafts)["data_sha256"]
     studies = []
     for s, claims_path in zip(selection["branches"], smk.input.claims, strict=True):
         claims = read_json(claims_path, "claims")
         supported = [{"statement": c["statement"], "evidence": c.get("evidence", [])}
                      for c in claims["claims"] if c.get("status") == "supported"]
         studies.append({
-            "dataset": dataset, "branch": s["branch"], "chosen": s["branch"] == selection["chosen"],
+            "dataset": dataset, "data_sha256": sha, "branch": s["branch"],
+            "chosen": s["branch"] == selection["chosen"],
             "question_id": s["question_id"], "variant": s["variant"], "research_question": s["research_question"],
             "outcome": s["outcome"], "outcome_label": s["outcome_label"], "predictors": s["predictors"],
             "primary": s["primary"], "verdict": s["verdict"], "score": s["score"], "findings": supported,

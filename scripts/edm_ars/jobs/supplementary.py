@@ -88,7 +88,7 @@ def supplementary(smk: Any) -> None:
     entry = doc["analyses"][slot - 1]
     name = entry["name"]
     cfg = smk.params.codegen
-    folder = folder / name  # output/round_<r>/supplementary/slot_<k>/<name>/attempt_<j>/
+    folder = folder / name  # output/branch_<b>/round_<r>/supplementary/slot_<k>/<name>/attempt_<j>/
     folder.mkdir()
     context_file = folder / "context.json"
     write_json(context_file, doc["context"] | {"analysis": {"name": name, "purpose": entry["purpose"],

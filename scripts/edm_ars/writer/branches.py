@@ -106,5 +106,10 @@ def related(ctx: Ctx) -> list[str]:
                   if value else "")
         items.append(ctx.ph("branches.earlier_item", outcome=label, metric=metric,
                             verdict=escape_latex(str(e.get("verdict") or "?"))))
-    return [f"\\paragraph{{{ctx.ph('branches.earlier_title')}}} "
-            + ctx.ph("branches.earlier", short=ctx.short, items=join_list(items))]
+    text = (f"\\paragraph{{{ctx.ph('branches.earlier_title')}}} "
+            + ctx.ph("branches.earlier", short=ctx.short, items=join_list(items)))
+    chosen = next((d for d in ctx.drafts.get("drafts", []) if d["branch"] == ctx.selection.get("chosen")), None)
+    nearest = ((chosen or {}).get("novelty") or {}).get("nearest_distance")
+    if nearest is not None and nearest < ctx.drafts.get("same_study", 0):
+        text += " " + ctx.ph("branches.earlier_repeat")
+    return [text]
