@@ -391,6 +391,11 @@ def flat(m: dict[str, Any]) -> dict[str, float | None]:
         row[f"{name}.completion_rate"] = s["completion_rate"]
         for key in ("calls", "input_tokens", "output_tokens", "cost_usd", "wall_s", "cpu_s"):
             row[f"{name}.{key}"] = s["cost"][key]
+    for key in ("calls", "input_tokens", "output_tokens", "cost_usd", "wall_s", "cpu_s"):
+        values = [s["cost"][key] for s in m["stages"].values()]
+        known = [v for v in values if v is not None]
+        unknown = key == "cost_usd" and len(known) < len(values)  # a model without a price: no partial sum
+        row[f"total.{key}"] = None if unknown or not known else round(sum(known), 6)
     row["diversity"] = m["diversity"]["value"]
     row["utility"] = m["utility"]["value"]
     v = m["validity"]
@@ -481,17 +486,29 @@ def render(m: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: the rows of the side-by-side text (every number is in the JSON): per stage success, completion, wall and CPU
+#: seconds; the totals; diversity, utility, validity
+TEXT_KEYS = ("success_rate", "completion_rate", "wall_s", "cpu_s")
+
+
 def render_many(runs: list[dict[str, Any]], labels: list[str] | None = None) -> str:
-    """Several runs: each number side by side, then mean and SD."""
+    """Several runs: the main numbers side by side, then their mean and SD (n - 1) over the runs where defined."""
     labels = labels or [str(i + 1) for i in range(len(runs))]
     rows = [flat(m) for m in runs]
     agg = aggregate(runs)
-    width = max(10, *(len(x) for x in labels))
+    width = max(8, *(len(x) for x in labels))
     head = f"  {'measure':<28} " + " ".join(f"{x:>{width}}" for x in labels) + f" {'mean':>10} {'sd':>10}"
-    lines = ["across runs (runs where a number is defined):", head]
+    lines = [f"across {len(runs)} runs:", head]
     for key, a in agg.items():
+        stage, _, name = key.partition(".")
+        if stage in _stages(runs) and name not in TEXT_KEYS:
+            continue
         if a["n"] == 0:
             continue
         vals = " ".join(f"{_f(r.get(key), '.4g'):>{width}}" for r in rows)
         lines.append(f"  {key:<28} {vals} {_f(a['mean'], '.4g'):>10} {_f(a['sd'], '.4g'):>10}")
     return "\n".join(lines)
+
+
+def _stages(runs: list[dict[str, Any]]) -> set[str]:
+    return {name for m in runs for name in m["stages"]}
