@@ -276,7 +276,7 @@ def supplementary_first_attempts(run: Path) -> tuple[int, int]:
 # ---- the five measures ------------------------------------------------------------------------------------
 
 def _rate(num: int, den: int) -> float | None:
-    return round(num / den, 4) if den else None
+    return num / den if den else None
 
 
 def is_run(run: Path) -> bool:
