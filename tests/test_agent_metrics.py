@@ -53,7 +53,8 @@ def run(tmp_path: Path) -> Path:
     write(run / ".snakemake" / "log" / "2026-01-01T000000.1.snakemake.log",
           job("synthesize", 3) + job("dataset", 4) + job("draft_studies", 5) + job("engineer", 6, "Error"))
     write(run / ".snakemake" / "log" / "2026-01-01T000100.1.snakemake.log",
-          job("engineer", 1) + job("engineer", 2) + job("formulate", 7) + job("select", 8) + job("write", 9))
+          job("engineer", 1) + job("engineer", 2) + job("formulate", 7) + job("select", 8) + job("write", 9)
+          + job("all", 10))
     # metadata: engineer of branch 1 has two outputs (one job); fit_model two jobs
     metadata(run, "output/branch_1/round_0/data/data_report.json", "engineer", 100.0, 110.0, 11)
     metadata(run, "output/branch_1/round_0/data/train_X.csv", "engineer", 100.2, 110.0, 11)
@@ -107,6 +108,7 @@ def test_success_rate_counts_finished_over_attempts(run):
     assert s["data"]["success_rate"] == 1.0 and s["data"]["jobs"]["finished"] == 2
     assert s["formulate"]["jobs"]["finished"] == 2  # draft_studies and formulate
     assert s["debate"]["success_rate"] is None  # no job recorded: no rate, not 100%
+    assert "other" not in s  # the target rule `all` does no work
 
 
 def test_interrupted_job_is_not_in_the_rate(run):
@@ -177,6 +179,18 @@ def test_diversity_utility_validity(run):
     assert "4. diversity: 0.6000" in text
     assert "5. utility: r2 0.4500 [0.4000, 0.5000]" in text
     assert "6. validity: planted strong predictors in the top 5: 4/5; planted disparity (Black): recovered" in text
+
+
+def test_validity_disparity_not_planted_or_undetermined(run):
+    path = run / "output" / "paper" / "recovery.json"
+    rec = json.loads(path.read_text())
+    rec["group"]["recovered"] = None
+    path.write_text(json.dumps(rec))
+    assert "planted disparity (Black): undetermined" in am.render(am.collect(run))
+    rec["group"]["planted"] = False
+    path.write_text(json.dumps(rec))
+    assert "4/5; no disparity planted" in am.render(am.collect(run))
+    assert am.flat(am.collect(run))["validity.disparity_recovered"] is None
 
 
 def test_validity_not_applicable_on_real_rows(run):

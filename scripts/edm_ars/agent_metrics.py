@@ -301,6 +301,8 @@ def collect(run_dir: str | Path) -> dict[str, Any]:
         if s != "gates":
             st(s)
     for rule, c in job_attempts(run).items():
+        if rule == "all":  # the default target: no work of its own
+            continue
         jobs = st(stage_of(rule))["jobs"]
         for key in jobs:
             jobs[key] += c[key]
@@ -481,8 +483,10 @@ def render(m: dict[str, Any]) -> str:
     else:
         rec = v["disparity_recovered"]
         disp = {True: "recovered", False: "not recovered", None: "undetermined"}[rec if rec in (True, False) else None]
+        disp = f"planted disparity ({v.get('group')}): {disp}" if v.get("disparity_planted") is not False \
+            else "no disparity planted"
         lines.append(f"6. validity: planted strong predictors in the top {v['top_k']}: {v['predictors_recovered']}/"
-                     f"{v['predictors_planted']}; planted disparity ({v.get('group')}): {disp}")
+                     f"{v['predictors_planted']}; {disp}")
     return "\n".join(lines)
 
 
