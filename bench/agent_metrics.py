@@ -7,8 +7,9 @@ then the metrics of each run are printed, and side by side with their mean and S
     python bench/agent_metrics.py --seeds K [--branches N] [--cores 2] [--keep DIR]
 
 --keep DIR keeps the runs in DIR/seed_<k> (else they are made in a temporary folder and removed). The last line
-is `agent_metrics seeds=<K> branches=<N> ok=<runs that finished> wall_s=<mean per run> utility=<mean>
-diversity=<mean> recovered=<mean share of planted predictors recovered>`.
+is `agent_metrics seeds=<K> branches=<N> ok=<runs that finished> wall_s=<mean per run> utility_<metric>=<mean>
+(one per primary metric among the selected studies) diversity=<mean> recovered=<mean share of planted predictors
+recovered>`.
 """
 
 from __future__ import annotations
@@ -75,8 +76,9 @@ def main(argv: list[str] | None = None) -> int:
             value = agg.get(key, {}).get("mean")
             return "n/a" if value is None else f"{value:.4g}"
 
+        utility = " ".join(f"{k.replace('.', '_')}={mean(k)}" for k in agg if k.startswith("utility."))
         print(f"agent_metrics seeds={args.seeds} branches={args.branches} ok={ok} "
-              f"wall_s={sum(walls) / len(walls):.1f} utility={mean('utility')} diversity={mean('diversity')} "
+              f"wall_s={sum(walls) / len(walls):.1f} {utility} diversity={mean('diversity')} "
               f"recovered={mean('validity.share_recovered')}")
     finally:
         if not args.keep:

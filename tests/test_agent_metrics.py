@@ -214,11 +214,14 @@ def test_mean_and_sd_across_runs(run):
     two = json.loads(json.dumps(one))
     two["utility"]["value"] = 0.55
     agg = am.aggregate([one, two])
-    assert agg["utility"]["mean"] == pytest.approx(0.5)
-    assert agg["utility"]["sd"] == pytest.approx(0.0707107, rel=1e-4)
+    assert agg["utility.r2"]["mean"] == pytest.approx(0.5)
+    assert agg["utility.r2"]["sd"] == pytest.approx(0.0707107, rel=1e-4)
     assert agg["engineer.success_rate"]["n"] == 2
     assert agg["debate.success_rate"]["n"] == 0
-    assert "utility" in am.render_many([one, two], ["a", "b"])
+    assert "utility.r2" in am.render_many([one, two], ["a", "b"])
+    two["utility"].update(metric="auc", value=0.8)  # another primary metric: not averaged with R2
+    agg = am.aggregate([one, two])
+    assert agg["utility.r2"]["n"] == 1 and agg["utility.auc"]["mean"] == 0.8
 
 
 def test_cli_metrics(run, capsys):
@@ -228,7 +231,7 @@ def test_cli_metrics(run, capsys):
         assert head in text
     assert main(["metrics", str(run), str(run), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data["runs"]) == 2 and data["across_runs"]["utility"]["sd"] == 0.0
+    assert len(data["runs"]) == 2 and data["across_runs"]["utility.r2"]["sd"] == 0.0
 
 
 def test_cli_metrics_not_a_run(tmp_path, capsys):

@@ -399,7 +399,8 @@ def flat(m: dict[str, Any]) -> dict[str, float | None]:
         unknown = key == "cost_usd" and len(known) < len(values)  # a model without a price: no partial sum
         row[f"total.{key}"] = None if unknown or not known else round(sum(known), 6)
     row["diversity"] = m["diversity"]["value"]
-    row["utility"] = m["utility"]["value"]
+    # the primary metrics of different runs may differ (AUC of one study, R2 of another): one row per metric
+    row[f"utility.{m['utility']['metric'] or 'primary'}"] = m["utility"]["value"]
     v = m["validity"]
     row["validity.share_recovered"] = v.get("share_recovered") if v.get("applicable") else None
     rec = v.get("disparity_recovered")
