@@ -1,5 +1,5 @@
 """`edm-ars`: chores around the workflow (status, validate-spec, validate-registry, init-registry, approve,
-reject, lessons, verify-paper)."""
+reject, lessons, verify-paper, metrics)."""
 
 from __future__ import annotations
 
@@ -177,6 +177,26 @@ def cmd_verify_paper(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from .agent_metrics import NotARun, aggregate, collect, render, render_many
+
+    try:
+        runs = [collect(d) for d in args.run_dir or ["."]]
+    except NotARun as exc:
+        raise EdmArsError(str(exc)) from exc
+    if args.json:
+        out: dict = {"runs": runs}
+        if len(runs) > 1:
+            out["across_runs"] = aggregate(runs)
+        print(json.dumps(out, indent=2))
+        return 0
+    print("\n\n".join(render(m) for m in runs))
+    if len(runs) > 1:
+        print()
+        print(render_many(runs, [Path(m["run"]).name or m["run"] for m in runs]))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="edm-ars", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -220,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="an artifact to check against (default: those listed in sources.json beside the paper)")
     v.add_argument("--json", help="write the full report (every number, how it matched) to this file")
     v.set_defaults(func=cmd_verify_paper)
+    m = sub.add_parser("metrics", help="research-agent metrics of runs: step success and completion per stage, "
+                       "cost, diversity of the candidate studies, utility, validity on generated data")
+    m.add_argument("run_dir", nargs="*", help="run directories (default: the current one)")
+    m.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    m.set_defaults(func=cmd_metrics)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
