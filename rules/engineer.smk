@@ -30,6 +30,8 @@ rule engineer:
         "benchmarks/engineer/round_{round}.tsv"
     conda:
         "../envs/data.yaml"
+    resources:
+        **cluster_resources("engineer"),
     params:
         seed=lookup(dpath="seed", within=config),
         protocol=lookup(dpath="engineer", within=config),

@@ -101,8 +101,12 @@ rule compile_pdf:
         ),
     log:
         "logs/compile_pdf.log",
+    benchmark:
+        "benchmarks/compile_pdf.tsv"
     conda:
         "../envs/writer.yaml"
+    resources:
+        **cluster_resources("compile_pdf"),
     params:
         max_overfull_pt=lookup(dpath="paper/max_overfull_pt", within=config),
     script:
