@@ -172,8 +172,8 @@ def test_account_partition_and_scaled_requests_reach_a_job(tmp_path):
     assert int(res["mem_mb"]) == expected["mem_mb"] and int(res["runtime"]) == expected["runtime"]
     # a bigger generated data set asks for more (or the floor)
     big = snakemake(tmp_path, "-n", "output/round_0/data/data_report.json",
-                    overrides="synthetic: {n_students: 200000, n_schools: 500}\n")
+                    overrides="synthetic: {n_students: 2000000, n_schools: 5000}\n")
     assert big.returncode == 0, big.stderr[-3000:]
     res_big = job_resources(big.stdout + big.stderr, "engineer")
     assert "slurm_account" not in res_big and "slurm_partition" not in res_big
-    assert int(res_big["mem_mb"]) == cluster.request(table, "engineer", 200000)["mem_mb"] > expected["mem_mb"]
+    assert int(res_big["mem_mb"]) == cluster.request(table, "engineer", 2000000)["mem_mb"] > expected["mem_mb"]
