@@ -2,6 +2,7 @@
 # Wiring only: helpers and input functions live in rules/common.smk.
 import os
 
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
 min_version("9.21.1")
@@ -27,11 +28,13 @@ if config["backend"] == "anthropic" and not config.get("api_key_env"):
 report: "report/workflow.rst"
 
 
-# One Apptainer image for every rule (--sdm apptainer); build it from containers/edm-ars.def.
-container: "containers/edm-ars.sif"
+# One Apptainer image for every rule (--sdm apptainer); build it from containers/edm-ars.def. Addressed from
+# the workflow's folder, so a run elsewhere (--directory) finds it.
+container: os.path.join(workflow.basedir, "containers", "edm-ars.sif")
 
 
 include: "rules/common.smk"
+include: "rules/cluster.smk"
 include: "rules/data.smk"
 include: "rules/formulate.smk"
 include: "rules/engineer.smk"
@@ -58,8 +61,32 @@ if config["local_agents"]:
         costs,
         gate,
         lessons,
-        select,
-        findings,
+
+
+# Jobs of seconds and little memory (profiles/slurm/resources.yaml) stay on the submitting host under a
+# cluster executor: a submission costs more than they do.
+localrules:
+    synthesize,
+    export_dataset,
+    dataset,
+    registry_tier2,
+    stability,
+    splits,
+    analyze,
+    provenance,
+    recovery,
+    revisions,
+    abort_report,
+    select,
+    findings,
+
+
+# The LaTeX build needs TeX Live, which compute nodes often lack: it stays on the submitting host unless the
+# rules run in the image (--sdm apptainer), which carries TeX Live.
+if DeploymentMethod.APPTAINER not in workflow.deployment_settings.deployment_method:
+
+    localrules:
+        compile_pdf,
 
 
 rule all:

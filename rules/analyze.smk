@@ -18,6 +18,8 @@ rule fit_model:
     conda:
         "../envs/analysis.yaml"
     threads: 1
+    resources:
+        **cluster_resources("fit_model"),
     params:
         seed=lookup(dpath="seed", within=config),
         cv_folds=lookup(dpath="analysis/cv_folds", within=config),
@@ -34,8 +36,12 @@ rule fit_stacking:
         meta="output/branch_{branch}/round_{round}/models/stacking.json",
     log:
         "logs/branch_{branch}/fit_stacking/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/fit_stacking/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
+    resources:
+        **cluster_resources("fit_stacking"),
     params:
         bases=round_bases,
         seed=lookup(dpath="seed", within=config),
@@ -58,6 +64,8 @@ rule fit_baselines:
         "benchmarks/branch_{branch}/fit_baselines/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
+    resources:
+        **cluster_resources("fit_baselines"),
     params:
         core_k=lookup(dpath="analysis/baselines/core_k", within=config),
     script:
@@ -91,6 +99,8 @@ rule evaluate:
         "benchmarks/branch_{branch}/evaluate/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
+    resources:
+        **cluster_resources("evaluate"),
     params:
         seed=lookup(dpath="seed", within=config),
         n_bootstrap=lookup(dpath="analysis/n_bootstrap", within=config),
@@ -132,6 +142,8 @@ rule explain:
         "benchmarks/branch_{branch}/explain/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
+    resources:
+        **cluster_resources("explain"),
     params:
         seed=lookup(dpath="seed", within=config),
         shap=lookup(dpath="analysis/shap", within=config),
@@ -172,6 +184,8 @@ rule fairness:
         "benchmarks/branch_{branch}/fairness/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
+    resources:
+        **cluster_resources("fairness"),
     params:
         seed=lookup(dpath="seed", within=config),
         n_bootstrap=lookup(dpath="analysis/n_bootstrap", within=config),
@@ -204,6 +218,8 @@ rule stability_run:
         "benchmarks/branch_{branch}/stability_run/round_{round}/{perturbation}.tsv"
     conda:
         "../envs/analysis.yaml"
+    resources:
+        **cluster_resources("stability_run"),
     params:
         seed=lookup(dpath="seed", within=config),
         shap=lookup(dpath="analysis/shap", within=config),
@@ -251,6 +267,8 @@ rule split_run:
     conda:
         "../envs/analysis.yaml"
     threads: 1
+    resources:
+        **cluster_resources("split_run"),
     params:
         seed=lookup(dpath="seed", within=config),
         protocol=lookup(dpath="engineer", within=config),

@@ -34,6 +34,8 @@ rule engineer:
         "benchmarks/branch_{branch}/engineer/round_{round}.tsv"
     conda:
         "../envs/data.yaml"
+    resources:
+        **cluster_resources("engineer"),
     params:
         seed=lookup(dpath="seed", within=config),
         protocol=lookup(dpath="engineer", within=config),

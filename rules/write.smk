@@ -102,8 +102,12 @@ rule compile_pdf:
         ),
     log:
         "logs/compile_pdf/{paper}.log",
+    benchmark:
+        "benchmarks/compile_pdf/{paper}.tsv"
     conda:
         "../envs/writer.yaml"
+    resources:
+        **cluster_resources("compile_pdf"),
     params:
         max_overfull_pt=lookup(dpath="paper/max_overfull_pt", within=config),
     script:

@@ -1,0 +1,179 @@
+"""The SLURM profile's requests: memory and run time from measured use, account and partition from the
+configuration, small jobs and the LaTeX build on the submitting host, the container image from the workflow's
+folder."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow import ROOT, TEST_CONFIG, snakemake
+
+from edm_ars import cluster
+
+sys.path.insert(0, str(ROOT / "bench"))
+import slurm_resources  # noqa: E402
+
+TABLE = {"rules": {
+    "one": {"measured": [{"rows": 1000, "mem_mb": 800.0, "s": 120.0, "jobs": 1}]},
+    "two": {"measured": [{"rows": 10000, "mem_mb": 1000.0, "s": 600.0, "jobs": 2},
+                         {"rows": 1000, "mem_mb": 200.0, "s": 60.0, "jobs": 2}]},
+    "flat": {"measured": [{"rows": 1000, "mem_mb": 900.0, "s": 30.0}, {"rows": 2000, "mem_mb": 700.0, "s": 20.0}]},
+}}
+
+
+def test_one_size_scales_linearly_with_margin():
+    # 800 MB and 120 s at 1000 rows; at 3000 rows 2400 MB and 360 s, times 1.5 and 2
+    assert cluster.request(TABLE, "one", 3000) == {"mem_mb": 3600, "runtime": 12}
+    assert cluster.request(TABLE, "one", 1000) == {"mem_mb": 1200, "runtime": cluster.RUNTIME_FLOOR_MIN}
+
+
+def test_floors():
+    # 80 MB, 12 s at 100 rows: the floors (1000 MB, 10 minutes) apply
+    assert cluster.request(TABLE, "one", 100) == {"mem_mb": cluster.MEM_FLOOR_MB, "runtime": cluster.RUNTIME_FLOOR_MIN}
+
+
+def test_two_sizes_fixed_part_plus_per_row():
+    # the line through (1000, 200 MB) and (10000, 1000 MB): 200 + 800/9000 per row; at 100000 rows 9000 MB
+    req = cluster.request(TABLE, "two", 100_000)
+    assert req["mem_mb"] == pytest.approx(9000 * 1.5, abs=2)
+    # 60 + 540/9000 per row -> 6000 s at 100000 rows, x2 -> 200 minutes
+    assert req["runtime"] == 200
+    # in between: on the line (600 MB at 5500 rows)
+    assert cluster.measured_at(cluster._points(TABLE, "two"), "mem_mb", 5500) == pytest.approx(600)
+
+
+def test_two_sizes_never_below_what_was_measured():
+    # the larger size used less (noise): the slope is 0 and the request never goes under 900 MB x 1.5
+    assert cluster.request(TABLE, "flat", 50_000)["mem_mb"] == 1350
+    # under the smallest size: that size's use scaled down from the origin (900 MB x 0.5), not the line's 900
+    assert cluster.measured_at(cluster._points(TABLE, "flat"), "mem_mb", 500) == pytest.approx(900)
+    assert cluster.measured_at(cluster._points(TABLE, "two"), "mem_mb", 500) == pytest.approx(155.6, abs=0.1)
+
+
+def test_unknown_rows_and_unknown_rule():
+    # rows unknown (no dataset.json, a data set that is not generated): the largest measurement, unscaled
+    assert cluster.request(TABLE, "two", None) == {"mem_mb": 1500, "runtime": 20}
+    # a rule never measured: the profile's former fixed request
+    assert cluster.request(TABLE, "missing", 5000) == cluster.FALLBACK
+    assert cluster.request({}, "one", 5000) == cluster.FALLBACK
+
+
+def test_slurm_settings_only_when_set():
+    assert cluster.slurm_settings({"slurm_account": "", "slurm_partition": ""}) == {}
+    assert cluster.slurm_settings({}) == {}
+    assert cluster.slurm_settings({"slurm_account": " proj1 ", "slurm_partition": 7}) == {
+        "slurm_account": "proj1", "slurm_partition": "7"}
+
+
+def test_table_from_benchmarks_in_both_layouts(tmp_path):
+    """The table is keyed by rule name; benchmark files are found with and without a branch folder."""
+    def run(name, rows, files):
+        d = tmp_path / name
+        (d / "output" / "data").mkdir(parents=True)
+        (d / "output" / "data" / "dataset.json").write_text(json.dumps({"n_rows": rows}))
+        for rel, (s, rss) in files.items():
+            f = d / "benchmarks" / rel
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(f"s\th:m:s\tmax_rss\tmax_vms\n{s}\t0:00:01\t{rss}\t1\n")
+        return d
+
+    a = run("a", 3000, {"fit_model/round_0/xgboost.tsv": (20, 180), "fit_model/round_0/logistic.tsv": (5, 150),
+                        "synthesize.tsv": (3, 100), "not_a_rule/x.tsv": (1, 1)})
+    b = run("b", 20000, {"fit_model/branch_1/round_0/xgboost.tsv": (90, 400),
+                         "fit_model/branch_2/round_1/logistic.tsv": (30, 300)})
+    out = tmp_path / "resources.yaml"
+    assert slurm_resources.main([str(a), str(b), "--out", str(out)]) == 0
+    table = yaml.safe_load(out.read_text())
+    assert set(table["rules"]) == {"fit_model", "synthesize"}
+    assert table["rules"]["fit_model"]["measured"] == [
+        {"rows": 3000, "mem_mb": 180.0, "s": 20.0, "jobs": 2},
+        {"rows": 20000, "mem_mb": 400.0, "s": 90.0, "jobs": 2},
+    ]
+
+
+def test_committed_table_covers_every_cluster_rule():
+    """Every rule that asks for cluster resources has a measurement in the committed table."""
+    table = yaml.safe_load((ROOT / "profiles" / "slurm" / "resources.yaml").read_text())
+    asked = set()
+    for smk in (ROOT / "rules").glob("*.smk"):
+        asked.update(re.findall(r'cluster_resources\("(\w+)"\)', smk.read_text()))
+    assert asked, "no rule asks for cluster resources"
+    missing = {r for r in asked if not table["rules"].get(r, {}).get("measured")}
+    assert not missing, f"no measurement in profiles/slurm/resources.yaml for {sorted(missing)}"
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+    # a fixed request in the profile would override the measured ones
+    assert "set-resources" not in profile and "default-resources" not in profile
+
+
+LOAD = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (ConfigSettings, DeploymentMethod, DeploymentSettings, OutputSettings,
+                                          ResourceSettings)
+    root, workdir, methods = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+    with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+        wf = api.workflow(resource_settings=ResourceSettings(cores=1),
+                          config_settings=ConfigSettings(configfiles=[root / "tests" / "workflow_config.yaml"]),
+                          deployment_settings=DeploymentSettings(
+                              deployment_method={DeploymentMethod.parse_choice(m) for m in methods}),
+                          snakefile=root / "Snakefile", workdir=workdir)
+        w = wf._workflow
+        print(json.dumps({"container": w.modifier.global_container_img,
+                          "rule_containers": sorted({r.container_img for r in w.rules if r.container_img}),
+                          "local": sorted(w._localrules)}))
+""")
+
+
+def load(workdir: Path, *methods: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", LOAD, str(ROOT), str(workdir), *methods],
+                          capture_output=True, text=True, timeout=120, cwd=workdir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_container_image_from_the_workflow_folder_and_latex_local_without_apptainer(tmp_path):
+    plain = load(tmp_path)
+    image = str(ROOT / "containers" / "edm-ars.sif")
+    assert plain["container"] == image and plain["rule_containers"] == [image]
+    assert {"compile_pdf", "synthesize", "dataset", "registry_tier2", "stability", "splits", "analyze",
+            "provenance", "recovery", "revisions", "abort_report"} <= set(plain["local"])
+    # the image carries TeX Live: under --sdm apptainer the LaTeX build may go to a compute node
+    assert "compile_pdf" not in load(tmp_path, "apptainer")["local"]
+    assert {"compile_pdf", "provenance"} <= set(load(tmp_path, "conda")["local"])
+
+
+def job_resources(stderr: str, rule: str) -> dict[str, str]:
+    block = re.search(rf"^\s*(?:local)?rule {rule}:\n(.*?)\n\n", stderr, re.S | re.M)
+    assert block, stderr[-3000:]
+    line = re.search(r"resources: (.*)", block.group(1)).group(1)
+    return dict(kv.split("=", 1) for kv in line.split(", "))
+
+
+@pytest.mark.workflow
+def test_account_partition_and_scaled_requests_reach_a_job(tmp_path):
+    """A dry run before any data exist: the engineer job asks for its measurement scaled to the configured
+    students, and carries the account and partition; without them set, neither is passed."""
+    done = snakemake(tmp_path, "-n", "output/round_0/data/data_report.json",
+                     config={"slurm_account": "proj1", "slurm_partition": "short"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = job_resources(done.stdout + done.stderr, "engineer")
+    table = yaml.safe_load((ROOT / "profiles" / "slurm" / "resources.yaml").read_text())
+    rows = yaml.safe_load(TEST_CONFIG.read_text())["synthetic"]["n_students"]
+    expected = cluster.request(table, "engineer", rows)
+    assert res["slurm_account"] == "proj1" and res["slurm_partition"] == "short"
+    assert int(res["mem_mb"]) == expected["mem_mb"] and int(res["runtime"]) == expected["runtime"]
+    # a bigger generated data set asks for more (or the floor)
+    big = snakemake(tmp_path, "-n", "output/round_0/data/data_report.json",
+                    overrides="synthetic: {n_students: 2000000, n_schools: 5000}\n")
+    assert big.returncode == 0, big.stderr[-3000:]
+    res_big = job_resources(big.stdout + big.stderr, "engineer")
+    assert "slurm_account" not in res_big and "slurm_partition" not in res_big
+    assert int(res_big["mem_mb"]) == cluster.request(table, "engineer", 2000000)["mem_mb"] > expected["mem_mb"]
