@@ -438,10 +438,11 @@ def test_unknown_keys_are_found_at_every_level_and_named_with_the_closest_one(tm
     assert unknown_setting({"seed": 1, "analysis": {"cv_folds": 3}}, SCHEMA_FILE) is None
 
 
-def _the_line(result) -> str:
+def _the_line(result, key: str) -> str:
+    """The one line of stderr naming the key (Snakemake's own lines, such as the profile it uses, name none)."""
     assert result.returncode != 0
     assert "Traceback" not in result.stderr and 'File "' not in result.stderr, result.stderr
-    lines = [x for x in result.stderr.splitlines() if "unknown setting" in x or x.startswith("EDM-ARS")]
+    lines = [x for x in result.stderr.splitlines() if key in x or x.startswith("EDM-ARS")]
     assert len(lines) == 1, result.stderr
     return lines[0]
 
@@ -449,7 +450,7 @@ def _the_line(result) -> str:
 @pytest.mark.workflow
 def test_a_typo_on_the_command_line_stops_a_dry_run_with_one_line(tmp_path):
     result = snakemake(tmp_path, "-n", "output/paper.pdf", config={"datset": "star"})
-    line = _the_line(result)
+    line = _the_line(result, "datset")
     assert line == ("EDM-ARS: unknown setting 'datset' (from --config on the command line); "
                     "did you mean 'dataset'?"), line
     assert not (tmp_path / "output").exists()
@@ -458,7 +459,7 @@ def test_a_typo_on_the_command_line_stops_a_dry_run_with_one_line(tmp_path):
 @pytest.mark.workflow
 def test_an_unknown_nested_key_in_a_configfile_names_the_file(tmp_path):
     result = snakemake(tmp_path, "-n", "output/paper.pdf", overrides="analysis:\n  shap:\n    max_sample: 10\n")
-    line = _the_line(result)
+    line = _the_line(result, "max_sample")
     assert line == ("EDM-ARS: unknown setting 'analysis.shap.max_sample' (from config file overrides.yaml); "
                     "did you mean 'analysis.shap.max_samples'?"), line
 
@@ -471,3 +472,13 @@ def test_a_valid_configfile_still_passes(tmp_path):
                        config={"seed": "7"})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "unknown setting" not in result.stderr
+
+
+@pytest.mark.workflow
+def test_a_typo_in_a_profile_is_attributed_to_the_profile(tmp_path):
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "config.yaml").write_text("config:\n  - seeed=3\n")
+    result = snakemake(tmp_path, "-n", "output/paper.pdf", "--profile", str(profile))
+    line = _the_line(result, "seeed")
+    assert line == "EDM-ARS: unknown setting 'seeed' (from --config in a profile); did you mean 'seed'?", line

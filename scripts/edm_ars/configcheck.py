@@ -111,7 +111,7 @@ def origin(path: Path_, command_line: Mapping[str, Any], configfiles: Sequence[s
     if _has(dict(command_line), path):
         words = list(sys.argv if argv is None else argv)
         top = path[0]
-        on_line = any(w == top or w.startswith(f"{top}=") or f" {top}=" in f" {w}" for w in words)
+        on_line = any(w.removeprefix("--config=").split("=", 1)[0] == top for w in words)
         return "from --config on the command line" if on_line else "from --config in a profile"
     for f in reversed(list(configfiles)):
         if _has(_load(f), path):
