@@ -1,6 +1,7 @@
 # EDM-ARS: educational data mining research as a Snakemake workflow.
 # Wiring only: helpers and input functions live in rules/common.smk.
 import os
+import sys
 
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
@@ -10,6 +11,21 @@ min_version("9.21.1")
 
 # The default configuration ships with the workflow; --configfile adds to or overrides it.
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+
+# An unknown key (a typo such as datset=star) stops the run with one line naming it, where it came from and
+# the closest known key, before the schema's other checks and before any job (edm_ars.configcheck).
+sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
+from edm_ars.configcheck import unknown_setting
+
+_unknown = unknown_setting(
+    config,
+    os.path.join(workflow.basedir, "config", "config.schema.yaml"),
+    workflow,
+    default_file=os.path.join(workflow.basedir, "config", "config.yaml"),
+)
+if _unknown:
+    sys.exit(_unknown)
 
 
 validate(config, schema="config/config.schema.yaml")
