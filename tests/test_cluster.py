@@ -161,7 +161,7 @@ def job_resources(stderr: str, rule: str) -> dict[str, str]:
 def test_account_partition_and_scaled_requests_reach_a_job(tmp_path):
     """A dry run before any data exist: the engineer job asks for its measurement scaled to the configured
     students, and carries the account and partition; without them set, neither is passed."""
-    done = snakemake(tmp_path, "-n", "output/round_0/data/data_report.json",
+    done = snakemake(tmp_path, "-n", "output/branch_1/round_0/data/data_report.json",
                      config={"slurm_account": "proj1", "slurm_partition": "short"})
     assert done.returncode == 0, done.stderr[-3000:]
     res = job_resources(done.stdout + done.stderr, "engineer")
@@ -171,7 +171,7 @@ def test_account_partition_and_scaled_requests_reach_a_job(tmp_path):
     assert res["slurm_account"] == "proj1" and res["slurm_partition"] == "short"
     assert int(res["mem_mb"]) == expected["mem_mb"] and int(res["runtime"]) == expected["runtime"]
     # a bigger generated data set asks for more (or the floor)
-    big = snakemake(tmp_path, "-n", "output/round_0/data/data_report.json",
+    big = snakemake(tmp_path, "-n", "output/branch_1/round_0/data/data_report.json",
                     overrides="synthetic: {n_students: 2000000, n_schools: 5000}\n")
     assert big.returncode == 0, big.stderr[-3000:]
     res_big = job_resources(big.stdout + big.stderr, "engineer")

@@ -68,9 +68,5 @@ def request(table: Mapping, rule: str, rows: int | None) -> dict[str, int]:
 def slurm_settings(config: Mapping) -> dict[str, str]:
     """The SLURM account and partition from the configuration, only those that are set (an empty value is
     not passed: the plugin then guesses the account from `sacct` and uses the cluster's default partition)."""
-    out = {}
-    for key in ("slurm_account", "slurm_partition"):
-        value = str(config.get(key) or "").strip()
-        if value:
-            out[key] = value
-    return out
+    given = {"slurm_account": config.get("slurm_account"), "slurm_partition": config.get("slurm_partition")}
+    return {key: str(value).strip() for key, value in given.items() if str(value or "").strip()}
