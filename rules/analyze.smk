@@ -237,6 +237,8 @@ rule stability:
         stability="output/branch_{branch}/round_{round}/analysis/stability.json",
     log:
         "logs/branch_{branch}/stability/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/stability/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
     script:
@@ -286,6 +288,8 @@ rule splits:
         splits="output/branch_{branch}/round_{round}/analysis/splits.json",
     log:
         "logs/branch_{branch}/splits/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/splits/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
     params:
@@ -312,6 +316,8 @@ rule analyze:
         ),
     log:
         "logs/branch_{branch}/analyze/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/analyze/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
     script:

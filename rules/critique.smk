@@ -23,6 +23,8 @@ checkpoint critique:
         transcripts=directory("output/branch_{branch}/prompts/critique/round_{round}"),
     log:
         "logs/branch_{branch}/critique/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/critique/round_{round}.tsv"
     conda:
         "../envs/agents.yaml"
     resources:

@@ -26,6 +26,8 @@ rule export_dataset:
         raw="output/data/raw.csv",
     log:
         "logs/export_dataset.log",
+    benchmark:
+        "benchmarks/export_dataset.tsv"
     conda:
         "../envs/data.yaml"
     params:
@@ -52,6 +54,8 @@ rule dataset:
         manifest="output/data/dataset.json",
     log:
         "logs/dataset.log",
+    benchmark:
+        "benchmarks/dataset.tsv"
     conda:
         "../envs/data.yaml"
     params:
@@ -72,6 +76,8 @@ rule registry_tier2:
         tier2="output/registry/tier2.json",
     log:
         "logs/registry_tier2.log",
+    benchmark:
+        "benchmarks/registry_tier2.tsv"
     conda:
         "../envs/data.yaml"
     script:

@@ -16,6 +16,8 @@ rule debate:
         transcripts=directory("output/branch_{branch}/prompts/debate/round_{round}"),
     log:
         "logs/branch_{branch}/debate/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/debate/round_{round}.tsv"
     conda:
         "../envs/agents.yaml"
     resources:

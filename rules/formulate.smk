@@ -16,6 +16,8 @@ rule draft_studies:
         transcripts=directory("output/prompts/draft"),
     log:
         "logs/draft_studies.log",
+    benchmark:
+        "benchmarks/draft_studies.tsv"
     conda:
         "../envs/agents.yaml"
     resources:
@@ -62,6 +64,8 @@ rule formulate:
         transcripts=directory("output/branch_{branch}/prompts/formulate/round_{round}"),
     log:
         "logs/branch_{branch}/formulate/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/formulate/round_{round}.tsv"
     conda:
         "../envs/agents.yaml"
     resources:

@@ -7,6 +7,8 @@ rule gate:
         approved="output/branch_{branch}/gates/round_{round}/{gate}.approved.json",
     log:
         "logs/branch_{branch}/gate/round_{round}/{gate}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/gate/round_{round}/{gate}.tsv"
     conda:
         "../envs/data.yaml"
     script:

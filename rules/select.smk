@@ -20,6 +20,8 @@ checkpoint select:
         ),
     log:
         "logs/select.log",
+    benchmark:
+        "benchmarks/select.tsv"
     conda:
         "../envs/agents.yaml"
     script:
@@ -36,6 +38,8 @@ rule findings:
         findings="output/findings.json",
     log:
         "logs/findings.log",
+    benchmark:
+        "benchmarks/findings.tsv"
     conda:
         "../envs/agents.yaml"
     params:

@@ -20,6 +20,8 @@ rule plan_supplementary:
         ),
     log:
         "logs/branch_{branch}/plan_supplementary/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/plan_supplementary/round_{round}.tsv"
     conda:
         "../envs/supplementary.yaml"
     resources:

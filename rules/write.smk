@@ -6,6 +6,8 @@ rule provenance:
         provenance="output/{paper}/provenance.json",
     log:
         "logs/provenance/{paper}.log",
+    benchmark:
+        "benchmarks/provenance/{paper}.tsv"
     conda:
         "../envs/writer.yaml"
     params:
@@ -22,6 +24,8 @@ rule recovery:
         recovery="output/{paper}/recovery.json",
     log:
         "logs/recovery/{paper}.log",
+    benchmark:
+        "benchmarks/recovery/{paper}.tsv"
     conda:
         "../envs/writer.yaml"
     script:
@@ -49,6 +53,8 @@ rule write:
         verification="output/{paper}/verification.json",
     log:
         "logs/write/{paper}.log",
+    benchmark:
+        "benchmarks/write/{paper}.tsv"
     conda:
         "../envs/writer.yaml"
     resources:
@@ -79,6 +85,8 @@ rule abort_report:
         ),
     log:
         "logs/branch_{branch}/abort_report.log",
+    benchmark:
+        "benchmarks/branch_{branch}/abort_report.tsv"
     conda:
         "../envs/writer.yaml"
     script:
@@ -128,6 +136,8 @@ rule costs:
         ),
     log:
         "logs/costs.log",
+    benchmark:
+        "benchmarks/costs.tsv"
     conda:
         "../envs/data.yaml"
     script:
@@ -142,6 +152,8 @@ rule lessons:
         lessons="output/lessons.json",
     log:
         "logs/lessons.log",
+    benchmark:
+        "benchmarks/lessons.tsv"
     conda:
         "../envs/data.yaml"
     params:
@@ -167,6 +179,8 @@ rule revisions:
         ),
     log:
         "logs/branch_{branch}/revisions.log",
+    benchmark:
+        "benchmarks/branch_{branch}/revisions.tsv"
     conda:
         "../envs/data.yaml"
     script:
