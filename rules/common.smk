@@ -79,11 +79,27 @@ wildcard_constraints:
 BRANCHES = list(range(1, int(config["branches"]) + 1))
 
 
+def chosen_branch():
+    """The selected branch as output/selection.json says now; branch 1 while there is no selection yet.
+
+    Read as a plain file, as the reviews are (see final_round): every job that takes output/selection.json as
+    input (the paper's jobs, the default target with papers=all) is re-evaluated when the checkpoint `select`
+    writes it, so a provisional branch 1 is replaced by the chosen one before any of those jobs runs.
+    """
+    path = Path(SELECTION)
+    if not path.exists():
+        return 1
+    with open(path) as fh:
+        return int(json.load(fh)["chosen"])
+
+
+SELECTION = "output/selection.json"
+
+
 def paper_branch(wildcards):
     """The branch a paper (wildcard `paper`) is written for: the selected one for output/paper, else its own."""
     if wildcards.paper == "paper":
-        with open(checkpoints.select.get().output.selection) as fh:
-            return int(json.load(fh)["chosen"])
+        return chosen_branch()
     return int(re.fullmatch(r"branch_(\d+)/paper", wildcards.paper).group(1))
 
 
@@ -96,12 +112,11 @@ def final_targets(wildcards=None):
     aborted it (read from the selection, which lists each branch's final verdict)."""
     per_branch = [f"output/branch_{b}/revisions.md" for b in BRANCHES]
     if config["papers"] == "all":
-        with open(checkpoints.select.get().output.selection) as fh:
-            verdicts = {s["branch"]: s["verdict"] for s in json.load(fh)["branches"]}
-        per_branch += [
+        # the selection is an input, so this list is made again once `select` has run
+        per_branch += [SELECTION] + [
             (
                 f"output/branch_{b}/abort_report.json"
-                if verdicts[b] == "ABORT"
+                if verdict_of(b, final_round(b)) == "ABORT"
                 else f"output/{paper_name(b)}.pdf"
             )
             for b in BRANCHES
@@ -196,14 +211,12 @@ def ledgers(wildcards=None):
     out = ["output/ledger/draft.jsonl"]
     for b in BRANCHES:
         out += branch_ledgers(b)
-    papers = ["paper"] + (
-        [paper_name(b) for b in BRANCHES] if config["papers"] == "all" else []
-    )
-    # an aborted study has no paper, so it has no Writer ledger
-    for paper in papers:
-        b = paper_branch(SimpleNamespace(paper=paper))
-        if verdict_of(b, final_round(b)) != "ABORT":
-            out.append(f"output/ledger/write/{paper}.jsonl")
+    # an aborted study has no paper, so it has no Writer ledger; the chosen branch aborted only if all did
+    written = [b for b in BRANCHES if verdict_of(b, final_round(b)) != "ABORT"]
+    if written:
+        out.append("output/ledger/write/paper.jsonl")
+    if config["papers"] == "all":
+        out += [f"output/ledger/write/{paper_name(b)}.jsonl" for b in written]
     return out
 
 
@@ -602,6 +615,7 @@ def recovery_inputs(wildcards):
     b = paper_branch(wildcards)
     r = final_round(b)
     return {
+        "selection": SELECTION,
         "dgp": "output/data/dgp.json",
         "spec": spec_for(wildcards_for(b, r))["spec"],
         "results": f"output/branch_{b}/round_{r}/results.json",

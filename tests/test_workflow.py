@@ -30,7 +30,7 @@ def test_full_offline_run_builds_the_paper(base_run):
                                                     "explain", "fairness", "stability_run", "stability", "split_run",
                                                     "splits", "plan_supplementary", "supplementary", "analyze",
                                                     "debate", "critique", "provenance", "recovery", "write",
-                                                    "compile_pdf"})
+                                                    "compile_pdf", "draft_studies", "select"})
     spec = read(out / "branch_1" / "round_0" / "research_spec.json")
     report = read(out / "branch_1" / "round_0" / "data" / "data_report.json")
     results = read(out / "branch_1" / "round_0" / "results.json")
@@ -137,7 +137,7 @@ def build_report(src: Path, workdir: Path, config: dict | None = None):
     shutil.copytree(src, workdir, dirs_exist_ok=True, symlinks=True)
     done = snakemake(workdir, config=config)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert set(jobs_run(done)) <= {"costs", "lessons", "revisions", "all"}
+    assert set(jobs_run(done)) <= {"costs", "lessons", "revisions", "findings", "all"}
     built = snakemake(workdir, "--report", "output/report.html", config=config)
     assert built.returncode == 0, built.stderr[-3000:]
     assert jobs_run(built) == []
@@ -158,24 +158,29 @@ def test_report_shows_the_artifacts_by_stage_and_round(base_run, tmp_path_factor
     r0 = "output/branch_1/round_0"
     figures = {f"{r0}/{f['path']}" for f in read(src / r0 / "results.json")["figures"]}
     assert len(figures) == 6  # roc, calibration, SHAP summary and importance, fairness, per-group calibration
+    b0 = "branch 1, round 0"
     assert categories == {
-        "1. Formulate": {"round 0": {f"{r0}/research_spec.json"}},
-        "2. Engineer": {"round 0": {f"{r0}/data/data_report.json"}},
-        "3. Analyze": {"round 0": {f"{r0}/results.json"} | figures},
-        "4. Debate": {"round 0": {f"{r0}/claims.json"}},
-        "5. Critique": {"round 0": {f"{r0}/review_report.json"}, "all rounds": {"output/branch_1/revisions.md"}},
-        "6. Write": {"round 0": {"output/paper.pdf"}},
+        "1. Formulate": {b0: {f"{r0}/research_spec.json"}, "all branches": {"output/branches.json"}},
+        "2. Engineer": {b0: {f"{r0}/data/data_report.json"}},
+        "3. Analyze": {b0: {f"{r0}/results.json"} | figures},
+        "4. Debate": {b0: {f"{r0}/claims.json"}},
+        "5. Critique": {b0: {f"{r0}/review_report.json"}, "branch 1, all rounds": {"output/branch_1/revisions.md"},
+                        "all branches": {"output/selection.json"}},
+        "6. Write": {b0: {"output/paper.pdf"}},
         "7. Run": {"all rounds": {"output/costs.json"}},
     }
     assert results[f"{r0}/review_report.json"]["job_properties"]["rule"] == "critique"
-    assert results[f"{r0}/research_spec.json"]["labels"] == {"artifact": "research specification", "round": "0"}
+    assert results[f"{r0}/research_spec.json"]["labels"] == {"artifact": "research specification", "branch": "1",
+                                                             "round": "0"}
     roc = results[f"{r0}/figures/evaluate/roc.pdf"]
-    assert roc["mime_type"] == "application/pdf" and roc["labels"] == {"artifact": "evaluate figure: roc", "round": "0"}
+    assert roc["mime_type"] == "application/pdf" and roc["labels"] == {"artifact": "evaluate figure: roc",
+                                                                       "branch": "1", "round": "0"}
     assert "ROC curves of all models (logistic, xgboost, stacking)" in roc["caption"] and "Round 0" in roc["caption"]
     assert "review of round 0" in results[f"{r0}/review_report.json"]["caption"]
     # every item is embedded in the single HTML file: the paper's bytes are in it
     paper = results["output/paper.pdf"]
-    assert paper["mime_type"] == "application/pdf" and paper["labels"] == {"artifact": "paper", "round": "0"}
+    assert paper["mime_type"] == "application/pdf" and paper["labels"] == {"artifact": "paper", "branch": "1",
+                                                                            "round": "0"}
     assert base64.b64decode(paper["data_uri"].split("base64,", 1)[1]) == (workdir / "output" / "paper.pdf").read_bytes()
     assert "hsls09_synthetic" in description and "<strong>Formulate</strong>" in description
 
@@ -247,7 +252,7 @@ def test_forced_revision_reruns_only_the_target_and_downstream(revised_run):
     assert (out / "paper.pdf").exists()
     assert "round_1/results.json" in (out / "paper" / "sources.json").read_text()  # written from round 1
     assert (out / "paper.pdf").stat().st_mtime >= (out / "paper" / "paper.tex").stat().st_mtime
-    revisions = (out / "revisions.md").read_text()
+    revisions = (out / "branch_1" / "revisions.md").read_text()
     assert "## Round 1" in revisions and "re-run from engineer" in revisions
     assert "Revision of the engineer stage requested by configuration" in revisions
     assert "**Re-ran**: engineer, analyze, critique" in revisions and "**Effect**: best model" in revisions
@@ -259,14 +264,16 @@ def test_report_of_a_revised_run_has_a_subcategory_per_round(revised_run, tmp_pa
     src, _, _ = revised_run
     categories, results, _ = build_report(src, tmp_path_factory.mktemp("report_revised"),
                                           config={"force_revise": "engineer"})
-    assert categories["1. Formulate"] == {"round 0": {"output/branch_1/round_0/research_spec.json"}}
+    assert categories["1. Formulate"] == {"branch 1, round 0": {"output/branch_1/round_0/research_spec.json"},
+                                          "all branches": {"output/branches.json"}}
     for stage, name in (("2. Engineer", "data/data_report.json"), ("3. Analyze", "results.json"),
                         ("4. Debate", "claims.json"), ("5. Critique", "review_report.json")):
         for r in (0, 1):
-            assert f"output/branch_1/round_{r}/{name}" in categories[stage][f"round {r}"], (stage, r)
-    assert "output/branch_1/round_1/figures/explain/shap_summary.pdf" in categories["3. Analyze"]["round 1"]
-    assert categories["6. Write"] == {"round 1": {"output/paper.pdf"}}
-    assert results["output/branch_1/round_1/review_report.json"]["labels"] == {"artifact": "review", "round": "1"}
+            assert f"output/branch_1/round_{r}/{name}" in categories[stage][f"branch 1, round {r}"], (stage, r)
+    assert "output/branch_1/round_1/figures/explain/shap_summary.pdf" in categories["3. Analyze"]["branch 1, round 1"]
+    assert categories["6. Write"] == {"branch 1, round 1": {"output/paper.pdf"}}
+    assert results["output/branch_1/round_1/review_report.json"]["labels"] == {"artifact": "review", "branch": "1",
+                                                                              "round": "1"}
     assert "force_revise=engineer" in results["output/branch_1/round_1/review_report.json"]["caption"]
 
 
@@ -450,7 +457,7 @@ def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "the Critic aborted the study in round 0" in message and "analytic cases" in message
-    report = read(tmp_path / "output" / "abort_report.json")
+    report = read(tmp_path / "output" / "branch_1" / "abort_report.json")
     assert report["round"] == 0 and report["critical_issues"]
     assert not (tmp_path / "output" / "paper.pdf").exists()
     assert not (tmp_path / "output" / "paper" / "paper.tex").exists()
@@ -458,5 +465,5 @@ def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     built = snakemake(tmp_path, "--report", "output/report.html", "output/branch_1/abort_report.json", overrides=overrides)
     assert built.returncode == 0, built.stderr[-3000:]
     categories = report_data((tmp_path / "output" / "report.html").read_text(), "categories")
-    assert categories["6. Write"] == {"round 0": ["output/branch_1/abort_report.json"]}
-    assert categories["5. Critique"] == {"round 0": ["output/branch_1/round_0/review_report.json"]}
+    assert categories["6. Write"] == {"branch 1, round 0": ["output/branch_1/abort_report.json"]}
+    assert categories["5. Critique"] == {"branch 1, round 0": ["output/branch_1/round_0/review_report.json"]}

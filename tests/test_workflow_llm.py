@@ -177,7 +177,7 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         assert "WRITTEN-BY-MODEL" in intro and "invented2031ghost" not in tex and "\\AnalyticN{}" in intro
         discussion = tex.split("%%BEGIN:DISCUSSION%%")[1].split("%%END:DISCUSSION%%")[0]
         assert "0.91" not in discussion and "Information available by the" in discussion
-        write_log = (tmp_path / "logs" / "write.log").read_text()
+        write_log = (tmp_path / "logs" / "write" / "paper.log").read_text()
         assert "unknown citation key(s) removed: invented2031ghost" in write_log
         assert "discussion: the model's text was rejected (literal number(s)" in write_log
         assert costs["total"]["input_tokens"] == reported_in == sum(c["input_tokens"] for c in calls)
