@@ -290,10 +290,14 @@ GATES = MODES[config["hitl"]]
 
 
 def gate_subject(wildcards):
-    files = subjects(wildcards.gate, int(wildcards.round), int(wildcards.branch))
+    b, r = int(wildcards.branch), int(wildcards.round)
+    files = subjects(wildcards.gate, r, b)
     named = {f"subject_{i}": f for i, f in enumerate(files)}
     if wildcards.gate == "formulate":
         named["spec"] = files[0]
+    if wildcards.gate == "write":
+        # the Writer's gate comes after the Critic's (when the mode has both): one stage at a time
+        named |= gate_approval("critique", b, r)
     return named
 
 
