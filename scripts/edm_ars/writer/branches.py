@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..texescape import escape_latex
-from .common import CI_LEVEL, metric_name
+from .common import CI_LEVEL, data_name, metric_name
 from .context import Ctx
 from .macros import fmt_ci, fmt_metric, macro_name
 from .text import clean_label, join_list, lc_first
@@ -58,8 +58,13 @@ def methods(ctx: Ctx) -> str:
     if not several(ctx):
         return ""
     drafts = ctx.drafts
-    src = "model" if any(d.get("source") == "model" for d in drafts["drafts"]) else "registry"
-    text = [ctx.ph(f"branches.drafted_{src}", n=ctx.n["branches|n"], short=ctx.short),
+    if any(d.get("source") == "model" for d in drafts["drafts"]):
+        how = "model"
+    elif all(d.get("variant") == "as_registered" for d in drafts["drafts"]):
+        how = "registry_questions"
+    else:
+        how = "registry"
+    text = [ctx.ph(f"branches.drafted_{how}", n=ctx.n["branches|n"], short=data_name(ctx)),
             ctx.ph("branches.dedup", threshold=ctx.n["branches|threshold"]),
             ctx.ph("branches.same_pipeline"),
             ctx.ph("branches.rule", chosen=ctx.n["branches|chosen"])]
@@ -102,12 +107,12 @@ def related(ctx: Ctx) -> list[str]:
         label = ctx.t(lc_first(clean_label(e.get("outcome_label") or e.get("outcome") or "")), f"{src}.outcome_label")
         p = e.get("primary") or {}
         value = ctx.n.get(f"earlier|{i}|value")
-        metric = (ctx.ph("branches.earlier_metric", metric=metric_name(ctx, p.get("metric")), value=value)
-                  if value else "")
-        items.append(ctx.ph("branches.earlier_item", outcome=label, metric=metric,
-                            verdict=escape_latex(str(e.get("verdict") or "?"))))
+        details = ([ctx.ph("branches.earlier_metric", metric=metric_name(ctx, p.get("metric")), value=value)]
+                   if value else [])
+        details.append(ctx.ph("branches.earlier_verdict", verdict=escape_latex(str(e.get("verdict") or "?"))))
+        items.append(ctx.ph("branches.earlier_item", outcome=label, details=", ".join(details)))
     text = (f"\\paragraph{{{ctx.ph('branches.earlier_title')}}} "
-            + ctx.ph("branches.earlier", short=ctx.short, items=join_list(items)))
+            + ctx.ph("branches.earlier", short=data_name(ctx), items=join_list(items)))
     chosen = next((d for d in ctx.drafts.get("drafts", []) if d["branch"] == ctx.selection.get("chosen")), None)
     nearest = ((chosen or {}).get("novelty") or {}).get("nearest_distance")
     if nearest is not None and nearest < ctx.drafts.get("same_study", 0):
