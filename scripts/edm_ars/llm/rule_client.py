@@ -16,12 +16,11 @@ def client_for_job(smk: Any) -> LLMClient:
                              max_tokens=s["max_tokens"], timeout_s=s["timeout_s"], max_retries=s["max_retries"],
                              base_url=s["base_url"], api_key_env=s["api_key_env"])
     ledger = Path(smk.output.ledger)
-    # the run's ledgers: output/ledger/ (drafting, papers) and output/branch_<b>/ledger/ (each candidate study)
-    roots = [ledger.parents[1], *(Path(p) for p in ("output/ledger",))]
-
     def spent() -> float:
-        found = {p.resolve() for root in roots + sorted(Path("output").glob("branch_*/ledger"))
-                 for p in Path(root).rglob("*.jsonl")}
+        """What the run's ledgers have spent: this job's folder of ledgers, output/ledger/ (drafting, papers) and
+        output/branch_<b>/ledger/ (each candidate study), every file once."""
+        roots = [ledger.parents[1], Path("output/ledger"), *Path("output").glob("branch_*/ledger")]
+        found = {p.resolve() for root in roots for p in root.rglob("*.jsonl")}
         return sum(ledger_spent(p) for p in sorted(found))
 
     run_round = int(smk.wildcards.round) if hasattr(smk.wildcards, "round") else int(smk.params.round)
