@@ -93,8 +93,10 @@ def findings(smk: Any) -> None:
     from ..branches import findings_store_path, record_findings
 
     selection = read_json(smk.input.selection)
-    drafts = {d["branch"]: d for d in read_json(smk.input.drafts)["drafts"]}
-    dataset, sha = read_json(smk.input.drafts)["dataset"], read_json(smk.input.drafts)["data_sha256"]
+    drafted = read_json(smk.input.drafts)
+    drafts = {d["branch"]: d for d in drafted["drafts"]}
+    # a run drafted before the rows' hash was recorded stores its studies without it (never matched as the same rows)
+    dataset, sha = drafted["dataset"], drafted.get("data_sha256")
     studies = []
     for s, claims_path in zip(selection["branches"], smk.input.claims, strict=True):
         claims = read_json(claims_path, "claims")
