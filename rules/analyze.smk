@@ -302,10 +302,10 @@ rule analyze:
     input:
         unpack(split_summary),
         unpack(supplementary_records),
+        unpack(stability_summary),
         evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
         explain="output/branch_{branch}/round_{round}/analysis/explain.json",
         fairness="output/branch_{branch}/round_{round}/analysis/fairness.json",
-        stability="output/branch_{branch}/round_{round}/analysis/stability.json",
     output:
         results=report(
             "output/branch_{branch}/round_{round}/results.json",
@@ -320,5 +320,7 @@ rule analyze:
         "benchmarks/branch_{branch}/analyze/round_{round}.tsv"
     conda:
         "../envs/analysis.yaml"
+    params:
+        screening=round_screening,
     script:
         "../scripts/analyze.py"

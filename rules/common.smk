@@ -77,6 +77,34 @@ wildcard_constraints:
 # branches and the paper output/paper.pdf is written for the chosen one (with `papers=all`, every branch also
 # gets output/branch_<b>/paper.pdf).
 BRANCHES = list(range(1, int(config["branches"]) + 1))
+# A screening design (config `screening`): with several branches, round 0 of every branch is a screening round
+# (the screening families only; no perturbation, repeated-split or supplementary analyses), debated and reviewed;
+# `select` ranks those reviews, and the chosen branch (every branch with papers=all) goes on to round 1, the full
+# analysis, reviewed again and revised as usual. With one branch there is no screening.
+SCREENING = len(BRANCHES) > 1 and bool(config["screening"]["enabled"])
+
+
+def screening_round(b, r):
+    """Whether round r of branch b is a screening round (round 0 of each branch when the run screens)."""
+    return SCREENING and int(r) == 0
+
+
+def analysed_in_full(b):
+    """Whether branch b goes on from its screening round to the full analysis: once the selection exists, the
+    chosen branch does (every branch with papers=all), unless its screening review aborted it.
+    """
+    if not SCREENING:
+        return True
+    if not Path(SELECTION).exists() or verdict_of(b, 0) in (None, "ABORT"):
+        return False
+    return config["papers"] == "all" or int(b) == chosen_branch()
+
+
+def selection_dependency(wildcards=None):
+    """output/selection.json as an input of the jobs whose inputs depend on a branch's final round, when the run
+    screens: the selection decides whether a branch goes on to its full round, so they are re-evaluated when
+    `select` writes it."""
+    return {"selection": SELECTION} if SCREENING else {}
 
 
 def chosen_branch():
@@ -139,7 +167,7 @@ def round_artifacts(wildcards):
     """Per round of a branch: the specification, data report, results and review it used (by path)."""
     b = int(wildcards.branch)
     rounds = range(final_round(b) + 1)
-    return {
+    return selection_dependency() | {
         "specs": [spec_for(wildcards_for(b, r))["spec"] for r in rounds],
         "reports": [engineered_for(wildcards_for(b, r))["report"] for r in rounds],
         "results": [f"output/branch_{b}/round_{r}/results.json" for r in rounds],
@@ -157,8 +185,18 @@ def final_reviews(wildcards=None):
 
 
 def selection_inputs(wildcards=None):
-    """What the selection ranks: each branch's final review, specification, results and claims."""
-    finals = {b: final_round(b) for b in BRANCHES}
+    """What the selection ranks: each branch's final review, specification, results and claims (with screening,
+    its screening round's)."""
+    finals = {b: 0 if SCREENING else final_round(b) for b in BRANCHES}
+    return round_files(finals)
+
+
+def finished_inputs(wildcards=None):
+    """Each branch's study as it finished (its final round's files), for the findings store."""
+    return round_files({b: final_round(b) for b in BRANCHES})
+
+
+def round_files(finals):
     return {
         "reviews": [review_file(b, r) for b, r in finals.items()],
         "specs": [spec_for(wildcards_for(b, r))["spec"] for b, r in finals.items()],
@@ -244,6 +282,7 @@ def supplementary_ledgers(b, last):
     return [
         f"output/branch_{b}/ledger/supplementary/round_{r}{slot}.jsonl"
         for r in range(last + 1)
+        if not screening_round(b, r)
         for slot in [""] + [f"_slot_{k}" for k in range(1, n + 1)]
     ]
 
@@ -266,9 +305,10 @@ def models(b, r=0):
     rounds added."""
     from edm_ars.actions import added_models
 
-    return added_models(
-        [load_review(b, q) for q in range(int(r))], config["analysis"]["models"]
-    )
+    configured = config["analysis"]["models"]
+    if screening_round(b, r):
+        configured = config["screening"]["models"]
+    return added_models([load_review(b, q) for q in range(int(r))], configured)
 
 
 def base_models(b, r=0):
@@ -337,6 +377,45 @@ def analysis_gate(wildcards):
     )
 
 
+def last_round(wildcards):
+    """The last round the Critic may ask for (its `max_revisions`): the configured revisions after round 0, or
+    after round 1 (the full analysis) when the run screens."""
+    r = int(wildcards.round)
+    return int(config["max_revisions"]) + (1 if SCREENING and r >= 1 else 0)
+
+
+def critic_settings(wildcards):
+    """The Critic's settings for a round; at screening, the fewest individual models it accepts is the number of
+    screening families (the full round is held to the configured minimum)."""
+    settings = dict(config["critic"])
+    if screening_round(wildcards.branch, wildcards.round):
+        singles = base_models(wildcards.branch, wildcards.round)
+        settings["min_models"] = min(int(config["critic"]["min_models"]), len(singles))
+    return settings
+
+
+def screening_facts(wildcards=None):
+    """What the screening round of a run is (for analyze, select and the paper), or None when it does not screen."""
+    if not SCREENING:
+        return None
+    skipped = ["stability perturbations", "repeated splits"]
+    if config["codegen"]["n"]:
+        skipped.append("supplementary analyses")
+    return {
+        "models": list(config["screening"]["models"]),
+        "skipped": skipped,
+        "full": "all" if config["papers"] == "all" else "chosen",
+    }
+
+
+def round_screening(wildcards):
+    return (
+        screening_facts()
+        if screening_round(wildcards.branch, wildcards.round)
+        else None
+    )
+
+
 def critique_gate(wildcards):
     return gate_approval("analyze", int(wildcards.branch), int(wildcards.round))
 
@@ -381,6 +460,10 @@ def rerun_from(b, r):
     """The stage from which round r re-runs (round 0 runs everything)."""
     if r == 0:
         return STAGES[0]
+    if SCREENING and r == 1:
+        # the full analysis after screening: the analysis stage, or earlier when the screening review asked
+        asked = load_review(b, 0)["rerun_from"] or "analyze"
+        return min(asked, "analyze", key=STAGES.index)
     return load_review(b, r - 1)["rerun_from"]
 
 
@@ -516,6 +599,14 @@ def earlier_round(**files):
     return inputs
 
 
+def stability_summary(wildcards):
+    """stability.json for the analyze job (none in a screening round)."""
+    if screening_round(wildcards.branch, wildcards.round):
+        return {}
+    d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
+    return {"stability": f"{d}/analysis/stability.json"}
+
+
 def stability_runs(wildcards):
     names = perturbations(config["analysis"]["stability"])
     d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
@@ -541,7 +632,7 @@ def supplementary_records(wildcards):
     """The round's supplementary analyses for the analyze job: the plan and one record per slot (none when
     codegen.n is 0)."""
     n = config["codegen"]["n"]
-    if not n:
+    if not n or screening_round(wildcards.branch, wildcards.round):
         return {}
     d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
     return {
@@ -552,7 +643,9 @@ def supplementary_records(wildcards):
 
 def split_summary(wildcards):
     """splits.json for the analyze job, when the study is repeated over more than one split."""
-    if not extra_splits(config["analysis"]["repeated_splits"]):
+    if not extra_splits(config["analysis"]["repeated_splits"]) or screening_round(
+        wildcards.branch, wildcards.round
+    ):
         return {}
     d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
     return {"splits": f"{d}/analysis/splits.json"}
@@ -561,7 +654,8 @@ def split_summary(wildcards):
 def final_round(b):
     """The round of branch b the paper is written from: the first whose review is PASS or ABORT (REVISE with no
     rounds left is PASS), or the first without a review yet, which is final until its review says
-    otherwise.
+    otherwise. With screening, round 0 (the screening round) is final for a branch that does not go on to the
+    full analysis; one that does counts from round 1.
 
     The reviews are read as plain files, not through the checkpoint: every job that takes them as
     input is re-evaluated when the critique that writes one finishes, and its input set then changes
@@ -570,7 +664,9 @@ def final_round(b):
     the paper's jobs waiting for a checkpoint that nothing scheduled (with output/paper.pdf as the
     target, Snakemake 9 then rebuilt the PDF from the old paper).
     """
-    r = 0
+    if SCREENING and not analysed_in_full(b):
+        return 0
+    r = 1 if SCREENING else 0
     while verdict_of(b, r) == "REVISE":
         r += 1
     return r

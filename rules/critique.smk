@@ -30,10 +30,10 @@ checkpoint critique:
     resources:
         llm_api=1,
     params:
-        max_revisions=lookup(dpath="max_revisions", within=config),
+        max_revisions=last_round,
         force_revise=lookup(dpath="force_revise", within=config),
         force_revise_rounds=lookup(dpath="force_revise_rounds", within=config),
-        critic=lookup(dpath="critic", within=config),
+        critic=critic_settings,
         llm=agent_settings("critique"),
         prompt_hash=prompt_hash("critique"),
         budget_usd=lookup(dpath="budget_usd", within=config),

@@ -24,13 +24,15 @@ checkpoint select:
         "benchmarks/select.tsv"
     conda:
         "../envs/agents.yaml"
+    params:
+        screening=screening_facts,
     script:
         "../scripts/select_branch.py"
 
 
 rule findings:
     input:
-        unpack(selection_inputs),
+        unpack(finished_inputs),
         selection="output/selection.json",
         drafts="output/branches.json",
         pdf="output/paper.pdf",

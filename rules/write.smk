@@ -74,6 +74,7 @@ rule write:
 
 rule abort_report:
     input:
+        unpack(selection_dependency),
         review=abort_review,
     output:
         report=report(
@@ -124,6 +125,7 @@ rule compile_pdf:
 
 rule costs:
     input:
+        unpack(selection_dependency),
         ledgers=ledgers,
     output:
         calls="output/llm_calls.jsonl",
@@ -146,6 +148,7 @@ rule costs:
 
 rule lessons:
     input:
+        unpack(selection_dependency),
         reviews=run_reviews,
         pdf="output/paper.pdf",
     output:

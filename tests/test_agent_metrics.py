@@ -259,3 +259,37 @@ def test_metrics_of_the_small_run(base_run):
     assert m["stages"]["critique"]["completion_rate"] == 1.0
     assert m["utility"]["value"] is not None
     assert m["validity"]["applicable"] and m["validity"]["predictors_planted"]  # hsls09_synthetic is generated
+
+
+def test_a_screened_run_counts_the_screening_round_and_the_chosen_full_analysis(tmp_path):
+    """branches > 1 with screening: round 0 of each branch has no stability or split analyses, the chosen branch
+    goes on to round 1 (its full analysis), and the utility is that full analysis' metric."""
+    run = tmp_path / "run"
+    out = run / "output"
+    screening = {"models": ["logistic"], "skipped": ["stability perturbations"], "full": "chosen"}
+
+    def results(value, screened):
+        return {"primary_metric": "auc", "best_model": "logistic",
+                "models": {"logistic": {"metrics": {"auc": value}, "ci": {"auc": [value - 0.1, value + 0.1]}}},
+                **({"screening": screening} if screened else {})}
+
+    for b in (1, 2):
+        d = out / f"branch_{b}" / "round_0"
+        for f in ["research_spec.json", "data/data_report.json", "claims.json"] + [
+                f"analysis/{n}.json" for n in am.SCREENING_FILES]:
+            write(d / f)
+        write_json(d / "results.json", results(0.7, True))
+        write_json(d / "review_report.json", {"verdict": "PASS", "rerun_from": None})
+    full = out / "branch_2" / "round_1"
+    for f in ["claims.json"] + [f"analysis/{n}.json" for n in am.ANALYSIS_FILES]:
+        write(full / f)
+    write_json(full / "results.json", results(0.75, False))
+    write_json(full / "review_report.json", {"verdict": "PASS", "rerun_from": None})
+    write_json(out / "selection.json", {"chosen": 2, "branches": [
+        {"branch": b, "primary": {"metric": "auc", "model": "logistic", "value": 0.7, "ci": [0.6, 0.8]},
+         "verdict": "PASS"} for b in (1, 2)]})
+    assert am.rounds_of(run, 1) == [(0, "formulate")]
+    assert am.rounds_of(run, 2) == [(0, "formulate"), (1, "analyze")]
+    m = am.collect(run)
+    assert m["stages"]["analyze"]["missing"] == []
+    assert (m["utility"]["branch"], m["utility"]["value"]) == (2, 0.75)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from workflow import snakemake
 
 from edm_ars.branches import (
     SAME_STUDY,
@@ -186,3 +187,28 @@ def test_model_drafts_are_deduplicated_and_filled_from_the_registry(hsls):
     assert "duplicate of branch 1" in reasons and "NOPE is not in the registry" in reasons
     for a, b in itertools.combinations(out["drafts"], 2):
         assert distance(a, b) >= SAME_STUDY
+
+
+def _planned(result) -> dict[str, int]:
+    """Job counts of a dry run's job table (`rule  count`)."""
+    counts, table = {}, False
+    for line in result.stdout.splitlines() + result.stderr.splitlines():
+        parts = line.split()
+        if parts[:2] == ["job", "count"]:
+            table = True
+        elif table and len(parts) == 2 and parts[1].isdigit():
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_candidates_are_screened_unless_screening_is_off(tmp_path):
+    """With several branches, the plan before the selection is the screening of each candidate (the screening
+    families, no stacking, stability or repeated-split jobs); with screening off, every candidate's full analysis."""
+    (tmp_path / "on").mkdir(), (tmp_path / "off").mkdir()
+    screened = _planned(snakemake(tmp_path / "on", "-n", "output/paper.pdf", config={"branches": "2"}))
+    assert screened["fit_model"] == 4 and screened["critique"] == 2  # logistic and xgboost, two branches
+    assert not {"fit_stacking", "stability_run", "split_run", "plan_supplementary"} & set(screened)
+    full = _planned(snakemake(tmp_path / "off", "-n", "output/paper.pdf", config={"branches": "2"},
+                              overrides="screening:\n  enabled: false\n"))
+    assert full["fit_model"] == 4 and full["fit_stacking"] == 2 and full["stability_run"] == 4
+    assert full["split_run"] == 4 and full["critique"] == 2

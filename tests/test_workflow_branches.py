@@ -1,6 +1,6 @@
-"""Several candidate studies in one run (branches=N): each runs the same rules as a {branch} wildcard, `select`
-chooses one by the stated rule, the paper lists the others, and the findings store makes a second run draft
-studies it does not hold."""
+"""Several candidate studies in one run (branches=N): each runs the same rules as a {branch} wildcard, is screened
+and reviewed, `select` chooses one by the stated rule, the chosen one is analysed in full, the paper lists the
+others, and the findings store makes a second run draft studies it does not hold."""
 
 import json
 import subprocess
@@ -19,6 +19,8 @@ analysis:
   repeated_splits: 1
 codegen:
   n: 1
+screening:
+  models: [logistic]
 """
 
 
@@ -49,18 +51,34 @@ def test_two_branches_are_reviewed_and_the_paper_lists_both(two_runs):
         assert review["verdict"] in ("PASS", "REVISE", "ABORT")
         spec = read(out / f"branch_{b}" / "round_0" / "research_spec.json")
         assert spec["branch"]["branch"] == b and spec["outcome"]["name"] == drafts["drafts"][b - 1]["outcome"]
+        # every candidate is screened: the screening family only, no stability or supplementary analysis
+        screened = read(out / f"branch_{b}" / "round_0" / "results.json")
+        assert set(screened["models"]) == {"logistic"} and screened["screening"]["models"] == ["logistic"]
+        assert "stability" not in screened and "supplementary" not in screened
     # the shared data and registry jobs ran once for both branches
     jobs = jobs_run(result)
     assert jobs.count("synthesize") == 1 and jobs.count("registry_tier2") == 1
-    assert jobs.count("engineer") == 2 and jobs.count("critique") == 2 and jobs.count("select") == 1
+    assert jobs.count("engineer") == 2 and jobs.count("select") == 1
     selection = read(out / "selection.json")
     chosen = selection["chosen"]
+    other = 3 - chosen
     assert {s["branch"] for s in selection["branches"]} == {1, 2}
     assert [s["why_not_chosen"] is None for s in selection["branches"]].count(True) == 1
+    assert selection["screening"]["models"] == ["logistic"]
+    # the chosen one, and only it, is then analysed in full (round 1 keeps round 0's data and logistic fit)
+    assert (out / f"branch_{chosen}" / "round_1" / "review_report.json").exists()
+    assert not (out / f"branch_{other}" / "round_1").exists()
+    assert jobs.count("critique") == 3 and jobs.count("engineer") == 2
+    full = read(out / f"branch_{chosen}" / "round_1" / "results.json")
+    assert set(full["models"]) == {"logistic", "xgboost", "stacking"} and "screening" not in full
+    assert "stability" in full and "supplementary" in full
+    assert not (out / f"branch_{chosen}" / "round_1" / "models" / "logistic.joblib").exists()
+    assert "Screened only" in (out / f"branch_{other}" / "revisions.md").read_text()
     tex = (out / "paper" / "paper.tex").read_text()
     assert "\\label{tab:studies}" in tex and "Candidate studies and selection" in tex
+    assert "screening analysis" in tex and "analysed in full" in tex
     sources = read(out / "paper" / "sources.json")
-    assert f"branch_{chosen}/round_0/results.json" in sources["results.json"]
+    assert f"branch_{chosen}/round_1/results.json" in sources["results.json"]
     assert (out / "paper.pdf").stat().st_size > 10000
     verify = subprocess.run(["edm-ars", "verify-paper", str(out / "paper" / "paper.tex")], capture_output=True,
                             text=True)
@@ -68,6 +86,8 @@ def test_two_branches_are_reviewed_and_the_paper_lists_both(two_runs):
     findings = read(out / "findings.json")
     assert [s["branch"] for s in findings["studies"]] == [1, 2]
     assert sum(s["chosen"] for s in findings["studies"]) == 1
+    # the store keeps each study as it finished: the chosen one from its full analysis
+    assert {s["branch"]: s["analysis"] for s in findings["studies"]} == {chosen: "full", other: "screening"}
 
 
 def test_a_second_run_drafts_studies_the_store_does_not_hold(two_runs):

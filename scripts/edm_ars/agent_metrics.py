@@ -69,6 +69,7 @@ AGENT_STAGE = {"formulate": "formulate", "draft": "formulate", "supplementary": 
                "critique": "critique", "write": "write"}
 ROUND_STAGES = ["formulate", "engineer", "analyze"]  # the stages a revision round may re-run from
 ANALYSIS_FILES = ["evaluation", "explain", "fairness", "stability", "splits", "supplementary_plan"]
+SCREENING_FILES = ["evaluation", "explain", "fairness"]
 NOT_GENERATED = "not applicable: the rows are not generated"
 
 
@@ -219,6 +220,14 @@ def rounds_of(run: Path, b: int) -> list[tuple[int, str]]:
     while True:
         rounds.append((r, start))
         review = _json(folder / f"round_{r}" / "review_report.json")
+        results = _json(folder / f"round_{r}" / "results.json")
+        if isinstance(results, dict) and results.get("screening") and isinstance(review, dict) \
+                and (folder / f"round_{r + 1}").is_dir():
+            # a screened candidate that went on to its full analysis: from the analysis, or earlier if asked
+            asked = review.get("rerun_from") or "analyze"
+            start = min(asked, "analyze", key=ROUND_STAGES.index) if asked in ROUND_STAGES else "analyze"
+            r += 1
+            continue
         if not isinstance(review, dict) or review.get("verdict") != "REVISE":
             return rounds
         start = review.get("rerun_from") or ROUND_STAGES[0]
@@ -246,7 +255,10 @@ def expected_outputs(run: Path) -> dict[str, list[str]]:
                 exp["formulate"].append(f"{d}/research_spec.json")
             if "engineer" in reran:
                 exp["engineer"].append(f"{d}/data/data_report.json")
-            exp["analyze"] += [f"{d}/results.json"] + [f"{d}/analysis/{name}.json" for name in ANALYSIS_FILES]
+            # a screening round (branches > 1) has no stability, repeated-split or supplementary analyses
+            screened = bool((_json(run / d / "results.json") or {}).get("screening"))
+            names = SCREENING_FILES if screened else ANALYSIS_FILES
+            exp["analyze"] += [f"{d}/results.json"] + [f"{d}/analysis/{name}.json" for name in names]
             plan = _json(run / d / "analysis" / "supplementary_plan.json") or {}
             exp["analyze"] += [f"{d}/supplementary/slot_{k}.json" for k in range(1, len(plan.get("analyses") or []) + 1)]
             exp["debate"].append(f"{d}/claims.json")
@@ -281,6 +293,17 @@ def _rate(num: int, den: int) -> float | None:
 
 def is_run(run: Path) -> bool:
     return (run / "output").is_dir() or (run / ".snakemake").is_dir()
+
+
+def _final_round(out: Path, branch: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(results, review) of the last reviewed round of a branch, or None when none is reviewed."""
+    rounds = sorted((int(p.name.split("_")[1]), p) for p in (out / f"branch_{branch}").glob("round_*")
+                    if p.name.split("_")[1].isdigit())
+    for _, d in reversed(rounds):
+        results, review = _json(d / "results.json"), _json(d / "review_report.json")
+        if isinstance(results, dict) and isinstance(review, dict) and "models" in results:
+            return results, review
+    return None
 
 
 def collect(run_dir: str | Path) -> dict[str, Any]:
@@ -361,9 +384,15 @@ def collect(run_dir: str | Path) -> dict[str, Any]:
         chosen = selection.get("chosen")
         for br in selection.get("branches") or []:
             if br.get("branch") == chosen:
-                p = br.get("primary") or {}
+                p, verdict = br.get("primary") or {}, br.get("verdict")
+                # after screening, the chosen study's full analysis (its last reviewed round) is what it achieved
+                final = _final_round(out, chosen)
+                if final is not None and final[0].get("screening") is None:
+                    from .branches import primary
+
+                    p, verdict = primary(final[0]), final[1].get("verdict")
                 utility = {"value": p.get("value"), "metric": p.get("metric"), "model": p.get("model"),
-                           "ci": p.get("ci"), "branch": chosen, "verdict": br.get("verdict")}
+                           "ci": p.get("ci"), "branch": chosen, "verdict": verdict}
     validity: dict[str, Any]
     recovery = _json(out / "paper" / "recovery.json")
     if isinstance(recovery, dict):

@@ -47,18 +47,31 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return out
 
 
+def _screened(results: dict[str, Any]) -> str:
+    sc = results["screening"]
+    return f"models {', '.join(sc['models'])}; without the {', '.join(sc['skipped'])}"
+
+
 def render(rounds: list[dict[str, Any]]) -> str:
     """rounds: per round {round, spec, report, results, review, reran: [stages]} (artifacts by reference)."""
     lines = ["# Revisions", ""]
     if len(rounds) == 1:
         v = rounds[0]["review"]
-        lines.append(f"No revision: the Critic's verdict in round 0 was {v['verdict']} "
-                     f"(score {v['overall_score']}).")
+        if rounds[0]["results"].get("screening"):
+            lines.append(f"Screened only: the Critic's verdict on the screening round 0 was {v['verdict']} "
+                         f"(score {v['overall_score']}); the candidate was not chosen, so it was not analysed in "
+                         f"full ({_screened(rounds[0]['results'])}).")
+        else:
+            lines.append(f"No revision: the Critic's verdict in round 0 was {v['verdict']} "
+                         f"(score {v['overall_score']}).")
         return "\n".join(lines) + "\n"
     for prev, cur in zip(rounds, rounds[1:], strict=False):
         asked = prev["review"]
-        lines += [f"## Round {cur['round']}", "",
-                  f"**Asked** (review of round {prev['round']}, verdict {asked['verdict']}, score "
+        lines += [f"## Round {cur['round']}", ""]
+        if prev["results"].get("screening"):
+            lines += [f"**Why**: round {prev['round']} screened this candidate study ({_screened(prev['results'])}) "
+                      f"and went on to the full analysis in round {cur['round']} (the chosen study, or every study with papers=all).", ""]
+        lines += [f"**Asked** (review of round {prev['round']}, verdict {asked['verdict']}, score "
                   f"{asked['overall_score']}; re-run from {asked['rerun_from']}):", ""]
         for issue in asked["issues"]:
             if issue["target_stage"] in ("formulate", "engineer", "analyze"):

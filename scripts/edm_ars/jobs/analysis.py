@@ -539,7 +539,9 @@ def analyze(smk: Any) -> None:
     ev = read_json(smk.input.evaluation)
     ex = read_json(smk.input.explain)
     fa = read_json(smk.input.fairness)
-    st = read_json(smk.input.stability)
+    # stability under perturbation, except in a screening round (edm_ars.branches: a candidate study screened)
+    st = read_json(smk.input.stability) if "stability" in smk.input.keys() else {}
+    screening = smk.params.get("screening")
     # the repeated grouped splits, unless analysis.repeated_splits is 1
     sp = read_json(smk.input.splits, "splits") if "splits" in smk.input.keys() else None
     supplementary = None
@@ -570,9 +572,10 @@ def analyze(smk: Any) -> None:
                                   "top_features": v["top_features"]} for m, v in ex["by_model"].items()},
                  "skipped": ex["skipped"]},
         "fairness": audit,
-        "stability": st,
+        **({"stability": st} if st else {}),
         **({"splits": _split_spread(sp)} if sp else {}),
         **({"supplementary": supplementary} if supplementary is not None else {}),
+        **({"screening": screening} if screening else {}),
         "figures": ev["figures"] + ex["figures"] + fa["figures"],
         "tables": ev["tables"] + fa["tables"],
         "flags": flags,

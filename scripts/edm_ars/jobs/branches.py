@@ -81,6 +81,9 @@ def select(smk: Any) -> None:
             "evidence": evidence_strength(claims), "novelty": draft["novelty"]["nearest_distance"],
             "files": {"review": review_path, "results": results_path}})
     selection = choose(studies)
+    if smk.params.get("screening"):
+        # the ranking is of the screening rounds; the chosen study (every one with papers=all) is analysed in full
+        selection["screening"] = dict(smk.params.screening)
     for s in selection["branches"]:
         log.info("branch %d: rank %d, %s score %g, evidence %.2f%s", s["branch"], s["rank"], s["verdict"],
                  s["score"], s["evidence"], f"; not chosen: {s['why_not_chosen']}" if s["why_not_chosen"] else "")
@@ -90,7 +93,7 @@ def select(smk: Any) -> None:
 def findings(smk: Any) -> None:
     """The run's finished studies (each branch: specification identity, main findings with their evidence,
     verdict) into output/findings.json and the findings store (replacing this folder's earlier record)."""
-    from ..branches import findings_store_path, record_findings
+    from ..branches import findings_store_path, primary, record_findings
 
     selection = read_json(smk.input.selection)
     drafted = read_json(smk.input.drafts)
@@ -98,8 +101,13 @@ def findings(smk: Any) -> None:
     # a run drafted before the rows' hash was recorded stores its studies without it (never matched as the same rows)
     dataset, sha = drafted["dataset"], drafted.get("data_sha256")
     studies = []
-    for s, claims_path in zip(selection["branches"], smk.input.claims, strict=True):
-        claims = read_json(claims_path, "claims")
+    # each branch as it finished: its final round (after screening, the chosen one's full analysis)
+    for s, claims_path, results_path, review_path in zip(selection["branches"], smk.input.claims,
+                                                         smk.input.results, smk.input.reviews, strict=True):
+        claims, review = read_json(claims_path, "claims"), read_json(review_path, "review_report")
+        results = read_json(results_path, "results")
+        s = s | {"primary": primary(results), "verdict": review["verdict"], "score": float(review["overall_score"]),
+                 "analysis": "screening" if results.get("screening") else "full"}
         supported = [{"statement": c["statement"], "evidence": c.get("evidence", [])}
                      for c in claims["claims"] if c.get("status") == "supported"]
         studies.append({
@@ -107,7 +115,8 @@ def findings(smk: Any) -> None:
             "chosen": s["branch"] == selection["chosen"],
             "question_id": s["question_id"], "variant": s["variant"], "research_question": s["research_question"],
             "outcome": s["outcome"], "outcome_label": s["outcome_label"], "predictors": s["predictors"],
-            "primary": s["primary"], "verdict": s["verdict"], "score": s["score"], "findings": supported,
+            "primary": s["primary"], "verdict": s["verdict"], "score": s["score"], "analysis": s["analysis"],
+            "findings": supported,
             "draft_source": drafts[s["branch"]]["source"]})
     write_json(smk.output.findings, {"dataset": dataset, "studies": studies})
     from datetime import UTC, datetime

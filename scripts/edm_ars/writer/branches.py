@@ -66,13 +66,27 @@ def methods(ctx: Ctx) -> str:
         how = "registry"
     text = [ctx.ph(f"branches.drafted_{how}", n=ctx.n["branches|n"], short=data_name(ctx)),
             ctx.ph("branches.dedup", threshold=ctx.n["branches|threshold"]),
-            ctx.ph("branches.same_pipeline"),
+            *screening_text(ctx),
             ctx.ph("branches.rule", chosen=ctx.n["branches|chosen"])]
+    if ctx.selection.get("screening"):
+        text.append(ctx.ph(f"branches.full_{ctx.selection['screening']['full']}"))
     if "branches|diversity" in ctx.n:
         text.append(ctx.ph("branches.diversity", value=ctx.n["branches|diversity"]))
     if drafts.get("skipped"):
         text.append(ctx.ph("branches.skipped_some"))
     return (f"\\subsection{{{ctx.ph('branches.title')}}}\n" + " ".join(text) + "\n\n" + table(ctx))
+
+
+def screening_text(ctx: Ctx) -> list[str]:
+    """How the candidates were analysed before the selection: all in full, or screened (selection.json:screening,
+    the families fitted and the analyses left to the full round)."""
+    screening = ctx.selection.get("screening")
+    if not screening:
+        return [ctx.ph("branches.same_pipeline")]
+    src = f"{SEL}:screening"
+    families = join_list([ctx.t(lc_first(ctx.model_label(m)), f"{src}.models") for m in screening["models"]])
+    skipped = join_list([ctx.t(s, f"{src}.skipped") for s in screening["skipped"]])
+    return [ctx.ph("branches.screened", families=families, skipped=skipped)]
 
 
 def table(ctx: Ctx) -> str:
@@ -89,7 +103,8 @@ def table(ctx: Ctx) -> str:
                                 metric,
                                 escape_latex(s["verdict"]) + f" ({ctx.n[f'branch|{b}|score']})", why]) + " \\\\")
     head = " & ".join(ctx.ph(f"branches.col_{c}") for c in ("branch", "question", "outcome", "metric", "verdict", "why"))
-    return ("\\begin{table*}[tbp]\n\\caption{" + ctx.ph("branches.caption", level=CI_LEVEL) + "}\n\\label{tab:studies}\n\\small\n"
+    caption = "branches.caption_screening" if sel.get("screening") else "branches.caption"
+    return ("\\begin{table*}[tbp]\n\\caption{" + ctx.ph(caption, level=CI_LEVEL) + "}\n\\label{tab:studies}\n\\small\n"
             "\\begin{tabularx}{\\textwidth}{@{}r>{\\raggedright\\arraybackslash}X"
             ">{\\raggedright\\arraybackslash}p{0.14\\textwidth}>{\\raggedright\\arraybackslash}p{0.17\\textwidth}"
             ">{\\raggedright\\arraybackslash}p{0.09\\textwidth}>{\\raggedright\\arraybackslash}p{0.17\\textwidth}@{}}\n"
