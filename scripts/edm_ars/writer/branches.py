@@ -103,8 +103,9 @@ def table(ctx: Ctx) -> str:
                                 metric,
                                 escape_latex(s["verdict"]) + f" ({ctx.n[f'branch|{b}|score']})", why]) + " \\\\")
     head = " & ".join(ctx.ph(f"branches.col_{c}") for c in ("branch", "question", "outcome", "metric", "verdict", "why"))
-    caption = "branches.caption_screening" if sel.get("screening") else "branches.caption"
-    return ("\\begin{table*}[tbp]\n\\caption{" + ctx.ph(caption, level=CI_LEVEL) + "}\n\\label{tab:studies}\n\\small\n"
+    caption = (ctx.ph("branches.caption_screening", level=CI_LEVEL) if sel.get("screening")
+               else ctx.ph("branches.caption", level=CI_LEVEL))
+    return ("\\begin{table*}[tbp]\n\\caption{" + caption + "}\n\\label{tab:studies}\n\\small\n"
             "\\begin{tabularx}{\\textwidth}{@{}r>{\\raggedright\\arraybackslash}X"
             ">{\\raggedright\\arraybackslash}p{0.14\\textwidth}>{\\raggedright\\arraybackslash}p{0.17\\textwidth}"
             ">{\\raggedright\\arraybackslash}p{0.09\\textwidth}>{\\raggedright\\arraybackslash}p{0.17\\textwidth}@{}}\n"
