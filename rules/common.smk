@@ -409,11 +409,10 @@ def screening_facts(wildcards=None):
 
 
 def round_screening(wildcards):
-    return (
-        screening_facts()
-        if screening_round(wildcards.branch, wildcards.round)
-        else None
-    )
+    """A screening round's facts for its results (without which branches go on: that is the selection's)."""
+    if not screening_round(wildcards.branch, wildcards.round):
+        return None
+    return {k: v for k, v in screening_facts().items() if k != "full"}
 
 
 def critique_gate(wildcards):
