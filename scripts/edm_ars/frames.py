@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from .errors import DataError, OutputWriteError
 
 SUFFIX = ".parquet"
-#: zstd: a third smaller than snappy on the prepared data, and as fast to read
+#: zstd: 12-19% smaller than snappy on the default study's files, read about as fast
 COMPRESSION = "zstd"
 
 
