@@ -1,11 +1,12 @@
 """Benchmark: what the sandbox costs per analysis.
 
-The same small analysis script (pandas reads a 23,503 x 60 CSV, scikit-learn fits a logistic regression,
-result.json is written) runs K times directly (`python -I -B analysis.py` in a folder laid out like /sandbox,
-with the sandbox's environment, so both use one BLAS thread) and K times through run_sandboxed (scan,
-staging, bubblewrap, uid drop, limits, exec filter, the output check), alternating, each with a fresh output
-folder. Then the same for a script that only writes result.json: the fixed cost of the sandbox, without the
-noise of a 2.5 s analysis on a shared machine. Seconds are wall seconds of the whole call.
+The same small analysis script (pandas reads a 23,503 x 60 Parquet file, as the analyses read their inputs;
+scikit-learn fits a logistic regression, result.json is written) runs K times directly (`python -I -B
+analysis.py` in a folder laid out like /sandbox, with the sandbox's environment, so both use one BLAS thread)
+and K times through run_sandboxed (scan, staging, bubblewrap, uid drop, limits, exec filter, the output check),
+alternating, each with a fresh output folder. Then the same for a script that only writes result.json: the fixed
+cost of the sandbox, without the noise of a 2.5 s analysis on a shared machine. Seconds are wall seconds of the
+whole call.
 
     python bench/sandbox.py [--runs 5] [--rows 23503] [--cols 60] [--mode bwrap|none]
 
@@ -31,6 +32,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from edm_ars.frames import write_frame  # noqa: E402
 from edm_ars.sandbox import Limits, _child_env, run_sandboxed, sandbox_available  # noqa: E402
 
 EMPTY = """\
@@ -47,7 +49,7 @@ import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
 manifest = json.loads(Path("inputs/manifest.json").read_text())
-df = pd.read_csv(manifest["data.csv"]["path"])
+df = pd.read_parquet(manifest["data.parquet"]["path"])
 X, y = df.drop(columns=["outcome"]), df["outcome"]
 model = LogisticRegression(max_iter=200).fit(X, y)
 result = {"rows": len(df), "accuracy": float(model.score(X, y)), "intercept": float(model.intercept_[0])}
@@ -56,14 +58,15 @@ Path("out/result.json").write_text(json.dumps(result, indent=2))
 
 
 def make_data(path: Path, rows: int, cols: int, seed: int = 42) -> None:
-    """A CSV of `cols` columns: cols - 1 standard-normal features and a binary outcome that depends on some."""
+    """A Parquet file of `cols` columns: cols - 1 standard-normal features and a binary outcome that depends on
+    some."""
     rng = np.random.default_rng(seed)
     features = rng.standard_normal((rows, cols - 1))
     logit = features[:, :5] @ np.array([0.8, -0.5, 0.3, 0.2, -0.1])
     outcome = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(int)
     frame = pd.DataFrame(features, columns=[f"x{i}" for i in range(cols - 1)]).round(4)
     frame["outcome"] = outcome
-    frame.to_csv(path, index=False)
+    write_frame(path, frame)
 
 
 def direct(work: Path, script: Path, data: Path) -> float:
@@ -73,8 +76,8 @@ def direct(work: Path, script: Path, data: Path) -> float:
     (work / "inputs").mkdir(parents=True)
     (work / "out").mkdir()
     shutil.copyfile(script, work / "analysis.py")
-    (work / "inputs" / "data.csv").symlink_to(data)
-    manifest = {"data.csv": {"path": "inputs/data.csv", "bytes": data.stat().st_size}}
+    (work / "inputs" / "data.parquet").symlink_to(data)
+    manifest = {"data.parquet": {"path": "inputs/data.parquet", "bytes": data.stat().st_size}}
     (work / "inputs" / "manifest.json").write_text(json.dumps(manifest))
     start = time.monotonic()
     env = _child_env(str(Path(sys.executable).parent), str(work / "out"), str(work / "out"))
@@ -88,7 +91,7 @@ def sandboxed(out_dir: Path, script: Path, data: Path, mode: str) -> float:
     if out_dir.exists():
         shutil.rmtree(out_dir)
     start = time.monotonic()
-    result = run_sandboxed(script, {"data.csv": data}, out_dir, Limits(), mode=mode)
+    result = run_sandboxed(script, {"data.parquet": data}, out_dir, Limits(), mode=mode)
     seconds = time.monotonic() - start
     if result.status != "ok":
         raise SystemExit(f"sandboxed run failed: {result.status}: {result.reason}\n{result.stderr}")
@@ -106,9 +109,9 @@ def main() -> None:
         raise SystemExit(f"cannot benchmark the sandbox here: {reason}")
     with tempfile.TemporaryDirectory(prefix="edm_ars_bench_sandbox_") as tmp:
         tmp_path = Path(tmp)
-        data = tmp_path / "data.csv"
+        data = tmp_path / "data.parquet"
         make_data(data, args.rows, args.cols)
-        print(f"data: {args.rows} x {args.cols} CSV, {data.stat().st_size / 1e6:.1f} MB; {args.runs} runs each, "
+        print(f"data: {args.rows} x {args.cols} Parquet, {data.stat().st_size / 1e6:.1f} MB; {args.runs} runs each, "
               f"mode {args.mode}; python {sys.version.split()[0]}")
         rows = []
         for label, source in (("write only", EMPTY), ("analysis", SCRIPT)):

@@ -10,7 +10,7 @@ rule fit_model:
     output:
         model="output/branch_{branch}/round_{round}/models/{model}.joblib",
         meta="output/branch_{branch}/round_{round}/models/{model}.json",
-        oof="output/branch_{branch}/round_{round}/models/{model}.oof.csv",
+        oof="output/branch_{branch}/round_{round}/models/{model}.oof.parquet",
     log:
         "logs/branch_{branch}/fit_model/round_{round}/{model}.log",
     benchmark:
@@ -79,7 +79,7 @@ rule evaluate:
         unpack(engineered_for),
     output:
         evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
-        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.csv",
+        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.parquet",
         metrics_table="output/branch_{branch}/round_{round}/tables/metrics.csv",
         figures=report(
             directory("output/branch_{branch}/round_{round}/figures/evaluate"),
@@ -161,7 +161,7 @@ rule fairness:
             )
         ),
         evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
-        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.csv",
+        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.parquet",
         registry=REGISTRY_FILES,
     output:
         fairness="output/branch_{branch}/round_{round}/analysis/fairness.json",

@@ -500,7 +500,7 @@ def engineered_for(wildcards):
     r = producing_round(b, "engineer", int(wildcards.round))
     d = f"output/branch_{b}/round_{r}/data"
     return {
-        name: f"{d}/{name}.csv"
+        name: f"{d}/{name}.parquet"
         for name in (
             "train_X",
             "train_y",
@@ -542,7 +542,7 @@ def base_fits(b, r):
 
 
 def model_file(b, m, r, kind):
-    """A fitted model's file (`joblib`, `json` or `oof.csv`) as round r of branch b uses it."""
+    """A fitted model's file (`joblib`, `json` or `oof.parquet`) as round r of branch b uses it."""
     return f"output/branch_{b}/round_{model_round(b, m, r)}/models/{m}.{kind}"
 
 
@@ -570,7 +570,7 @@ def stacking_inputs(wildcards):
     bases = base_models(b, r)
     return (
         training_for(wildcards)
-        | {f"{m}_oof": model_file(b, m, r, "oof.csv") for m in bases}
+        | {f"{m}_oof": model_file(b, m, r, "oof.parquet") for m in bases}
         | {f"{m}_meta": model_file(b, m, r, "json") for m in bases}
     )
 

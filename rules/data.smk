@@ -3,7 +3,7 @@ rule synthesize:
         unpack(layout_input),
         registry=REGISTRY_FILES,
     output:
-        raw="output/data/raw.csv",
+        raw="output/data/raw.parquet",
         dgp="output/data/dgp.json",
     log:
         "logs/synthesize.log",
@@ -23,7 +23,7 @@ rule export_dataset:
     input:
         index=DATASET_INDEX,
     output:
-        raw="output/data/raw.csv",
+        raw="output/data/raw.parquet",
     log:
         "logs/export_dataset.log",
     benchmark:

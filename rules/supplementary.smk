@@ -42,7 +42,7 @@ rule supplementary:
     input:
         unpack(engineered_for),
         plan="output/branch_{branch}/round_{round}/analysis/supplementary_plan.json",
-        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.csv",
+        predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.parquet",
         prompts=prompt_file("supplementary"),
     output:
         record="output/branch_{branch}/round_{round}/supplementary/slot_{slot}.json",

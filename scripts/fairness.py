@@ -1,6 +1,6 @@
 """Rule fairness (Analyst, fairness phase): subgroup audit of the selected model on the test students.
 
-Groups come from test_protected.csv (original labels snapshotted before encoding), never from
+Groups come from test_protected.parquet (original labels snapshotted before encoding), never from
 one-hot columns. For continuous outcomes errors are expressed in outcome standard deviations, so
 the gap threshold means the same on any scale."""
 

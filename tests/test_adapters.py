@@ -82,7 +82,7 @@ def test_known_names_resolve_to_a_registry_and_a_source():
         a = adapter(name, {}, REGISTRIES)
         assert a.registry.exists() and a.registry_files()
         assert load_registry(a.registry_files()[0]).name  # the first declared file loads the registry
-    assert adapter("hsls09_synthetic", {}, REGISTRIES).raw_path({}) == "output/data/raw.csv"
+    assert adapter("hsls09_synthetic", {}, REGISTRIES).raw_path({}) == "output/data/raw.parquet"
     assert adapter("hsls09", {}, REGISTRIES).raw_path({"data": {"hsls09_csv": "x.csv"}}) == "x.csv"
     assert adapter("star", {}, REGISTRIES).generated
 

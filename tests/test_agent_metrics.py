@@ -57,7 +57,7 @@ def run(tmp_path: Path) -> Path:
           + job("all", 10))
     # metadata: engineer of branch 1 has two outputs (one job); fit_model two jobs
     metadata(run, "output/branch_1/round_0/data/data_report.json", "engineer", 100.0, 110.0, 11)
-    metadata(run, "output/branch_1/round_0/data/train_X.csv", "engineer", 100.2, 110.0, 11)
+    metadata(run, "output/branch_1/round_0/data/train_X.parquet", "engineer", 100.2, 110.0, 11)
     metadata(run, "output/branch_1/round_0/models/a.json", "fit_model", 200.0, 203.0, 12)
     metadata(run, "output/branch_1/round_0/models/b.json", "fit_model", 200.0, 204.0, 13)
     metadata(run, "output/selection.json", "select", 300.0, 301.5, 14)

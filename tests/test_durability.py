@@ -104,7 +104,7 @@ def test_other_errors_keep_their_traceback(tmp_path):
 def _killed_run(directory: Path, incomplete: list[str]) -> None:
     locks = directory / ".snakemake" / "locks"
     locks.mkdir(parents=True)
-    (locks / "0.input.lock").write_text("output/data/raw.csv\n")
+    (locks / "0.input.lock").write_text("output/data/raw.parquet\n")
     marks = directory / ".snakemake" / "incomplete"
     marks.mkdir()
     for name in incomplete:

@@ -1,4 +1,3 @@
-import io
 import json
 
 import numpy as np
@@ -10,6 +9,7 @@ from test_figures import assert_whole_or_cut_by_the_rule
 import edm_ars.fairness as fa
 from edm_ars.fairness import audit, disparity_flagged, fairness_figure
 from edm_ars.figures import ELLIPSIS, texts_outside
+from edm_ars.frames import read_labels, write_frame
 
 WHITE = "White, non-Hispanic"
 BLACK = "Black/African-American, non-Hispanic"
@@ -312,7 +312,7 @@ def test_regression_error_gaps_and_bias_sign():
     assert by["Female"]["ci"][0] <= by["Female"]["metric"] <= by["Female"]["ci"][1]
 
 
-def test_intersections_and_missing_values():
+def test_intersections_and_missing_values(tmp_path):
     y, prob, prot = _binary_data(seed=6)
     prot = prot.copy()
     prot.loc[:29, "X1SEX"] = np.nan
@@ -320,8 +320,9 @@ def test_intersections_and_missing_values():
     pairs = [("X1RACE", "X1SEX")]  # the registry's protected_intersections
     res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], intersections=pairs, n_resamples=50)
     assert res["attributes"]["X1SEX"]["n_missing"] == 30
-    # the same frame after a CSV round trip (pandas string dtype, NaN for missing) gives the same audit
-    back = pd.read_csv(io.StringIO(prot.to_csv(index=False)))
+    # the same frame as the fairness rule reads it (test_protected.parquet: text, NaN for missing) gives the same audit
+    write_frame(tmp_path / "test_protected.parquet", prot)
+    back = read_labels(tmp_path / "test_protected.parquet")
     res_csv = audit("binary_classification", y, prob, back, ["X1RACE", "X1SEX"], intersections=pairs, n_resamples=50)
     assert json.dumps(res_csv, sort_keys=True) == json.dumps(res, sort_keys=True)
     assert res["attributes"]["X1RACE"]["n_missing"] == 20

@@ -139,7 +139,7 @@ def test_the_provenance_record_from_the_manifest(tmp_path):
     rec = provenance_record(manifest, config={"seed": 1}, workflow_dir=tmp_path, bib_text=BIB.read_text())
     assert rec["data"]["kind"] == "generated" and rec["citation"]["key"] == "ingels2011hsls"
     assert rec["workflow"]["state"] == NOT_UNDER_VERSION_CONTROL and rec["config_hash"] == config_hash({"seed": 1})
-    assert set(rec["software"]) == {"python", "snakemake", "pandas", "scikit-learn", "xgboost", "shap"}
+    assert set(rec["software"]) == {"python", "snakemake", "pandas", "pyarrow", "scikit-learn", "xgboost", "shap"}
     assert rec == provenance_record(manifest, config={"seed": 1}, workflow_dir=tmp_path, bib_text=BIB.read_text())
     with pytest.raises(EdmArsError, match="has no provenance"):
         provenance_record({"n_rows": 1}, config={}, workflow_dir=tmp_path, bib_text="")

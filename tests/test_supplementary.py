@@ -13,6 +13,7 @@ import pytest
 from fakes.llm_servers import FakeAnthropic
 
 from edm_ars.actions import validate
+from edm_ars.frames import write_frame
 from edm_ars.llm import AgentSettings, LLMClient, load_prompt
 from edm_ars.sandbox import Limits, sandbox_available
 from edm_ars.supplementary import (
@@ -135,8 +136,8 @@ GOOD = """\
 import json
 import pandas as pd
 
-x = pd.read_csv("inputs/train_X.csv")["X1"]
-y = pd.read_csv("inputs/train_y.csv").iloc[:, 0]
+x = pd.read_parquet("inputs/train_X.parquet")["X1"]
+y = pd.read_parquet("inputs/train_y.parquet").iloc[:, 0]
 high = x > x.median()
 gap = float(y[high].mean() - y[~high].mean())
 with open("out/result.json", "w") as fh:
@@ -153,9 +154,9 @@ def data(tmp_path):
     folder = tmp_path / "data"
     folder.mkdir()
     for name, frame in (("train_X", X), ("test_X", X), ("train_y", y), ("test_y", y)):
-        frame.to_csv(folder / f"{name}.csv", index=False)
+        write_frame(folder / f"{name}.parquet", frame)
     (folder / "context.json").write_text(json.dumps(context()))
-    return {f"{n}.csv": folder / f"{n}.csv" for n in ("train_X", "test_X", "train_y", "test_y")} | {
+    return {f"{n}.parquet": folder / f"{n}.parquet" for n in ("train_X", "test_X", "train_y", "test_y")} | {
         "context.json": folder / "context.json"}
 
 

@@ -365,7 +365,7 @@ def test_too_few_cases_stop_the_run_and_keep_earlier_outputs(tmp_path):
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "analytic cases are required" in message
-    assert (tmp_path / "output" / "data" / "raw.csv").exists()
+    assert (tmp_path / "output" / "data" / "raw.parquet").exists()
     assert (tmp_path / "output" / "branch_1" / "round_0" / "research_spec.json").exists()
     assert not (tmp_path / "output" / "branch_1" / "round_0" / "data" / "data_report.json").exists()
 

@@ -71,8 +71,8 @@ import pandas as pd
 with open("inputs/context.json") as fh:
     context = json.load(fh)
 column = context["top_features"][0]["columns"][0]
-x = pd.read_csv("inputs/train_X.csv", usecols=[column])[column]
-y = pd.read_csv("inputs/train_y.csv").iloc[:, 0]
+x = pd.read_parquet("inputs/train_X.parquet", columns=[column])[column]
+y = pd.read_parquet("inputs/train_y.parquet").iloc[:, 0]
 high = x > x.median()
 gap = float(y[high].mean() - y[~high].mean())
 numbers = [{"name": "outcome_gap", "value": gap,

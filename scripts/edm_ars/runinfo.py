@@ -22,7 +22,7 @@ from .bibliography import parse_bibtex
 from .errors import EdmArsError
 
 #: the packages whose versions the availability statement gives (python first)
-PACKAGES = ("snakemake", "pandas", "scikit-learn", "xgboost", "shap")
+PACKAGES = ("snakemake", "pandas", "pyarrow", "scikit-learn", "xgboost", "shap")
 #: configuration keys that could hold a secret: left out of the snapshot that is hashed. `*_env` keys hold only the
 #: *name* of an environment variable (never its value) and stay.
 SECRET_KEY = re.compile(r"(?:^|_)(?:api_?key|key|token|secret|password|passwd|credentials?)(?:$|_)", re.I)

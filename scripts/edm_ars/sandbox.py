@@ -166,6 +166,8 @@ def _child_env(python_bin: str, home: str, tmp: str) -> dict[str, str]:
     """The script's whole environment: built from nothing, never from os.environ."""
     return {"PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HOME": home,
+            # pyarrow (the Parquet inputs) sizes its CPU pool by OMP_NUM_THREADS; its I/O pool (8) by this
+            "ARROW_IO_THREADS": "1",
             "MPLCONFIGDIR": tmp, "PYTHONDONTWRITEBYTECODE": "1",
             "JOBLIB_MULTIPROCESSING": "0"}  # serial joblib, without its warning about the missing /dev/shm
 

@@ -35,13 +35,15 @@ FIGURE_SUFFIXES = (".pdf", ".png")
 
 #: What a script may read and must write. The model is shown this text; the README quotes it.
 CONTRACT = """\
-Contract for a supplementary analysis script (Python 3.11; numpy, pandas, scipy, scikit-learn, matplotlib):
+Contract for a supplementary analysis script (Python 3.11; numpy, pandas, pyarrow, scipy, scikit-learn, matplotlib):
 - The working folder holds `inputs/` (read-only) and `out/` (empty, the only writable place). Use these relative
   paths only: no absolute paths, no `..`, no `~`.
 - Inputs: `inputs/context.json` (task, outcome, primary metric, selected model, top predictors with their columns
-  and the name to call each by, seed, this analysis's name and purpose), `inputs/train_X.csv`, `inputs/train_y.csv`, `inputs/test_X.csv`,
-  `inputs/test_y.csv` (prepared, encoded predictors and the outcome; one column), `inputs/test_predictions.csv`
-  (one column of held-out predictions per model, named by model), `inputs/manifest.json` (the list of inputs).
+  and the name to call each by, seed, this analysis's name and purpose); Parquet files, read each with
+  `pd.read_parquet("inputs/<name>.parquet")` (add `columns=[...]` to read only some): `inputs/train_X.parquet`,
+  `inputs/train_y.parquet`, `inputs/test_X.parquet`, `inputs/test_y.parquet` (prepared, encoded predictors and the
+  outcome; one column), `inputs/test_predictions.parquet` (one column of held-out predictions per model, named by
+  model); `inputs/manifest.json` (the list of inputs).
 - Output: write `out/result.json`, an object {"numbers": [{"name": ..., "value": ..., "meaning": ...}, ...],
   "figures": [{"file": "figures/<name>.pdf", "caption": ...}]}. `name`: lower case letters, digits and
   underscores; `value`: a finite number; `meaning`: one line saying what the number is, with no digits standing

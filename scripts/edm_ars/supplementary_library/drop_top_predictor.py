@@ -1,10 +1,11 @@
 """Vetted supplementary analysis: how much a plain model's held-out score depends on the top predictor.
 
-Contract: reads only inputs/ (context.json, train_X.csv, train_y.csv, test_X.csv, test_y.csv), writes only
-out/result.json. A plain, fixed model (standardized logistic regression for a binary outcome, ridge regression for a
-continuous one) is fitted on the training rows twice, with every predictor and without the columns of the predictor
-the SHAP ranking puts first, and both are scored on the test rows. The difference is a sensitivity of the plain
-model's accuracy to one predictor, not a property of the selected model and not an effect of the predictor."""
+Contract: reads only inputs/ (context.json, train_X.parquet, train_y.parquet, test_X.parquet, test_y.parquet),
+writes only out/result.json. A plain, fixed model (standardized logistic regression for a binary outcome, ridge
+regression for a continuous one) is fitted on the training rows twice, with every predictor and without the columns
+of the predictor the SHAP ranking puts first, and both are scored on the test rows. The difference is a sensitivity
+of the plain model's accuracy to one predictor, not a property of the selected model and not an effect of the
+predictor."""
 
 import json
 
@@ -18,13 +19,13 @@ with open("inputs/context.json", encoding="utf-8") as fh:
     context = json.load(fh)
 binary = context["task"] == "binary_classification"
 top = context["top_features"][0]
-train_X = pd.read_csv("inputs/train_X.csv")
-test_X = pd.read_csv("inputs/test_X.csv")
-train_y = pd.read_csv("inputs/train_y.csv").iloc[:, 0].to_numpy(dtype=float)
-test_y = pd.read_csv("inputs/test_y.csv").iloc[:, 0].to_numpy(dtype=float)
+train_X = pd.read_parquet("inputs/train_X.parquet")
+test_X = pd.read_parquet("inputs/test_X.parquet")
+train_y = pd.read_parquet("inputs/train_y.parquet").iloc[:, 0].to_numpy(dtype=float)
+test_y = pd.read_parquet("inputs/test_y.parquet").iloc[:, 0].to_numpy(dtype=float)
 dropped = [c for c in top["columns"] if c in train_X.columns]
 if not dropped:
-    raise SystemExit(f"the top predictor's columns {top['columns']} are not in train_X.csv")
+    raise SystemExit(f"the top predictor's columns {top['columns']} are not in train_X.parquet")
 kept = [c for c in train_X.columns if c not in dropped]
 if not kept:
     raise SystemExit("the top predictor is the only predictor: nothing is left to fit without it")

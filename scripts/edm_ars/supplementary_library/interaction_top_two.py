@@ -1,11 +1,11 @@
 """Vetted supplementary analysis: does the association of the top predictor with the outcome differ with the
 level of the second? (a product term between the two predictors the SHAP ranking puts first)
 
-Contract: reads only inputs/ (context.json, train_X.csv, train_y.csv, test_X.csv, test_y.csv), writes only
-out/result.json. On the training rows, an unpenalized logistic regression (binary outcome) or least squares
-(continuous outcome) of the outcome on the two standardized predictors is compared with the same model plus their
-product, by a likelihood-ratio test with one degree of freedom; both are scored on the test rows. A product term
-describes how the two predictors' associations combine in these data; it is not a causal moderation effect."""
+Contract: reads only inputs/ (context.json, train_X.parquet, train_y.parquet, test_X.parquet, test_y.parquet),
+writes only out/result.json. On the training rows, an unpenalized logistic regression (binary outcome) or least
+squares (continuous outcome) of the outcome on the two standardized predictors is compared with the same model plus
+their product, by a likelihood-ratio test with one degree of freedom; both are scored on the test rows. A product
+term describes how the two predictors' associations combine in these data; it is not a causal moderation effect."""
 
 import json
 import math
@@ -24,10 +24,10 @@ if len(single) < 2:
     raise SystemExit("fewer than two of the top predictors are single numeric columns; no product term to test")
 first, second = single[0]["columns"][0], single[1]["columns"][0]
 first_name, second_name = single[0]["name"], single[1]["name"]
-train_X = pd.read_csv("inputs/train_X.csv", usecols=[first, second])
-test_X = pd.read_csv("inputs/test_X.csv", usecols=[first, second])
-train_y = pd.read_csv("inputs/train_y.csv").iloc[:, 0].to_numpy(dtype=float)
-test_y = pd.read_csv("inputs/test_y.csv").iloc[:, 0].to_numpy(dtype=float)
+train_X = pd.read_parquet("inputs/train_X.parquet", columns=[first, second])
+test_X = pd.read_parquet("inputs/test_X.parquet", columns=[first, second])
+train_y = pd.read_parquet("inputs/train_y.parquet").iloc[:, 0].to_numpy(dtype=float)
+test_y = pd.read_parquet("inputs/test_y.parquet").iloc[:, 0].to_numpy(dtype=float)
 mean, sd = train_X.mean(), train_X.std(ddof=0).replace(0, 1.0)
 
 

@@ -1,7 +1,7 @@
 """Vetted supplementary analysis: the selected model's held-out predictions across the range of the top predictor
 (observed and predicted outcome by quintile of the predictor the SHAP ranking puts first).
 
-Contract: reads only inputs/ (context.json, test_X.csv, test_y.csv, test_predictions.csv), writes only
+Contract: reads only inputs/ (context.json, test_X.parquet, test_y.parquet, test_predictions.parquet), writes only
 out/result.json and out/figures/profile.pdf. A profile of predictions shows how the model's output varies with one
 predictor in the test rows, other predictors varying with it; it is not a partial-dependence or causal effect."""
 
@@ -23,9 +23,9 @@ if len(top["columns"]) != 1:
     raise SystemExit(f"the top predictor {top['feature']} is not a single numeric column; no profile over its range")
 column = top["columns"][0]
 name = top["name"]
-x = pd.read_csv("inputs/test_X.csv", usecols=[column])[column].to_numpy(dtype=float)
-y = pd.read_csv("inputs/test_y.csv").iloc[:, 0].to_numpy(dtype=float)
-predicted = pd.read_csv("inputs/test_predictions.csv")[context["selected_model"]].to_numpy(dtype=float)
+x = pd.read_parquet("inputs/test_X.parquet", columns=[column])[column].to_numpy(dtype=float)
+y = pd.read_parquet("inputs/test_y.parquet").iloc[:, 0].to_numpy(dtype=float)
+predicted = pd.read_parquet("inputs/test_predictions.parquet")[context["selected_model"]].to_numpy(dtype=float)
 ranks = pd.Series(x).rank(method="first").to_numpy()
 quintile = np.minimum((ranks - 1) * 5 // len(x), 4).astype(int)
 observed_by = [float(y[quintile == q].mean()) for q in range(5)]

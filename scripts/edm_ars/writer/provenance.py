@@ -20,8 +20,8 @@ from .macros import macro_name
 from .text import clean_label, join_list, lc_first
 
 #: how the availability statement names each package
-PACKAGE_NAMES = {"python": "Python", "snakemake": "Snakemake", "pandas": "pandas", "scikit-learn": "scikit-learn",
-                 "xgboost": "XGBoost", "shap": "SHAP"}
+PACKAGE_NAMES = {"python": "Python", "snakemake": "Snakemake", "pandas": "pandas", "pyarrow": "PyArrow",
+                 "scikit-learn": "scikit-learn", "xgboost": "XGBoost", "shap": "SHAP"}
 
 
 def data(ctx: Ctx) -> dict[str, Any]:
