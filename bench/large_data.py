@@ -5,13 +5,16 @@ Runs the generated study (`hsls09_synthetic`) from an empty directory once per s
 the issue's large case; the shipped default is 23,503 in 944), one size after the other, smallest first:
 
     python bench/large_data.py [--sizes 25000,100000,250000,1000000] [--target output/paper.pdf] [--cores 2]
-                               [--config FILE] [--snakefile PATH] [--lock FILE] [--keep DIR]
+                               [--config FILE] [--snakefile PATH] [--lock FILE] [--keep DIR] [--cpu]
+    python bench/large_data.py --tabulate DIR [--cpu]
 
 `--target` is any target of the workflow (the DataEngineer alone:
 `output/branch_1/round_0/data/data_report.json`; the generator alone: `output/data/raw.csv`). `--lock FILE`
 holds FILE's lock (flock) through each run above 100,000 students, so that big runs on a shared machine take
 turns. `--snakefile` runs another checkout's workflow (e.g. an earlier commit's tree, for a before/after table).
-`--keep DIR` leaves the runs' directories under DIR (by default they are removed).
+`--keep DIR` leaves the runs' directories under DIR (by default they are removed). `--cpu` uses the jobs' CPU
+seconds (the benchmark files' cpu_time) instead of their wall seconds, for a machine that others load too.
+`--tabulate DIR` prints the table of runs kept earlier (DIR/n<size>/, from `--keep`) without running anything.
 
 From each run's Snakemake `benchmarks/` files (per job: s = wall seconds, max_rss = peak resident MB), a stage
 is a rule: its seconds are summed over its jobs and its peak is the largest of its jobs. Prints per stage a row
@@ -42,6 +45,7 @@ STUDENTS_PER_SCHOOL = 25  # the issue's 1,000,000 students in 40,000 schools
 LOCK_ABOVE = 100_000  # runs above this many students hold --lock
 NOISE_S = 1.0  # a stage under this many seconds is process start-up, not work on the rows
 BRANCH = re.compile(r"^branch_\d+$")
+WALL_FILE = "bench_wall_s.txt"  # a kept run's wall seconds, for --tabulate
 
 
 def stage_of(tsv: Path, benchmarks: Path) -> str:
@@ -51,8 +55,9 @@ def stage_of(tsv: Path, benchmarks: Path) -> str:
     return parts[0] if len(parts) > 1 else Path(parts[0]).stem
 
 
-def read_stages(workdir: Path) -> dict[str, dict[str, float]]:
-    """{rule: {"s": seconds summed over its jobs, "mb": largest max_rss of its jobs, "jobs": n}}."""
+def read_stages(workdir: Path, clock: str = "s") -> dict[str, dict[str, float]]:
+    """{rule: {"s": seconds summed over its jobs, "mb": largest max_rss of its jobs, "jobs": n}}; the seconds are
+    the benchmark files' `clock` column (s: wall seconds, cpu_time: CPU seconds)."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: {"s": 0.0, "mb": 0.0, "jobs": 0})
     benchmarks = workdir / "benchmarks"
     for tsv in sorted(benchmarks.rglob("*.tsv")):
@@ -63,7 +68,7 @@ def read_stages(workdir: Path) -> dict[str, dict[str, float]]:
         row = rows[-1]
         cur = out[stage_of(tsv, benchmarks)]
         try:
-            cur["s"] += float(row["s"])
+            cur["s"] += float(row[clock])
         except (KeyError, TypeError, ValueError):
             pass
         try:
@@ -89,6 +94,7 @@ def run(workdir: Path, size: int, args: argparse.Namespace) -> float:
     wall = time.perf_counter() - start
     if done.returncode:
         sys.exit(f"{size} students: snakemake failed in {workdir}:\n{done.stderr[-4000:]}")
+    (workdir / WALL_FILE).write_text(f"{wall:.2f}\n")
     return wall
 
 
@@ -113,30 +119,41 @@ def main() -> None:
     ap.add_argument("--snakefile", type=Path, default=ROOT / "Snakefile")
     ap.add_argument("--lock", type=Path, help=f"a lock file held (flock) by each run above {LOCK_ABOVE:,} students")
     ap.add_argument("--keep", type=Path, help="leave the runs' directories under this folder")
+    ap.add_argument("--cpu", action="store_true", help="the jobs' CPU seconds instead of their wall seconds")
+    ap.add_argument("--tabulate", type=Path, help="print the table of the runs kept in this folder (n<size>/)")
     args = ap.parse_args()
+    if args.tabulate:
+        args.sizes = ",".join(sorted((p.name[1:] for p in args.tabulate.glob("n*") if (p / WALL_FILE).exists()),
+                                     key=int))
     sizes = sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
     if len(sizes) < 2:
         sys.exit("--sizes: give at least two sizes")
     args.config = [c.resolve() for c in args.config]
     args.snakefile = args.snakefile.resolve()
 
-    scratch = Path(tempfile.mkdtemp(prefix="edm-ars-large-", dir=args.keep))
     walls: dict[int, float] = {}
     stages: dict[int, dict[str, dict[str, float]]] = {}
-    try:
+    if args.tabulate:
+        scratch = args.tabulate
         for n in sizes:
+            walls[n] = float((scratch / f"n{n}" / WALL_FILE).read_text())
+            stages[n] = read_stages(scratch / f"n{n}", "cpu_time" if args.cpu else "s")
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="edm-ars-large-", dir=args.keep))
+    try:
+        for n in [] if args.tabulate else sizes:
             workdir = scratch / f"n{n}"
             walls[n] = run(workdir, n, args)
-            stages[n] = read_stages(workdir)
+            stages[n] = read_stages(workdir, "cpu_time" if args.cpu else "s")
             peak = max((v["mb"] for v in stages[n].values()), default=0.0)
             print(f"{n:>9,d} students: {walls[n]:8.1f} s wall, largest job peak {peak:7.0f} MB", flush=True)
     finally:
-        if args.keep is None:
+        if args.keep is None and not args.tabulate:
             shutil.rmtree(scratch, ignore_errors=True)
 
     rules = sorted(set().union(*stages.values()), key=lambda r: -stages[sizes[-1]].get(r, {"s": 0.0})["s"])
     pairs = list(itertools.pairwise(sizes))
-    head = f"{'stage (s, peak MB)':22s}" + "".join(f"{f'{n:,d}':>17s}" for n in sizes) + \
+    head = f"{'stage (' + ('CPU s' if args.cpu else 's') + ', peak MB)':22s}" + "".join(f"{f'{n:,d}':>17s}" for n in sizes) + \
         "".join(f"{f'e {a // 1000}k-{b // 1000}k':>13s}" for a, b in pairs)
     print(head)
     worst: tuple[float, str] | None = None
@@ -161,7 +178,7 @@ def main() -> None:
     print(f"{'whole run (wall s)':22s}" + "".join(f"{walls[n]:9.1f} {'':6s}" for n in sizes)
           + "".join(f"{fmt_exp(exponent(walls[a], walls[b], a, b), False):>13s}" for a, b in pairs))
     print(f"{'largest job peak (MB)':22s}" + "".join(f"{'':9s} {peaks[n]:6.0f}" for n in sizes))
-    if args.keep is not None:
+    if args.keep is not None or args.tabulate:
         print(f"runs kept under {scratch}")
     a, b = pairs[-1]
     e, rule = worst if worst else (float("nan"), "none")
