@@ -203,3 +203,24 @@ def test_write_csv_streams_the_text_of_to_csv(tmp_path):
                           "c": np.where(rng.random(50_000) < 0.1, np.nan, 1.5)})
     artifacts.write_csv(tmp_path / "f.csv", frame)
     assert (tmp_path / "f.csv").read_text() == frame.to_csv(index=False)
+
+
+def test_read_raw_in_blocks_reads_what_one_whole_read_did(tmp_path):
+    """read_raw parses in blocks of rows (memory); a column that is numbers in the first blocks and text later (or
+    missing for long runs) comes out as from one read of the whole file."""
+    import numpy as np
+
+    from edm_ars.datasets.adapters import read_raw
+
+    n = 400_000
+    text = np.array(["1.5"] * n, dtype=object)
+    text[-5:] = "Missing"
+    late = np.full(n, "", dtype=object)
+    late[-3:] = "Yes"
+    path = tmp_path / "raw.csv"
+    pd.DataFrame({"x": text, "late": late, "k": np.arange(n) % 7, "v": np.round(np.linspace(0, 1, n), 3)}).to_csv(
+        path, index=False)
+    whole = pd.read_csv(path, low_memory=False)
+    got = read_raw(path)
+    assert (got.dtypes == whole.dtypes).all() and got.equals(whole)
+    assert read_raw(path, usecols=["k", "late"]).equals(pd.read_csv(path, usecols=["k", "late"], low_memory=False))
