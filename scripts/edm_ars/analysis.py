@@ -13,6 +13,7 @@ from .metrics import (
     binary_metrics,
     bootstrap_counts,
     cluster_bootstrap_counts,
+    over_resamples,
     regression_metrics,
 )
 from .models import COMPLEXITY, STACKING
@@ -58,7 +59,7 @@ def evaluate_models(task: str, y: np.ndarray, predictions: dict[str, np.ndarray]
     for name, pred in predictions.items():
         pred = np.asarray(pred, dtype=float)
         point = {k: float(v[0]) for k, v in fn(y, pred, ones).items()}
-        boot = fn(y, pred, counts)
+        boot = over_resamples(fn, y, pred, counts)
         ci = {k: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for k, v in boot.items()}
         out[name] = {"metrics": point, "ci": ci}
         dist[name] = boot[primary]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import jsonschema
 import numpy as np
@@ -64,6 +65,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write via a temporary file in the same folder and rename, so no reader sees half a file. The file gets
     the mode the user's umask gives new files. A full disk or an unwritable folder raises an OutputWriteError
     naming `path`, and the temporary file is removed."""
+    atomic_write_with(path, lambda fh: fh.write(data))
+
+
+def atomic_write_with(path: str | Path, write: Callable[[BinaryIO], Any]) -> None:
+    """As atomic_write_bytes, with `write(fh)` writing the content to the open binary temporary file (a large
+    table streams to the disk instead of being held in memory as one string)."""
     path = Path(path)
     tmp = None
     try:
@@ -71,7 +78,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), creation_mode())
-            fh.write(data)
+            write(fh)
         os.replace(tmp, path)
     except OSError as exc:
         if tmp is not None:
@@ -125,5 +132,12 @@ def read_yaml(path: str | Path, what: str, error: type[Exception] = SchemaError)
         raise error(f"{path}: not valid YAML ({exc})") from None
 
 
+#: rows per block written by write_csv: pandas' own default (100,000 cells) makes a block of a few hundred rows
+#: of a wide table and spends more time per block than on its rows
+CSV_BLOCK_ROWS = 20_000
+
+
 def write_csv(path: str | Path, frame: pd.DataFrame) -> None:
-    atomic_write_text(path, frame.to_csv(index=False))
+    """The frame as CSV (no index), written atomically and streamed to the file in blocks of rows: the same text
+    as `frame.to_csv(index=False)` without holding it in memory."""
+    atomic_write_with(path, lambda fh: frame.to_csv(fh, index=False, encoding="utf-8", chunksize=CSV_BLOCK_ROWS))

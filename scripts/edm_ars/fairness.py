@@ -269,7 +269,7 @@ def _values(task: str, d: dict[str, np.ndarray], w: np.ndarray) -> dict[str, np.
 def _chunked(task: str, d: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
     n = counts.shape[1]
     step = max(1, _CHUNK_CELLS // max(n, 1))
-    parts = [_values(task, d, counts[i:i + step]) for i in range(0, counts.shape[0], step)]
+    parts = [_values(task, d, np.asarray(counts[i:i + step], dtype=np.float64)) for i in range(0, counts.shape[0], step)]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 

