@@ -23,6 +23,7 @@ rule fit_model:
     params:
         seed=lookup(dpath="seed", within=config),
         cv_folds=lookup(dpath="analysis/cv_folds", within=config),
+        large_data=lookup(dpath="analysis/large_data", within=config),
     script:
         "../scripts/fit_model.py"
 
