@@ -15,6 +15,8 @@ rule fit_model:
         "logs/branch_{branch}/fit_model/round_{round}/{model}.log",
     benchmark:
         "benchmarks/branch_{branch}/fit_model/round_{round}/{model}.tsv"
+    group:
+        fit_group()
     conda:
         "../envs/analysis.yaml"
     threads: 1
