@@ -1,6 +1,6 @@
 """Measure what each rule's jobs use, for the SLURM profile's requests (profiles/slurm/resources.yaml).
 
-    python bench/slurm_resources.py RUN_DIR [RUN_DIR ...] [--out profiles/slurm/resources.yaml]
+    python bench/slurm_resources.py RUN_DIR [RUN_DIR ...] [--out profiles/slurm/resources.yaml] [--merge]
 
 Each RUN_DIR is a finished run's working directory (`snakemake --directory RUN_DIR ...`). From it:
 the data set's rows (output/data/dataset.json: n_rows) and Snakemake's benchmark files
@@ -10,7 +10,9 @@ benchmarks/fit_model/branch_1/round_0/xgboost.tsv), or by its name when it sits 
 (benchmarks/synthesize.tsv); only names of this workflow's rules count. The table is keyed by rule name,
 never by path: per rule and data size the largest peak memory and the longest job of that run. Runs of
 the same size are pooled (the largest of each). Request = measured x margin, scaled by rows: see
-scripts/edm_ars/cluster.py, which reads the table.
+scripts/edm_ars/cluster.py, which reads the table. With --merge the table already at --out keeps its other sizes:
+the runs add theirs (a size they measured replaces that size's entry of a rule they measured), so a large run that
+stops after the fits adds a point for the rules it ran without dropping the smaller runs' measurements.
 """
 
 from __future__ import annotations
@@ -106,6 +108,16 @@ def table(runs: list[Path], rules: set[str]) -> dict:
     }
 
 
+def merged(old: dict, new: dict) -> dict:
+    """The table `old` with the sizes of `new` added (a size in both: `new`'s entry, for the rules `new` has)."""
+    points = {rule: {p["rows"]: p for p in entry.get("measured", [])} for rule, entry in (old.get("rules") or {}).items()}
+    for rule, entry in new["rules"].items():
+        for p in entry["measured"]:
+            points.setdefault(rule, {})[p["rows"]] = p
+    return {"rules": {rule: {"measured": [by_rows[r] for r in sorted(by_rows)]}
+                      for rule, by_rows in sorted(points.items())}}
+
+
 HEADER = """\
 # Measured use of each rule's jobs, for the SLURM profile's memory and run-time requests (rules/cluster.smk).
 # Written by `python bench/slurm_resources.py RUN_DIR ...` on {today}; edit by rerunning it, not by hand.
@@ -121,12 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", type=Path, help="working directories of finished runs")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--merge", action="store_true", help="keep the other sizes of the table already at --out")
     args = ap.parse_args(argv)
     rules = rule_names()
     data = table(args.runs, rules)
     if not data["rules"]:
         print("no benchmark files of this workflow's rules found", file=sys.stderr)
         return 1
+    if args.merge and args.out.is_file():
+        data = merged(yaml.safe_load(args.out.read_text()) or {}, data)
     text = HEADER.format(today=date.today().isoformat()) + yaml.safe_dump(data, sort_keys=False)
     args.out.write_text(text)
     for rule, entry in data["rules"].items():

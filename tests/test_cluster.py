@@ -96,6 +96,18 @@ def test_table_from_benchmarks_in_both_layouts(tmp_path):
         {"rows": 3000, "mem_mb": 180.0, "s": 20.0, "jobs": 2},
         {"rows": 20000, "mem_mb": 400.0, "s": 90.0, "jobs": 2},
     ]
+    # --merge: a large run of the fits only adds its size, keeping the other sizes and rules
+    c = run("c", 250000, {"fit_model/branch_1/round_0/xgboost.tsv": (400, 900)})
+    a2 = run("a2", 3000, {"fit_model/round_0/xgboost.tsv": (25, 190)})
+    assert slurm_resources.main([str(c), str(a2), "--out", str(out), "--merge"]) == 0
+    merged = yaml.safe_load(out.read_text())
+    assert set(merged["rules"]) == {"fit_model", "synthesize"}
+    assert merged["rules"]["synthesize"] == table["rules"]["synthesize"]
+    assert merged["rules"]["fit_model"]["measured"] == [
+        {"rows": 3000, "mem_mb": 190.0, "s": 25.0, "jobs": 1},
+        {"rows": 20000, "mem_mb": 400.0, "s": 90.0, "jobs": 2},
+        {"rows": 250000, "mem_mb": 900.0, "s": 400.0, "jobs": 1},
+    ]
 
 
 def test_committed_table_covers_every_cluster_rule():
