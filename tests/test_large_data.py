@@ -229,3 +229,46 @@ def test_nothing_is_said_when_the_policy_did_not_apply(tmp_path):
     methods, tex, report = _paper(tmp_path, results(True))
     assert report.ok
     assert "large-data" not in tex and "LargeData" not in tex and "subsample of" not in methods
+
+
+# ---- the workflow ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.workflow
+def test_a_study_above_a_low_threshold_is_tuned_on_a_subsample_and_its_paper_says_so(tmp_path):
+    """The small configuration (3,000 generated students) with the threshold at 2,000 rows: every family is tuned on
+    the same subsample of schools and refitted on all training rows, stacking gets a prediction of every training
+    row, the Methods state the policy and verify-paper reconciles it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from workflow import ROOT, snakemake
+
+    done = snakemake(tmp_path, "output/paper/paper.tex", overrides=(
+        "analysis:\n  models: [logistic, random_forest, xgboost, stacking]\n  large_data:\n    rows: 2000\n"))
+    assert done.returncode == 0, done.stderr[-5000:]
+    models_dir = tmp_path / "output" / "branch_1" / "round_0" / "models"
+    facts = {m: json.loads((models_dir / f"{m}.json").read_text())["large_data"]
+             for m in ("logistic", "random_forest", "xgboost")}
+    drawn = {(f["tune_rows"], f["tune_clusters"]) for f in facts.values()}
+    assert len(drawn) == 1  # one subsample for every family
+    rec = facts["logistic"]
+    assert rec["data_rows"] == 3000 and rec["threshold_rows"] == 2000 and rec["subsampled"]
+    assert rec["tune_rows"] < rec["train_rows"] == rec["refit_rows"]
+    train_y = pd.read_csv(tmp_path / "output" / "branch_1" / "round_0" / "data" / "train_y.csv")
+    assert rec["train_rows"] == len(train_y)
+    for m in facts:
+        oof = pd.read_csv(models_dir / f"{m}.oof.csv")["oof"]
+        assert len(oof) == len(train_y) and oof.notna().all()
+    assert "forest_max_samples" in facts["random_forest"]
+    results = json.loads((tmp_path / "output" / "branch_1" / "round_0" / "results.json").read_text())
+    assert results["models"]["random_forest"]["large_data"] == facts["random_forest"]
+    tex = (tmp_path / "output" / "paper" / "paper.tex").read_text()
+    assert r"more than the large-data threshold of \LargeDataThreshold{}" in tex
+    assert r"Each tree of the refitted random forest drew \LargeDataForestRows{}" in tex
+    check = subprocess.run([sys.executable, "-m", "edm_ars.cli", "verify-paper", "output/paper/paper.tex"],
+                           cwd=tmp_path, capture_output=True, text=True,
+                           env=os.environ | {"PYTHONPATH": str(ROOT / "scripts")})
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
