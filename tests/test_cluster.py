@@ -85,24 +85,25 @@ def test_table_from_benchmarks_in_both_layouts(tmp_path):
         return d
 
     a = run("a", 3000, {"fit_model/round_0/xgboost.tsv": (20, 180), "fit_model/round_0/logistic.tsv": (5, 150),
-                        "synthesize.tsv": (3, 100), "not_a_rule/x.tsv": (1, 1)})
+                        "compile_pdf.tsv": (3, 100), "not_a_rule/x.tsv": (1, 1), "synthesize.tsv": (3, 100)})
     b = run("b", 20000, {"fit_model/branch_1/round_0/xgboost.tsv": (90, 400),
-                         "fit_model/branch_2/round_1/logistic.tsv": (30, 300)})
+                         "branch_2/fit_model/round_1/logistic.tsv": (30, 300)})
     out = tmp_path / "resources.yaml"
     assert slurm_resources.main([str(a), str(b), "--out", str(out)]) == 0
     table = yaml.safe_load(out.read_text())
-    assert set(table["rules"]) == {"fit_model", "synthesize"}
+    # synthesize runs on the submitting host: it asks nothing of the cluster, so the table has no entry for it
+    assert set(table["rules"]) == {"fit_model", "compile_pdf"}
     assert table["rules"]["fit_model"]["measured"] == [
         {"rows": 3000, "mem_mb": 180.0, "s": 20.0, "jobs": 2},
         {"rows": 20000, "mem_mb": 400.0, "s": 90.0, "jobs": 2},
     ]
     # --merge: a large run of the fits only adds its size, keeping the other sizes and rules
-    c = run("c", 250000, {"fit_model/branch_1/round_0/xgboost.tsv": (400, 900)})
+    c = run("c", 250000, {"branch_1/fit_model/round_0/xgboost.tsv": (400, 900)})
     a2 = run("a2", 3000, {"fit_model/round_0/xgboost.tsv": (25, 190)})
     assert slurm_resources.main([str(c), str(a2), "--out", str(out), "--merge"]) == 0
     merged = yaml.safe_load(out.read_text())
-    assert set(merged["rules"]) == {"fit_model", "synthesize"}
-    assert merged["rules"]["synthesize"] == table["rules"]["synthesize"]
+    assert set(merged["rules"]) == {"fit_model", "compile_pdf"}
+    assert merged["rules"]["compile_pdf"] == table["rules"]["compile_pdf"]
     assert merged["rules"]["fit_model"]["measured"] == [
         {"rows": 3000, "mem_mb": 190.0, "s": 25.0, "jobs": 1},
         {"rows": 20000, "mem_mb": 400.0, "s": 90.0, "jobs": 2},
