@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -165,6 +166,9 @@ def tune(name: str, task: str, X: pd.DataFrame, y: pd.Series | np.ndarray, group
     if name == FOREST:
         params["max_samples"], source = forest_max_samples(policy, facts["tune_rows"], n_folds)
         facts |= {"forest_max_samples": params["max_samples"], "forest_max_samples_from": source}
+    cpu, wall = time.process_time(), time.perf_counter()
     fit["model"] = models.fit(name, task, seed, params, X, y)
+    log.info("%s: refitted on all %d training rows in %.1f s (%.1f CPU s)", name, len(y),
+             time.perf_counter() - wall, time.process_time() - cpu)
     facts |= {"refit_rows": len(y), "oof_from_subsample_fit": int((~mask).sum())}
     return fit | {"best_params": params, "oof": oof, "large_data": facts}
