@@ -1,16 +1,18 @@
 """Measure what each rule's jobs use, for the SLURM profile's requests (profiles/slurm/resources.yaml).
 
-    python bench/slurm_resources.py RUN_DIR [RUN_DIR ...] [--out profiles/slurm/resources.yaml]
+    python bench/slurm_resources.py RUN_DIR [RUN_DIR ...] [--out profiles/slurm/resources.yaml] [--merge]
 
 Each RUN_DIR is a finished run's working directory (`snakemake --directory RUN_DIR ...`). From it:
 the data set's rows (output/data/dataset.json: n_rows) and Snakemake's benchmark files
 (benchmarks/**/*.tsv: s = wall seconds, max_rss = peak resident memory in MB). A file belongs to the rule
-named by its first folder under benchmarks/ (benchmarks/fit_model/round_0/xgboost.tsv, or with branches
-benchmarks/fit_model/branch_1/round_0/xgboost.tsv), or by its name when it sits directly in benchmarks/
-(benchmarks/synthesize.tsv); only names of this workflow's rules count. The table is keyed by rule name,
+named by its first folder under benchmarks/ after a branch folder (benchmarks/branch_1/fit_model/round_0/xgboost.tsv,
+benchmarks/fit_model/round_0/xgboost.tsv), or by its name when it sits directly in benchmarks/
+(benchmarks/compile_pdf.tsv); only this workflow's rules that ask the cluster for resources count. The table is keyed by rule name,
 never by path: per rule and data size the largest peak memory and the longest job of that run. Runs of
 the same size are pooled (the largest of each). Request = measured x margin, scaled by rows: see
-scripts/edm_ars/cluster.py, which reads the table.
+scripts/edm_ars/cluster.py, which reads the table. With --merge the table already at --out keeps its other sizes:
+the runs add theirs (a size they measured replaces that size's entry of a rule they measured), so a large run that
+stops after the fits adds a point for the rules it ran without dropping the smaller runs' measurements.
 """
 
 from __future__ import annotations
@@ -31,17 +33,25 @@ DEFAULT_OUT = ROOT / "profiles" / "slurm" / "resources.yaml"
 RULE_RE = re.compile(r"^(?:rule|checkpoint)\s+([A-Za-z_][A-Za-z_0-9]*)\s*:", re.M)
 
 
+ASKS_RE = re.compile(r'cluster_resources\("(\w+)"\)')
+
+
 def rule_names(root: Path = ROOT) -> set[str]:
-    """The names of the workflow's rules and checkpoints (from rules/*.smk and the Snakefile)."""
-    names = set()
+    """The names of the workflow's rules that ask the cluster for resources (`cluster_resources("<rule>")` in
+    rules/*.smk): the only ones whose requests the table sets (the others run on the submitting host)."""
+    names, asking = set(), set()
     for path in [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]:
-        names.update(RULE_RE.findall(path.read_text()))
-    return names
+        text = path.read_text()
+        names.update(RULE_RE.findall(text))
+        asking.update(ASKS_RE.findall(text))
+    return names & asking
 
 
 def rule_of(tsv: Path, benchmarks: Path, rules: set[str]) -> str | None:
     """The rule a benchmark file belongs to, or None."""
     parts = tsv.relative_to(benchmarks).parts
+    if len(parts) > 2 and re.fullmatch(r"branch_\d+", parts[0]):  # benchmarks/branch_1/fit_model/round_0/x.tsv
+        parts = parts[1:]
     name = parts[0] if len(parts) > 1 else Path(parts[0]).stem
     return name if name in rules else None
 
@@ -106,6 +116,16 @@ def table(runs: list[Path], rules: set[str]) -> dict:
     }
 
 
+def merged(old: dict, new: dict) -> dict:
+    """The table `old` with the sizes of `new` added (a size in both: `new`'s entry, for the rules `new` has)."""
+    points = {rule: {p["rows"]: p for p in entry.get("measured", [])} for rule, entry in (old.get("rules") or {}).items()}
+    for rule, entry in new["rules"].items():
+        for p in entry["measured"]:
+            points.setdefault(rule, {})[p["rows"]] = p
+    return {"rules": {rule: {"measured": [by_rows[r] for r in sorted(by_rows)]}
+                      for rule, by_rows in sorted(points.items())}}
+
+
 HEADER = """\
 # Measured use of each rule's jobs, for the SLURM profile's memory and run-time requests (rules/cluster.smk).
 # Written by `python bench/slurm_resources.py RUN_DIR ...` on {today}; edit by rerunning it, not by hand.
@@ -121,12 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", type=Path, help="working directories of finished runs")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--merge", action="store_true", help="keep the other sizes of the table already at --out")
     args = ap.parse_args(argv)
     rules = rule_names()
     data = table(args.runs, rules)
     if not data["rules"]:
         print("no benchmark files of this workflow's rules found", file=sys.stderr)
         return 1
+    if args.merge and args.out.is_file():
+        data = merged(yaml.safe_load(args.out.read_text()) or {}, data)
     text = HEADER.format(today=date.today().isoformat()) + yaml.safe_dump(data, sort_keys=False)
     args.out.write_text(text)
     for rule, entry in data["rules"].items():

@@ -15,6 +15,8 @@ rule fit_model:
         "logs/branch_{branch}/fit_model/round_{round}/{model}.log",
     benchmark:
         "benchmarks/branch_{branch}/fit_model/round_{round}/{model}.tsv"
+    group:
+        fit_group()
     conda:
         "../envs/analysis.yaml"
     threads: 1
@@ -23,6 +25,7 @@ rule fit_model:
     params:
         seed=lookup(dpath="seed", within=config),
         cv_folds=lookup(dpath="analysis/cv_folds", within=config),
+        large_data=lookup(dpath="analysis/large_data", within=config),
     script:
         "../scripts/fit_model.py"
 

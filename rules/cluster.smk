@@ -13,16 +13,27 @@ SLURM_SETTINGS = _cluster.slurm_settings(config)
 
 def data_rows():
     """The data set's rows, for scaling a job's request: output/data/dataset.json once the rule dataset
-    has run, before that the size of a generated data set, else None (the largest measurement).
+    has run; before that the configured size of the generated data, or the lines of the user's data file (a
+    package export: None, the largest measurement).
     """
     manifest = Path("output/data/dataset.json")
     try:
         return int(json.loads(manifest.read_text())["n_rows"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    if ADAPTER.generated:
+    if ADAPTER.kind == "synthetic":
         return int(config["synthetic"]["n_students"])
+    if not ADAPTER.generated:
+        return _cluster.file_rows(ADAPTER.raw_path(config))
     return None
+
+
+def fit_group():
+    """The cluster group of the model-family fits: every family of a round in one SLURM job with the baselines and
+    the stacking (`fit_{round}`, the profile's group of those two), unless the data set has more rows than
+    analysis.large_data.rows; then none, and each family runs as a job of its own with its own request.
+    """
+    return _cluster.fit_group(data_rows(), config["analysis"]["large_data"]["rows"])
 
 
 def cluster_resources(rule):

@@ -85,16 +85,29 @@ def test_table_from_benchmarks_in_both_layouts(tmp_path):
         return d
 
     a = run("a", 3000, {"fit_model/round_0/xgboost.tsv": (20, 180), "fit_model/round_0/logistic.tsv": (5, 150),
-                        "synthesize.tsv": (3, 100), "not_a_rule/x.tsv": (1, 1)})
+                        "compile_pdf.tsv": (3, 100), "not_a_rule/x.tsv": (1, 1), "synthesize.tsv": (3, 100)})
     b = run("b", 20000, {"fit_model/branch_1/round_0/xgboost.tsv": (90, 400),
-                         "fit_model/branch_2/round_1/logistic.tsv": (30, 300)})
+                         "branch_2/fit_model/round_1/logistic.tsv": (30, 300)})
     out = tmp_path / "resources.yaml"
     assert slurm_resources.main([str(a), str(b), "--out", str(out)]) == 0
     table = yaml.safe_load(out.read_text())
-    assert set(table["rules"]) == {"fit_model", "synthesize"}
+    # synthesize runs on the submitting host: it asks nothing of the cluster, so the table has no entry for it
+    assert set(table["rules"]) == {"fit_model", "compile_pdf"}
     assert table["rules"]["fit_model"]["measured"] == [
         {"rows": 3000, "mem_mb": 180.0, "s": 20.0, "jobs": 2},
         {"rows": 20000, "mem_mb": 400.0, "s": 90.0, "jobs": 2},
+    ]
+    # --merge: a large run of the fits only adds its size, keeping the other sizes and rules
+    c = run("c", 250000, {"branch_1/fit_model/round_0/xgboost.tsv": (400, 900)})
+    a2 = run("a2", 3000, {"fit_model/round_0/xgboost.tsv": (25, 190)})
+    assert slurm_resources.main([str(c), str(a2), "--out", str(out), "--merge"]) == 0
+    merged = yaml.safe_load(out.read_text())
+    assert set(merged["rules"]) == {"fit_model", "compile_pdf"}
+    assert merged["rules"]["compile_pdf"] == table["rules"]["compile_pdf"]
+    assert merged["rules"]["fit_model"]["measured"] == [
+        {"rows": 3000, "mem_mb": 190.0, "s": 25.0, "jobs": 1},
+        {"rows": 20000, "mem_mb": 400.0, "s": 90.0, "jobs": 2},
+        {"rows": 250000, "mem_mb": 900.0, "s": 400.0, "jobs": 1},
     ]
 
 
@@ -177,3 +190,59 @@ def test_account_partition_and_scaled_requests_reach_a_job(tmp_path):
     res_big = job_resources(big.stdout + big.stderr, "engineer")
     assert "slurm_account" not in res_big and "slurm_partition" not in res_big
     assert int(res_big["mem_mb"]) == cluster.request(table, "engineer", 2000000)["mem_mb"] > expected["mem_mb"]
+
+
+def test_the_fits_of_a_large_study_leave_the_group():
+    assert cluster.fit_group(200_000, 200_000) == cluster.FIT_GROUP == "fit_{round}"
+    assert cluster.fit_group(None, 200_000) == cluster.FIT_GROUP  # size unknown: as before
+    assert cluster.fit_group(200_001, 200_000) is None
+    # the profile leaves fit_model to the rule (a group there would override the rule's choice)
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+    groups = dict(g.split("=", 1) for g in profile["groups"])
+    assert "fit_model" not in groups and groups["fit_stacking"] == groups["fit_baselines"] == cluster.FIT_GROUP
+    assert f"{cluster.FIT_GROUP}=1000" in profile["group-components"]
+
+
+def test_rows_of_a_data_file_before_its_manifest_exists(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("a,b\n1,2\n3,4\n5,6")  # no final line break
+    assert cluster.file_rows(str(path)) == 3
+    path.write_text("a,b\n1,2\n3,4\n")
+    assert cluster.file_rows(str(path)) == 2
+    assert cluster.file_rows(str(tmp_path / "missing.csv")) is None
+
+
+def dry_run_groups(tmp_path, overrides: str) -> tuple[dict[str, list[str]], str]:
+    """A dry run of the fits with the SLURM profile's groups (without the plugin): {group id: its rules} and the
+    output."""
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+    tmp_path.mkdir()
+    done = snakemake(tmp_path, "-n", "output/branch_1/round_0/models/stacking.json",
+                     "--groups", *profile["groups"], "--group-components", *profile["group-components"],
+                     overrides=overrides)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    groups: dict[str, list[str]] = {}
+    for block in re.split(r"\n(?=\[[^\]]+\] )", out):
+        head = re.match(r"\[[^\]]+\] Group job (\S+)", block)
+        if head:
+            groups[head.group(1)] = re.findall(r"^\s+rule (\w+):", block, re.M)
+    return groups, out
+
+
+@pytest.mark.workflow
+def test_under_the_profile_a_large_study_fits_each_family_as_its_own_job(tmp_path):
+    """The test configuration (3,000 generated students; logistic, XGBoost, stacking): with the default threshold
+    its fits form one group job; with the threshold under its rows each family is a job of its own, asking for the
+    fit_model request at its rows, and only the stacking stays in the group."""
+    small, _ = dry_run_groups(tmp_path / "small", "")
+    assert sorted(small["fit_0"]) == ["fit_model", "fit_model", "fit_stacking"]
+    large, out = dry_run_groups(tmp_path / "large", "analysis:\n  large_data:\n    rows: 2000\n")
+    assert large["fit_0"] == ["fit_stacking"]
+    alone = re.findall(r"^rule fit_model:\n(.*?)\n\n", out, re.S | re.M)
+    assert len(alone) == 2
+    table = yaml.safe_load((ROOT / "profiles" / "slurm" / "resources.yaml").read_text())
+    expected = cluster.request(table, "fit_model", 3000)
+    for block in alone:
+        res = dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", block).group(1).split(", "))
+        assert int(res["mem_mb"]) == expected["mem_mb"] and int(res["runtime"]) == expected["runtime"]

@@ -70,3 +70,29 @@ def slurm_settings(config: Mapping) -> dict[str, str]:
     not passed: the plugin then guesses the account from `sacct` and uses the cluster's default partition)."""
     given = {"slurm_account": config.get("slurm_account"), "slurm_partition": config.get("slurm_partition")}
     return {key: str(value).strip() for key, value in given.items() if str(value or "").strip()}
+
+
+# The cluster group of a round's model fits (the profile's group of fit_baselines and fit_stacking too).
+FIT_GROUP = "fit_{round}"
+
+
+def fit_group(rows: int | None, threshold: int) -> str | None:
+    """FIT_GROUP (every model family of a round fitted inside one SLURM job) for a data set of at most `threshold`
+    rows (analysis.large_data.rows) or of unknown size; None above it: each family is then a job of its own, asking
+    for its own memory and run time, and the families run on as many nodes as the cluster gives."""
+    return None if rows is not None and rows > threshold else FIT_GROUP
+
+
+def file_rows(path: str) -> int | None:
+    """The data rows of a CSV file (its lines less the header; a quoted line break counts as a row, which only
+    errs towards a larger request), or None when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            lines, last = 0, b"\n"
+            while chunk := fh.read(1 << 24):
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError:
+        return None
+    lines += last != b"\n"  # a last line without its line break
+    return max(0, lines - 1)

@@ -17,6 +17,7 @@ REGRESSION = "regression"
 
 # model families, simplest first (the order in which the Critic adds a missing one and the Analyst breaks ties)
 MODEL_ORDER = ("logistic", "elastic_net", "random_forest", "xgboost", "mlp")
+RANDOM_FOREST = "random_forest"  # its trees' rows are set by the large-data policy above its threshold
 STACKING = "stacking"  # a model of the others' out-of-fold predictions: never fitted by fit_model, never explained
 LINEAR_FAMILIES = frozenset({"logistic", "elastic_net"})
 FLEXIBLE_FAMILIES = frozenset({"random_forest", "xgboost", "mlp", STACKING})

@@ -185,6 +185,9 @@ def fit(name: str, task: str, seed: int, params: dict[str, Any], X: pd.DataFrame
     if task == BINARY and len(np.unique(y)) < 2:
         raise SingleClass(f"{label_of(name, task)}: the {len(y)} training rows hold one outcome class only "
                           f"({np.unique(y).tolist()}), so no classifier can be fitted")
+    if isinstance(params.get("max_samples"), int) and params["max_samples"] > len(y):
+        # a random forest's rows per tree (the large-data policy) refitted on fewer rows (a stability resample)
+        params = params | {"max_samples": None}
     return family(name).build(task, seed, params).fit(X, y, **fit_params)
 
 

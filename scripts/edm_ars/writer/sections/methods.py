@@ -7,7 +7,7 @@ from typing import Any
 
 from ...conventions import STACKING
 from ...texescape import escape_latex
-from .. import branches, narrative, provenance, splits, table_one
+from .. import branches, large_data, narrative, provenance, splits, table_one
 from ..common import (
     CI_LEVEL,
     at_risk_phrase,
@@ -381,6 +381,9 @@ def methods_models(ctx: Ctx) -> str:
             of_base = " " + ctx.ph("methods.stack_base_count", k=k)
         sents.append(ctx.ph("methods.stacking") + meta + " " + ctx.ph("methods.stacking_fit") + of_base + " "
                      + ctx.ph("methods.stacking_no_leak"))
+    sampled = large_data.methods(ctx)  # tuned on a subsample of the schools (analysis.large_data), when it applied
+    if sampled:
+        sents.append(sampled)
     sents.append(ctx.ph("methods.test_set_unused_hyperparameters"))
     base = baselines_text(ctx)
     if base:
