@@ -257,10 +257,10 @@ def test_a_study_above_a_low_threshold_is_tuned_on_a_subsample_and_its_paper_say
     rec = facts["logistic"]
     assert rec["data_rows"] == 3000 and rec["threshold_rows"] == 2000 and rec["subsampled"]
     assert rec["tune_rows"] < rec["train_rows"] == rec["refit_rows"]
-    train_y = pd.read_csv(tmp_path / "output" / "branch_1" / "round_0" / "data" / "train_y.csv")
+    train_y = pd.read_parquet(tmp_path / "output" / "branch_1" / "round_0" / "data" / "train_y.parquet")
     assert rec["train_rows"] == len(train_y)
     for m in facts:
-        oof = pd.read_csv(models_dir / f"{m}.oof.csv")["oof"]
+        oof = pd.read_parquet(models_dir / f"{m}.oof.parquet")["oof"]
         assert len(oof) == len(train_y) and oof.notna().all()
     assert "forest_max_samples" in facts["random_forest"]
     results = json.loads((tmp_path / "output" / "branch_1" / "round_0" / "results.json").read_text())
