@@ -9,7 +9,7 @@ the issue's large case; the shipped default is 23,503 in 944), one size after th
     python bench/large_data.py --tabulate DIR [--cpu]
 
 `--target` is any target of the workflow (the DataEngineer alone:
-`output/branch_1/round_0/data/data_report.json`; the generator alone: `output/data/raw.csv`). `--lock FILE`
+`output/branch_1/round_0/data/data_report.json`; the generator alone: `output/data/raw.parquet`). `--lock FILE`
 holds FILE's lock (flock) through each run above 100,000 students, so that big runs on a shared machine take
 turns. `--snakefile` runs another checkout's workflow (e.g. an earlier commit's tree, for a before/after table).
 `--keep DIR` leaves the runs' directories under DIR (by default they are removed). `--cpu` uses the jobs' CPU
