@@ -13,8 +13,6 @@ version) depend on the frame and the installed versions only.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,8 +20,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .artifacts import creation_mode
-from .errors import DataError, OutputWriteError
+from .artifacts import atomic_write_with
+from .errors import DataError
 
 #: zstd: 12-19% smaller than snappy on the default study's files, read about as fast
 COMPRESSION = "zstd"
@@ -34,22 +32,7 @@ def write_frame(path: str | Path, frame: pd.DataFrame) -> None:
     mixed in an object column) raises a DataError naming the column and the file."""
     path = Path(path)
     table = _table(frame, path)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        pq.write_table(table, tmp, compression=COMPRESSION)
-        os.chmod(tmp, creation_mode())
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise OutputWriteError.of(exc, path) from exc
-    except BaseException:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_with(path, lambda fh: pq.write_table(table, fh, compression=COMPRESSION))
 
 
 def _table(frame: pd.DataFrame, path: Path) -> pa.Table:
