@@ -475,3 +475,23 @@ def test_registry_labels_that_state_their_places_are_put_in_that_order():
     res = audit("regression", y, y + rng.normal(size=n), pd.DataFrame({"grade": codes}), ["grade"], n_resamples=10,
                 values={"grade": {"g3": "3", "g1": "1", "gk": "K", "g2": "2"}})
     assert [g["group"] for g in res["attributes"]["grade"]["groups"]] == ["K", "1", "2", "3"]
+
+
+def test_the_calibration_slope_does_not_depend_on_where_newton_starts():
+    """The bootstrap starts each resample's fit at the whole group's (fewer steps); the slopes are those from the
+    default start, and undefined resamples (one class) stay undefined."""
+    from edm_ars.fairness import calibration_slope
+    from edm_ars.metrics import bootstrap_counts
+
+    rng = np.random.default_rng(4)
+    n = 2000
+    x = rng.normal(0, 1.5, n)
+    prob = 1 / (1 + np.exp(-x))
+    y = (rng.random(n) < 1 / (1 + np.exp(-0.7 * x + 0.2))).astype(float)
+    w = bootstrap_counts(n, 40, 9).astype(float)
+    w[3] = np.where(y == 1, 0.0, w[3])  # a resample without a positive
+    cold = calibration_slope(y, prob, w)
+    warm = calibration_slope(y, prob, w, start=(-0.2, 0.7))
+    assert np.isnan(cold[3]) and np.isnan(warm[3])
+    np.testing.assert_allclose(warm[~np.isnan(cold)], cold[~np.isnan(cold)], rtol=0, atol=1e-6)
+    assert 0.5 < np.nanmean(cold) < 0.9

@@ -224,3 +224,41 @@ def test_read_raw_in_blocks_reads_what_one_whole_read_did(tmp_path):
     got = read_raw(path)
     assert (got.dtypes == whole.dtypes).all() and got.equals(whole)
     assert read_raw(path, usecols=["k", "late"]).equals(pd.read_csv(path, usecols=["k", "late"], low_memory=False))
+
+
+def test_bootstrap_metrics_are_sklearns_weighted_metrics_resample_by_resample():
+    """Each resample's metrics (the columns sorted once per model, integer counts summed as integers) are the
+    weighted metrics sklearn computes for that resample, ties in the scores counting one half in the AUC."""
+    import numpy as np
+    from sklearn.metrics import (accuracy_score, balanced_accuracy_score, brier_score_loss, f1_score,
+                                 mean_absolute_error, precision_score, r2_score, recall_score, roc_auc_score)
+
+    from edm_ars import metrics
+
+    rng = np.random.default_rng(11)
+    n = 400
+    y = (rng.random(n) < 0.35).astype(float)
+    p = np.round(rng.random(n), 2)  # many tied scores, some exactly at the threshold
+    counts = metrics.bootstrap_counts(n, 30, 3)
+    weights = {"counts": counts, "float": rng.random((30, n)) * (rng.random((30, n)) < 0.8)}
+    for kind, w in weights.items():
+        got = metrics.over_resamples(metrics.binary_metrics, y, p, w)
+        for b in range(w.shape[0]):
+            sw, pred = np.asarray(w[b], dtype=float), (p >= 0.5).astype(float)
+            expected = {"auc": roc_auc_score(y, p, sample_weight=sw),
+                        "accuracy": accuracy_score(y, pred, sample_weight=sw),
+                        "precision": precision_score(y, pred, sample_weight=sw, zero_division=0),
+                        "recall": recall_score(y, pred, sample_weight=sw),
+                        "f1": f1_score(y, pred, sample_weight=sw),
+                        "balanced_accuracy": balanced_accuracy_score(y, pred, sample_weight=sw),
+                        "brier": brier_score_loss(y, p, sample_weight=sw)}
+            for k, v in expected.items():
+                assert abs(got[k][b] - v) < 1e-12, (kind, b, k, got[k][b], v)
+    yr = rng.normal(50, 10, n)
+    pr = yr + rng.normal(0, 5, n)
+    got = metrics.over_resamples(metrics.regression_metrics, yr, pr, counts)
+    for b in range(counts.shape[0]):
+        sw = counts[b].astype(float)
+        assert abs(got["r2"][b] - r2_score(yr, pr, sample_weight=sw)) < 1e-10
+        assert abs(got["mae"][b] - mean_absolute_error(yr, pr, sample_weight=sw)) < 1e-10
+        assert abs(got["rmse"][b] - np.sqrt(np.average((yr - pr) ** 2, weights=sw))) < 1e-10

@@ -616,8 +616,10 @@ def read_needed(path: str | Path, spec: dict[str, Any], reg: Registry, available
 
 
 def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layout | None,
-            proto: Protocol) -> Prepared:
-    """Run the DataEngineer protocol on a raw frame for a validated research specification."""
+            proto: Protocol, describe: bool = True) -> Prepared:
+    """Run the DataEngineer protocol on a raw frame for a validated research specification. `describe`: also
+    describe the analytic sample (Prepared.sample, Table 1); a re-preparation for a sensitivity analysis (another
+    split, another imputation) has no use for it and leaves it out."""
     outcome = spec["outcome"]["name"]
     task = spec["task"]
     predictors = [p["name"] for p in spec["predictors"]]
@@ -730,7 +732,7 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     flow = sample_flow(original_n, analytic_n, analytic_n, X, train_idx, test_idx, groups, bool(use_groups),
                        data[present_sub])
     described = list(kinds) + [c for c in present_sub if c not in kinds]
-    sample = describe_sample(X, kinds, y, task, data[present_sub], flow,
+    sample = None if not describe else describe_sample(X, kinds, y, task, data[present_sub], flow,
                              labels={c: value_labels(reg, c) for c in described},
                              var_labels={c: (reg.variable(c) or {}).get("label") or c for c in described},
                              orders={c: codebook_order((reg.variable(c) or {}).get("values"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ import pandas as pd  # noqa: E402
 
 from edm_ars.figure_sanity import ordered_groups, ranked  # noqa: E402
 from edm_ars.figures import REFERENCE, fit_texts, n_lines, save_figure, wrap_label  # noqa: E402
-from edm_ars.metrics import binary_metrics, bootstrap_counts, cluster_bootstrap_counts  # noqa: E402
+from edm_ars.metrics import bootstrap_counts, cluster_bootstrap_counts, prepare_binary  # noqa: E402
 from edm_ars.registry import code_key  # noqa: E402
 
 METRIC_NAMES = {"auc": "AUC", "tpr": "TPR", "fpr": "FPR", "flag_rate": "flag-rate",
@@ -50,7 +51,7 @@ CONTINUOUS_MIN_UNIQUE = 10  # a numeric protected attribute with more distinct v
 DEFAULT_FLAG_SHARE = 0.20  # k when the at-risk class is not declared
 DERIVED_CONCORDANCE = 0.98  # share of cross-group pairs a predictor orders like the groups: a binned predictor
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
-_CHUNK_CELLS = 4_000_000  # bootstrap weight cells evaluated at once (bounds memory for large groups)
+_CHUNK_CELLS = 250_000  # bootstrap weight cells evaluated at once: bounds memory, and the working arrays stay in cache
 _EPS = 1e-6
 
 
@@ -158,14 +159,22 @@ def _quintile_labels(k: int) -> list[str]:
     return labels
 
 
+def _mapped(s: pd.Series, fn: Callable[[Any], Any]) -> pd.Series:
+    """fn applied to each distinct value once (not once a row), as an object Series in the rows' order; a missing
+    value (whichever kind) is passed as itself."""
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    table = np.array([fn(v) for v in uniques] + [fn(np.nan)], dtype=object)  # code -1 (missing): the last entry
+    return pd.Series(table[codes], index=s.index, dtype=object)
+
+
 def _grouping(s: pd.Series, values: dict[str, str] | None = None
               ) -> tuple[list[str | None], list[str], dict[str, Any] | None]:
     """Row labels (None = missing), the ordered group labels, and binning details for a continuous attribute.
     `values` maps codes to the registry's labels (code_key form); labelled groups come in the registry's order."""
     if values:
-        s = s.map(lambda v: v if pd.isna(v) else code_key(v))
+        s = _mapped(s, lambda v: v if pd.isna(v) else code_key(v))
         if s.dropna().isin(list(values)).all():  # every code labelled: groups, not a continuous scale
-            rows = [None if pd.isna(v) else values[v] for v in s]
+            rows = _mapped(s, lambda v: None if pd.isna(v) else values[v]).tolist()
             present = {r for r in rows if r is not None}
             order = [lab for lab in dict.fromkeys(values.values()) if lab in present]
             return rows, ranked(order) or order, None  # labels stating their places in that order
@@ -178,7 +187,7 @@ def _grouping(s: pd.Series, values: dict[str, str] | None = None
         rows = [None if pd.isna(v) else str(v) for v in binned]
         order = [lab for lab in labels if lab in set(rows)]
         return rows, order, {"bins": k, "edges": [float(e) for e in edges]}
-    rows = [None if pd.isna(v) else _value_label(v, values) for v in s]
+    rows = _mapped(s, lambda v: None if pd.isna(v) else _value_label(v, values)).tolist()
     present = {r for r in rows if r is not None}
     if isinstance(s.dtype, pd.CategoricalDtype):
         order = [c for c in (_value_label(c, values) for c in s.cat.categories) if c in present]
@@ -195,81 +204,123 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def calibration_slope(y: np.ndarray, prob: np.ndarray, w: np.ndarray, iters: int = 30) -> np.ndarray:
+def calibration_slope(y: np.ndarray, prob: np.ndarray, w: np.ndarray, iters: int = 30,
+                      start: tuple[float, float] | None = None) -> np.ndarray:
+    """The calibration slope for every row of w (see _calibration_fit); NaN where undefined."""
+    return _calibration_fit(y, prob, w, iters, start)[1]
+
+
+def _calibration_fit(y: np.ndarray, prob: np.ndarray, w: np.ndarray, iters: int = 30,
+                     start: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The slope of a logistic regression of y on logit(prob) (with an intercept), fitted by Newton's method for
     every row of the count matrix w at once; NaN where it is undefined (one outcome class, constant predictions) or
-    does not converge (separation). 1 is perfect calibration; under 1 predictions too extreme, over 1 too timid."""
+    does not converge (separation). 1 is perfect calibration; under 1 predictions too extreme, over 1 too timid.
+
+    `start` (intercept, slope) is where Newton's method begins (default 0, 0; the log-likelihood is concave, so the
+    fit is the same from anywhere; a bootstrap starts from the full sample's fit and needs fewer steps). Each step
+    works on the rows not yet converged, in place."""
     x = _logit(prob)
+    y = np.asarray(y, dtype=float)
     w = np.atleast_2d(np.asarray(w, dtype=float))
     b_rows = w.shape[0]
-    a, b = np.zeros(b_rows), np.zeros(b_rows)  # IRLS from zero (the log-likelihood is concave)
+    a0, b0 = start if start is not None and all(np.isfinite(start)) else (0.0, 0.0)
+    a, b = np.full(b_rows, float(a0)), np.full(b_rows, float(b0))
     done = np.zeros(b_rows, dtype=bool)
     bad = np.zeros(b_rows, dtype=bool)
+    cols = np.column_stack([np.ones_like(x), x, x * x])
     for _ in range(iters):
-        eta = np.clip(a[:, None] + b[:, None] * x[None, :], -30, 30)
-        mu = 1.0 / (1.0 + np.exp(-eta))
-        r = w * (y[None, :] - mu)
-        v = w * mu * (1 - mu)
-        g0, g1 = r.sum(axis=1), r @ x
-        h00, h01, h11 = v.sum(axis=1), v @ x, v @ (x * x)
+        act = np.flatnonzero(~done)
+        if not act.size:
+            break
+        wa = w[act] if act.size < b_rows else w
+        mu = np.multiply.outer(b[act], x)
+        mu += a[act][:, None]
+        np.clip(mu, -30, 30, out=mu)
+        np.negative(mu, out=mu)
+        np.exp(mu, out=mu)
+        mu += 1.0
+        np.reciprocal(mu, out=mu)  # the fitted probabilities
+        v = mu * mu
+        np.subtract(mu, v, out=v)  # mu (1 - mu)
+        v *= wa
+        np.subtract(y, mu, out=mu)
+        mu *= wa  # w (y - mu)
+        g0, g1 = mu @ cols[:, 0], mu @ x
+        h00, h01, h11 = (v @ cols).T
         det = h00 * h11 - h01 ** 2
         ok = det > 1e-10 * np.maximum(h00 * h11, 1e-300)
-        bad |= ~ok
+        bad[act] |= ~ok
         with np.errstate(divide="ignore", invalid="ignore"):
             da = np.where(ok, (h11 * g0 - h01 * g1) / np.where(ok, det, 1), 0.0)
             db = np.where(ok, (h00 * g1 - h01 * g0) / np.where(ok, det, 1), 0.0)
         step = np.maximum(1.0, np.maximum(np.abs(da), np.abs(db)) / 2.0)  # damped: at most 2 per step
-        a = a + np.where(done, 0.0, da / step)
-        b = b + np.where(done, 0.0, db / step)
-        done |= (np.abs(da) < 1e-7) & (np.abs(db) < 1e-7)
-        if done.all():
-            break
+        a[act] += da / step
+        b[act] += db / step
+        done[act] = (np.abs(da) < 1e-7) & (np.abs(db) < 1e-7)
     pos, neg = w @ y, w @ (1 - y)
     defined = done & ~bad & (pos > 0) & (neg > 0) & (np.abs(b) < 50)
-    return np.where(defined, b, np.nan)
+    return np.where(defined, a, np.nan), np.where(defined, b, np.nan)
 
 
-def _binary_values(y: np.ndarray, prob: np.ndarray, flags: np.ndarray, at_risk: np.ndarray,
-                   w: np.ndarray) -> dict[str, np.ndarray]:
-    """Every binary group metric for every row of w; undefined values are NaN. TPR and FPR are of the decision
-    rule's flags against the at-risk class (TPR: flagged share of the at-risk students)."""
-    n = w.sum(axis=1)
-    pos, neg = w @ y, w @ (1 - y)
-    risk_n, safe_n = w @ at_risk, w @ (1 - at_risk)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        auc = binary_metrics(y, prob, w, 0.5)["auc"]
-        out = {
-            "auc": np.where((pos > 0) & (neg > 0), auc, np.nan),
-            "citl": np.where(n > 0, (w @ prob - pos) / n, np.nan),
-            "calibration_slope": calibration_slope(y, prob, w),
-            "flag_rate": np.where(n > 0, (w @ flags) / n, np.nan),
-            "tpr": np.where(risk_n > 0, (w @ (flags * at_risk)) / risk_n, np.nan),
-            "fpr": np.where(safe_n > 0, (w @ (flags * (1 - at_risk))) / safe_n, np.nan),
-            "base_rate": np.where(n > 0, pos / n, np.nan),
-            "at_risk_rate": np.where(n > 0, risk_n / n, np.nan),
-        }
-    return out
+def _binary_values(y: np.ndarray, prob: np.ndarray, flags: np.ndarray, at_risk: np.ndarray
+                   ) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """Every binary group metric as a function of the weight matrix w (one row per resample); undefined values are
+    NaN. TPR and FPR are of the decision rule's flags against the at-risk class (TPR: flagged share of the at-risk
+    students). What depends on the group's rows alone (the AUC's sort, the linear terms, the calibration fit of
+    the whole group as the resamples' starting point) is prepared once."""
+    auc_of = prepare_binary(y, prob, 0.5)
+    terms = np.column_stack([y, 1 - y, at_risk, 1 - at_risk, prob, flags, flags * at_risk, flags * (1 - at_risk)])
+    a, b = _calibration_fit(y, prob, np.ones((1, len(y))))
+    start = (float(a[0]), float(b[0])) if np.isfinite(b[0]) else None
+
+    def values(w: np.ndarray) -> dict[str, np.ndarray]:
+        wf = np.asarray(w, dtype=np.float64)
+        n = wf.sum(axis=1)
+        pos, neg, risk_n, safe_n, sum_prob, flagged, flagged_risk, flagged_safe = (wf @ terms).T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            auc = auc_of(w)["auc"]
+            return {
+                "auc": np.where((pos > 0) & (neg > 0), auc, np.nan),
+                "citl": np.where(n > 0, (sum_prob - pos) / n, np.nan),
+                "calibration_slope": calibration_slope(y, prob, wf, start=start),
+                "flag_rate": np.where(n > 0, flagged / n, np.nan),
+                "tpr": np.where(risk_n > 0, flagged_risk / risk_n, np.nan),
+                "fpr": np.where(safe_n > 0, flagged_safe / safe_n, np.nan),
+                "base_rate": np.where(n > 0, pos / n, np.nan),
+                "at_risk_rate": np.where(n > 0, risk_n / n, np.nan),
+            }
+
+    return values
 
 
-def _regression_values(y: np.ndarray, pred: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
-    n = w.sum(axis=1)
+def _regression_values(y: np.ndarray, pred: np.ndarray) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     err = pred - y
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return {"rmse": np.where(n > 0, np.sqrt((w @ (err * err)) / n), np.nan),
-                "mean_error": np.where(n > 0, (w @ err) / n, np.nan),
-                "mae": np.where(n > 0, (w @ np.abs(err)) / n, np.nan)}
+    terms = np.column_stack([err * err, err, np.abs(err)])
+
+    def values(w: np.ndarray) -> dict[str, np.ndarray]:
+        wf = np.asarray(w, dtype=np.float64)
+        n = wf.sum(axis=1)
+        sq, total, absolute = (wf @ terms).T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return {"rmse": np.where(n > 0, np.sqrt(sq / n), np.nan),
+                    "mean_error": np.where(n > 0, total / n, np.nan),
+                    "mae": np.where(n > 0, absolute / n, np.nan)}
+
+    return values
 
 
-def _values(task: str, d: dict[str, np.ndarray], w: np.ndarray) -> dict[str, np.ndarray]:
+def _values(task: str, d: dict[str, np.ndarray]) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """The group's metrics as a function of a weight matrix (one row per resample; a row of ones: the point)."""
     if task == "binary_classification":
-        return _binary_values(d["y"], d["pred"], d["flags"], d["at_risk"], w)
-    return _regression_values(d["y"], d["pred"], w)
+        return _binary_values(d["y"], d["pred"], d["flags"], d["at_risk"])
+    return _regression_values(d["y"], d["pred"])
 
 
-def _chunked(task: str, d: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
+def _chunked(values: Callable[[np.ndarray], dict[str, np.ndarray]], counts: np.ndarray) -> dict[str, np.ndarray]:
+    """values over every row of the count matrix, a few resamples at a time (the working arrays stay in cache)."""
     n = counts.shape[1]
     step = max(1, _CHUNK_CELLS // max(n, 1))
-    parts = [_values(task, d, np.asarray(counts[i:i + step], dtype=np.float64)) for i in range(0, counts.shape[0], step)]
+    parts = [values(counts[i:i + step]) for i in range(0, counts.shape[0], step)]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
@@ -280,7 +331,8 @@ def _group_record(task: str, name: str, group: str, d: dict[str, np.ndarray], *,
     primary = AUDIT_PRIMARY[task]
     names = BINARY_GROUP_METRICS if task == "binary_classification" else REGRESSION_GROUP_METRICS
     n = len(d["y"])
-    point = {k: _num(v[0]) for k, v in _values(task, d, np.ones((1, n))).items()}
+    values = _values(task, d)
+    point = {k: _num(v[0]) for k, v in values(np.ones((1, n))).items()}
     rec: dict[str, Any] = {"group": group, "n": int(n)}
     if task == "binary_classification":
         rec["n_positive"] = int(d["y"].sum())
@@ -300,7 +352,7 @@ def _group_record(task: str, name: str, group: str, d: dict[str, np.ndarray], *,
     boot: dict[str, np.ndarray] = {}
     if n_resamples > 0 and n > 0:
         w = counts if counts is not None else bootstrap_counts(n, n_resamples, _group_seed(seed, name, group))
-        boot = _chunked(task, d, w)
+        boot = _chunked(values, w)
         for k in names:
             if point[k] is not None:
                 cis[k] = _percentile_ci(boot[k], np.isfinite(boot[k]))
@@ -526,7 +578,7 @@ def audit(task: str, y: np.ndarray, pred: np.ndarray, protected: pd.DataFrame, a
         label = f"{labels.get(a, a)} x {labels.get(b, b)}"
         result_attrs[name] = _audit_one(task, name, label, "intersection", rows, order, d, **kw)
 
-    overall = {k: _num(v[0]) for k, v in _values(task, d, np.ones((1, len(y)))).items()}
+    overall = {k: _num(v[0]) for k, v in _values(task, d)(np.ones((1, len(y)))).items()}
     return {
         "task": task,
         "primary_metric": AUDIT_PRIMARY[task],

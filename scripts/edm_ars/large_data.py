@@ -7,9 +7,9 @@ rows, and the chosen configuration is refitted on all training rows:
 - the subsample: whole clusters, the grouping unit of the split and of the tuning folds, drawn at random within
   `strata` bands of the clusters' training outcome rate (binary outcome) or mean (continuous), each band giving
   the subsample its share of the training rows; the clusters of a band are shuffled with the study's seed and
-  taken in that order until the band holds its share. The subsample holds about `tune_rows` training rows (null:
-  as many as a data set of `rows` rows would give for training, so tuning costs about what it costs at the
-  threshold);
+  taken in that order until the band holds its share. The subsample holds about `tune_rows` training rows
+  (default 50,000, so the cost of tuning does not grow with the data; null: as many as a data set of `rows` rows
+  would give for training, so tuning costs about what it costs at the threshold);
 - tuning is the usual grouped, raced search (edm_ars.models.tune) within the subsample;
 - stacking needs a held-out prediction of every training row: the rows in the subsample keep their out-of-fold
   predictions from the tuning folds; the other rows get the prediction of the chosen configuration fitted on the
@@ -144,7 +144,8 @@ def tune(name: str, task: str, X: pd.DataFrame, y: pd.Series | np.ndarray, group
     groups = np.asarray(groups)
     target = tuning_target(policy, int(data_rows), len(y))
     facts: dict[str, Any] = {"threshold_rows": policy.rows, "data_rows": int(data_rows), "seed": int(seed),
-                             "outcome_by": "rate" if task == BINARY else "mean"}
+                             "outcome_by": "rate" if task == BINARY else "mean",
+                             "target_from": "threshold" if policy.tune_rows is None else "config"}
     if target < len(y):
         mask, drawn = tuning_subsample(y, groups, target_rows=target, n_strata=policy.strata, seed=seed)
     else:  # the training rows are no more than the subsample would hold: tuned on all of them

@@ -62,9 +62,11 @@ def cluster_bootstrap_counts(groups: np.ndarray, n_resamples: int, seed: int) ->
 
 def over_resamples(fn: Callable[..., dict[str, np.ndarray]], y: np.ndarray, pred: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
     """fn(y, pred, w) (binary_metrics or regression_metrics) for every row of the count matrix, computed a block of
-    resamples at a time (as floats) and joined: memory bounded by CHUNK_CELLS, not by B x n."""
+    resamples at a time and joined: memory bounded by CHUNK_CELLS, not by B x n. What the metric needs of (y, pred)
+    alone (the sort by score) is done once, not once a block: the cost is linear in the test rows."""
     step = _step(counts.shape[1])
-    parts = [fn(y, pred, np.asarray(counts[i:i + step], dtype=np.float64)) for i in range(0, counts.shape[0], step)]
+    prepared = _PREPARED[fn](y, pred) if fn in _PREPARED else (lambda w: fn(y, pred, w))
+    parts = [prepared(counts[i:i + step]) for i in range(0, counts.shape[0], step)]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
@@ -73,50 +75,90 @@ def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(b > 0, a / np.where(b > 0, b, 1), 0.0)
 
 
+def prepare_binary(y: np.ndarray, prob: np.ndarray, threshold: float = 0.5) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """binary_metrics for fixed (y, prob) as a function of the weight matrix w (B x n, any non-negative numbers,
+    e.g. compact bootstrap counts).
+
+    Each class's columns are ordered once by score. Per block of resamples: the negatives' cumulative weight in
+    that order, read at each positive's score (below it, and up to it: ties count one half), gives the AUC; the
+    confusion counts at the threshold are prefix sums of each class's order; the Brier score is a product with the
+    squared errors. Integer weights (bootstrap counts) are summed as integers, so those sums are exact."""
+    y = np.asarray(y, dtype=float)
+    prob = np.asarray(prob, dtype=float)
+    pos_rows, neg_rows = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    pos_rows = pos_rows[np.argsort(prob[pos_rows], kind="mergesort")]
+    neg_rows = neg_rows[np.argsort(prob[neg_rows], kind="mergesort")]
+    sp, sn = prob[pos_rows], prob[neg_rows]
+    below, upto = np.searchsorted(sn, sp, side="left"), np.searchsorted(sn, sp, side="right")
+    p_under, n_under = int(np.searchsorted(sp, threshold, side="left")), int(np.searchsorted(sn, threshold, side="left"))
+    sq_p, sq_n = (sp - 1.0) ** 2, sn ** 2
+
+    def apply(w: np.ndarray) -> dict[str, np.ndarray]:
+        w = np.asarray(w)
+        acc = np.int64 if np.issubdtype(w.dtype, np.integer) else np.float64
+        wp, wn = np.take(w, pos_rows, axis=1), np.take(w, neg_rows, axis=1)
+        cum_n = np.zeros((w.shape[0], len(neg_rows) + 1), dtype=acc)
+        np.cumsum(wn, axis=1, dtype=acc, out=cum_n[:, 1:])
+        twice = np.take(cum_n, below, axis=1) + np.take(cum_n, upto, axis=1)  # 2 x (negatives below + half the ties)
+        pos, neg = wp.sum(axis=1, dtype=acc), cum_n[:, -1]
+        auc = _safe_div(np.einsum("ij,ij->i", wp.astype(acc, copy=False), twice) / 2.0, pos * neg)
+        fn, tn = wp[:, :p_under].sum(axis=1, dtype=acc), cum_n[:, n_under]
+        tp, fp = pos - fn, neg - tn
+        n = pos + neg
+        precision = _safe_div(tp, tp + fp)
+        recall = _safe_div(tp, tp + fn)
+        specificity = _safe_div(tn, tn + fp)
+        return {
+            "auc": auc,
+            "accuracy": (tp + tn) / n,
+            "precision": precision,
+            "recall": recall,
+            "f1": _safe_div(2 * precision * recall, precision + recall),
+            "balanced_accuracy": (recall + specificity) / 2,
+            "brier": (wp.astype(np.float64) @ sq_p + wn.astype(np.float64) @ sq_n) / n,
+        }
+
+    return apply
+
+
 def weighted_auc(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> np.ndarray:
     """AUC (ties count one half) for each row of the weight matrix w (B x n)."""
-    order = np.argsort(score, kind="mergesort")
-    s, yy, ww = score[order], y[order], w[:, order]
-    starts = np.r_[0, np.flatnonzero(np.diff(s)) + 1]
-    neg = np.add.reduceat(ww * (yy == 0), starts, axis=1)
-    pos = np.add.reduceat(ww * (yy == 1), starts, axis=1)
-    below = np.cumsum(neg, axis=1) - neg
-    num = (pos * (below + 0.5 * neg)).sum(axis=1)
-    return _safe_div(num, pos.sum(axis=1) * neg.sum(axis=1))
+    return prepare_binary(y, score)(w)["auc"]
 
 
 def binary_metrics(y: np.ndarray, prob: np.ndarray, w: np.ndarray, threshold: float = 0.5) -> dict[str, np.ndarray]:
-    y = y.astype(float)
-    pred = (prob >= threshold).astype(float)
-    n = w.sum(axis=1)
-    tp = w @ (pred * y)
-    fp = w @ (pred * (1 - y))
-    fn = w @ ((1 - pred) * y)
-    tn = w @ ((1 - pred) * (1 - y))
-    precision = _safe_div(tp, tp + fp)
-    recall = _safe_div(tp, tp + fn)
-    specificity = _safe_div(tn, tn + fp)
-    return {
-        "auc": weighted_auc(y, prob, w),
-        "accuracy": (tp + tn) / n,
-        "precision": precision,
-        "recall": recall,
-        "f1": _safe_div(2 * precision * recall, precision + recall),
-        "balanced_accuracy": (recall + specificity) / 2,
-        "brier": (w @ (prob - y) ** 2) / n,
-    }
+    """The binary metrics (labels 0/1) for each row of the weight matrix w (B x n)."""
+    return prepare_binary(y, prob, threshold)(w)
+
+
+def _regression(y: np.ndarray, pred: np.ndarray) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """regression_metrics for fixed (y, pred) as a function of the weight matrix: one product with the per-row
+    terms (y centred first, so the total sum of squares is computed without cancellation)."""
+    y = np.asarray(y, dtype=float)
+    resid = y - np.asarray(pred, dtype=float)
+    yc = y - (y.mean() if len(y) else 0.0)
+    terms = np.column_stack([resid ** 2, np.abs(resid), yc, yc ** 2])
+
+    def apply(w: np.ndarray) -> dict[str, np.ndarray]:
+        wf = np.asarray(w, dtype=np.float64)
+        s, n = wf @ terms, wf.sum(axis=1)
+        total = np.maximum(s[:, 3] - _safe_div(s[:, 2] ** 2, n), 0.0)
+        return {
+            "rmse": np.sqrt(s[:, 0] / n),
+            "mae": s[:, 1] / n,
+            "r2": 1 - _safe_div(s[:, 0], total),
+        }
+
+    return apply
 
 
 def regression_metrics(y: np.ndarray, pred: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
-    n = w.sum(axis=1)
-    resid2 = w @ (y - pred) ** 2
-    mean = (w @ y) / n
-    total = (w * (y[None, :] - mean[:, None]) ** 2).sum(axis=1)
-    return {
-        "rmse": np.sqrt(resid2 / n),
-        "mae": (w @ np.abs(y - pred)) / n,
-        "r2": 1 - _safe_div(resid2, total),
-    }
+    """The regression metrics for each row of the weight matrix w (B x n)."""
+    return _regression(y, pred)(w)
+
+
+_PREPARED: dict[Callable[..., dict[str, np.ndarray]], Callable[..., Callable[[np.ndarray], dict[str, np.ndarray]]]] = {
+    binary_metrics: prepare_binary, regression_metrics: _regression}
 
 
 def evaluate(task: str, y: np.ndarray, pred: np.ndarray, n_resamples: int = 1000, seed: int = 42,

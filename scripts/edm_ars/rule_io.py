@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .errors import EdmArsError, OutputWriteError
@@ -50,7 +52,7 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
     logging.raiseExceptions = False  # a log line that cannot be written (a full disk) is dropped, not a traceback
     logging.getLogger("fontTools").setLevel(logging.WARNING)  # matplotlib's PDF font subsetting, glyph by glyph
     try:
-        main(smk)
+        _profiled(smk, rule, main)
     except EdmArsError as exc:
         message = str(exc)
         kept = _keep_model_calls(smk)
@@ -65,6 +67,25 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
         _keep_model_calls(smk)
         log.error("%s failed with an unexpected error:\n%s", rule, traceback.format_exc())
         raise
+
+
+def _profiled(smk: Any, rule: str, main: Callable[[Any], None]) -> None:
+    """Run main; with EDM_ARS_PROFILE=DIR set, under cProfile, its statistics in DIR/<rule>[_<wildcards>].prof
+    (a developer's switch for finding where a job's time goes, e.g. beside bench/large_data.py)."""
+    folder = os.environ.get("EDM_ARS_PROFILE")
+    if not folder:
+        main(smk)
+        return
+    import cProfile
+
+    wildcards = "_".join(str(v) for v in dict(getattr(smk, "wildcards", {}) or {}).values())
+    name = rule + (f"_{wildcards}" if wildcards else "")
+    profiler = cProfile.Profile()
+    try:
+        profiler.runcall(main, smk)
+    finally:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        profiler.dump_stats(str(Path(folder) / f"{name}.prof"))
 
 
 def _stop(rule: str, message: str) -> None:

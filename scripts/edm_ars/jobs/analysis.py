@@ -448,7 +448,8 @@ def _reprepared(smk: Any, seed: int, imputation: str) -> Any:
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     spec = read_json(smk.input.spec, "research_spec")
     raw = read_needed(smk.input.raw, spec, reg, read_json(smk.input.manifest)["columns"])
-    return prepare(raw, spec, reg, layout_of(smk), replace(protocol(smk.params.protocol, seed), imputation=imputation))
+    return prepare(raw, spec, reg, layout_of(smk), replace(protocol(smk.params.protocol, seed), imputation=imputation),
+                   describe=False)
 
 
 def stability(smk: Any) -> None:
@@ -514,7 +515,7 @@ def split_run(smk: Any) -> None:
         raw = read_needed(smk.input.raw, spec, reg, read_json(smk.input.manifest)["columns"])
         # the round's protocol (its imputation strategy as the data report records it), another split seed
         proto = replace(protocol(smk.params.protocol, smk.params.seed, report["imputation_strategy"]), seed=seed)
-        prep = prepare(raw, spec, reg, layout_of(smk), proto)
+        prep = prepare(raw, spec, reg, layout_of(smk), proto, describe=False)
         out["facts"] = split_facts(prep.report)
         out["models"] |= refit_models(task, todo, prep, smk.params.seed, out["errors"], f"split {k}")
     out["models"] = {name: out["models"][name] for name in fitted}

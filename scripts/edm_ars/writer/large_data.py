@@ -38,7 +38,12 @@ def methods(ctx: Ctx) -> str:
         trees = forest(ctx)
         return ctx.ph("large_data.all_rows", n=n, units=units, threshold=threshold, train_rows=train_rows) + (
             " " + trees if trees else "")
-    common = dict(n=n, units=units, threshold=threshold, train_rows=train_rows,
+    if rec.get("target_from") == "config":
+        why = ctx.ph("large_data.why_config", units=units, target=m.count(
+            "LargeDataTargetRows", rec["target_tune_rows"], f"{src}.target_tune_rows"))
+    else:  # the size a data set at the threshold would give for training (records before target_from: the same)
+        why = ctx.ph("large_data.why_threshold")
+    common = dict(n=n, units=units, threshold=threshold, train_rows=train_rows, why=why,
                   tune_rows=m.count("LargeDataTuneRows", rec["tune_rows"], f"{src}.tune_rows"),
                   seed=m.count("LargeDataSeed", rec["seed"], f"{src}.seed"),
                   strata=m.count("LargeDataStrata", rec["strata"], f"{src}.strata"))
