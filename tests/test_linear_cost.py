@@ -262,3 +262,25 @@ def test_bootstrap_metrics_are_sklearns_weighted_metrics_resample_by_resample():
         assert abs(got["r2"][b] - r2_score(yr, pr, sample_weight=sw)) < 1e-10
         assert abs(got["mae"][b] - mean_absolute_error(yr, pr, sample_weight=sw)) < 1e-10
         assert abs(got["rmse"][b] - np.sqrt(np.average((yr - pr) ** 2, weights=sw))) < 1e-10
+
+
+def test_tier2_types_and_sentinel_labels_are_judged_on_distinct_values():
+    """Tier 2's type of a variable and its sentinel labels (text values) are decided once per distinct value: the
+    same answers as row by row, for text, categorical, numeric and empty columns."""
+    import numpy as np
+    import pandas as pd
+
+    from edm_ars.tier2 import _labelled_missing, infer_type
+
+    rng = np.random.default_rng(0)
+    assert infer_type(pd.Series(rng.integers(0, 30, 500).astype(float))) == "continuous"
+    assert infer_type(pd.Series(rng.choice(["1", "2", "3"], 500))) == "categorical"
+    assert infer_type(pd.Series(pd.Categorical(rng.choice(["yes", "no"], 500)))) == "binary"
+    assert infer_type(pd.Series(["1.5", "x", None])) == "categorical"
+    assert infer_type(pd.Series([np.nan] * 4)) == "empty"
+    assert infer_type(pd.Series([str(v) for v in rng.normal(size=40)])) == "continuous"
+    for s in (pd.Series(rng.choice(["1", " -9 ", "Missing", None], 300)),
+              pd.Series(pd.Categorical(rng.choice(["a", "Missing"], 300))),
+              pd.Series(rng.choice(["1", "-9"], 50), dtype="string")):
+        by_row = s.astype("string").str.strip().isin(["-9", "Missing"]).fillna(False).astype(bool)
+        assert (_labelled_missing(s, ["-9", "Missing"]).to_numpy() == by_row.to_numpy()).all()

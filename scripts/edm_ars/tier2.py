@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .layout import Layout
@@ -11,13 +12,24 @@ from .registry import Registry, is_excluded, sentinels, wave_of
 
 
 def infer_type(values: pd.Series) -> str:
+    """empty, binary, continuous (numeric, more than 12 values) or categorical; judged on the distinct values, so
+    the cost is one pass over the rows whatever their type."""
     present = values.dropna()
     if present.empty:
         return "empty"
-    numeric = pd.to_numeric(present, errors="coerce")
-    if numeric.notna().all():
-        return "binary" if present.nunique() == 2 else "continuous" if present.nunique() > 12 else "categorical"
-    return "binary" if present.nunique() == 2 else "categorical"
+    distinct = pd.Series(np.asarray(present.unique(), dtype=object))
+    k = len(distinct)
+    if pd.to_numeric(distinct, errors="coerce").notna().all():
+        return "binary" if k == 2 else "continuous" if k > 12 else "categorical"
+    return "binary" if k == 2 else "categorical"
+
+
+def _labelled_missing(s: pd.Series, labels: list[str]) -> pd.Series:
+    """True where a text value (stripped) is one of the sentinel labels: decided once per distinct value."""
+    codes, distinct = pd.factorize(s, use_na_sentinel=True)
+    wanted = set(labels)
+    hit = np.array([str(v).strip() in wanted for v in distinct] + [False], dtype=bool)  # code -1: missing
+    return pd.Series(hit[codes], index=s.index)
 
 
 def build_tier2(frame: pd.DataFrame, reg: Registry, layout: Layout | None) -> dict[str, Any]:
@@ -35,7 +47,7 @@ def build_tier2(frame: pd.DataFrame, reg: Registry, layout: Layout | None) -> di
         if pd.api.types.is_numeric_dtype(s):
             s = s.mask(s.isin(code_list))
         else:
-            s = s.mask(s.astype("string").str.strip().isin(list(labels)).fillna(False).astype(bool))
+            s = s.mask(_labelled_missing(s, list(labels)))
         typ = infer_type(s)
         rec = {
             "label": (layout.labels.get(col) if layout else None) or col,
