@@ -276,7 +276,7 @@ def test_tier2_types_and_sentinel_labels_are_judged_on_distinct_values():
     assert infer_type(pd.Series(rng.integers(0, 30, 500).astype(float))) == "continuous"
     assert infer_type(pd.Series(rng.choice(["1", "2", "3"], 500))) == "categorical"
     assert infer_type(pd.Series(pd.Categorical(rng.choice(["yes", "no"], 500)))) == "binary"
-    assert infer_type(pd.Series(["1.5", "x", None])) == "categorical"
+    assert infer_type(pd.Series(["1.5", "x", "y", None])) == "categorical"
     assert infer_type(pd.Series([np.nan] * 4)) == "empty"
     assert infer_type(pd.Series([str(v) for v in rng.normal(size=40)])) == "continuous"
     for s in (pd.Series(rng.choice(["1", " -9 ", "Missing", None], 300)),
