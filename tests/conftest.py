@@ -12,6 +12,22 @@ sys.path.insert(0, str(ROOT / "scripts"))
 BASE_RUN_UMASK = 0o002
 
 
+@pytest.fixture(scope="module")
+def reg():
+    """The HSLS:09 registry (one per test module, so a module that changes it touches no other)."""
+    from edm_ars.registry import load_registry
+
+    return load_registry(ROOT / "registry" / "hsls09")
+
+
+@pytest.fixture(scope="module")
+def layout():
+    """The official HSLS:09 layout file, parsed (one per test module)."""
+    from edm_ars.layout import load_layout
+
+    return load_layout(ROOT / "registry" / "hsls09" / "Layout_STUDENT.txt")
+
+
 @pytest.fixture(scope="session")
 def base_run(tmp_path_factory):
     """The small test configuration run once from empty to output/paper.pdf (under BASE_RUN_UMASK): the

@@ -33,7 +33,6 @@ from edm_ars.critic import (
 from edm_ars.errors import EdmArsError, SchemaError
 from edm_ars.formulate import offline_spec
 from edm_ars.llm import load_prompt, placeholders
-from edm_ars.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 RUBRIC = ROOT / "config" / "rubric.yaml"
@@ -69,11 +68,6 @@ def drawn_record(kind):
     }[kind]
     bars = [{"label": "Feature value (grey: categorical)"}] if kind == "shap_summary" else []
     return {"axes": axes, "colorbars": bars, "legends": []}
-
-
-@pytest.fixture(scope="module")
-def reg():
-    return load_registry(ROOT / "registry" / "hsls09")
 
 
 @pytest.fixture(scope="module")

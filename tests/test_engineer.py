@@ -14,21 +14,9 @@ from edm_ars.engineer import (
     reconstruct_schools,
 )
 from edm_ars.errors import DataError
-from edm_ars.layout import load_layout
-from edm_ars.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECT = ["Complete a Bachelor's degree", "High school diploma or GED", "Complete a Master's degree"]
-
-
-@pytest.fixture(scope="module")
-def reg():
-    return load_registry(ROOT / "registry" / "hsls09")
-
-
-@pytest.fixture(scope="module")
-def layout():
-    return load_layout(ROOT / "registry" / "hsls09" / "Layout_STUDENT.txt")
 
 
 def make_raw(n=2000, n_schools=80, seed=0):

@@ -9,14 +9,8 @@ import yaml
 from edm_ars.errors import SpecError
 from edm_ars.formulate import offline_spec, validate_spec
 from edm_ars.formulate_model import choose, diversity, formulate_with_model, registry_context
-from edm_ars.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def reg():
-    return load_registry(ROOT / "registry" / "hsls09")
 
 
 @pytest.fixture(scope="module")

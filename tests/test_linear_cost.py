@@ -23,8 +23,6 @@ from threadpoolctl import threadpool_limits
 from edm_ars.datasets.synthetic import generate
 from edm_ars.engineer import Protocol, needed_columns, prepare
 from edm_ars.formulate import offline_spec
-from edm_ars.layout import load_layout
-from edm_ars.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (10_000, 40_000)  # students; schools at the issue's 25 students each
@@ -33,16 +31,6 @@ SIZES = (10_000, 40_000)  # students; schools at the issue's 25 students each
 MAX_GROWTH = 4.0
 #: the generator's peak traced memory per additional student (the issue: a million students within 2 GB)
 MAX_BYTES_PER_STUDENT = 1_600
-
-
-@pytest.fixture(scope="module")
-def reg():
-    return load_registry(ROOT / "registry" / "hsls09")
-
-
-@pytest.fixture(scope="module")
-def layout():
-    return load_layout(ROOT / "registry" / "hsls09" / "Layout_STUDENT.txt")
 
 
 @pytest.fixture(scope="module")
@@ -230,8 +218,17 @@ def test_bootstrap_metrics_are_sklearns_weighted_metrics_resample_by_resample():
     """Each resample's metrics (the columns sorted once per model, integer counts summed as integers) are the
     weighted metrics sklearn computes for that resample, ties in the scores counting one half in the AUC."""
     import numpy as np
-    from sklearn.metrics import (accuracy_score, balanced_accuracy_score, brier_score_loss, f1_score,
-                                 mean_absolute_error, precision_score, r2_score, recall_score, roc_auc_score)
+    from sklearn.metrics import (
+        accuracy_score,
+        balanced_accuracy_score,
+        brier_score_loss,
+        f1_score,
+        mean_absolute_error,
+        precision_score,
+        r2_score,
+        recall_score,
+        roc_auc_score,
+    )
 
     from edm_ars import metrics
 

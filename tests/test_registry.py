@@ -1,25 +1,17 @@
 from pathlib import Path
 
-import pytest
-
 from edm_ars.layout import load_layout, parse_layout
 from edm_ars.registry import (
     is_excluded,
     is_protected,
     is_sentinel,
     is_temporally_valid,
-    load_registry,
     outcomes,
     sentinels,
     wave_of,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def reg():
-    return load_registry(ROOT / "registry" / "hsls09")
 
 
 def test_tier1_counts(reg):

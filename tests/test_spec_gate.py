@@ -12,11 +12,6 @@ from edm_ars.registry import load_registry
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def reg():
-    return load_registry(ROOT / "registry" / "hsls09")
-
-
 @pytest.fixture
 def spec(reg):
     return offline_spec(reg, prompt=None, question_id=None, round_=0)

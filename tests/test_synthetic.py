@@ -13,21 +13,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from edm_ars.datasets.synthetic import generate
-from edm_ars.layout import load_layout
-from edm_ars.registry import find_question, is_excluded, is_temporally_valid, load_registry
+from edm_ars.registry import find_question, is_excluded, is_temporally_valid
 
 ROOT = Path(__file__).resolve().parents[1]
 BLACK = "Black/African-American, non-Hispanic"
-
-
-@pytest.fixture(scope="module")
-def reg():
-    return load_registry(ROOT / "registry/hsls09")
-
-
-@pytest.fixture(scope="module")
-def layout():
-    return load_layout(ROOT / "registry/hsls09/Layout_STUDENT.txt")
 
 
 @pytest.fixture(scope="module")
