@@ -13,7 +13,9 @@ the issue's large case; the shipped default is 23,503 in 944), one size after th
 holds FILE's lock (flock) through each run above 100,000 students, so that big runs on a shared machine take
 turns. `--snakefile` runs another checkout's workflow (e.g. an earlier commit's tree, for a before/after table).
 `--keep DIR` leaves the runs' directories under DIR (by default they are removed). `--cpu` uses the jobs' CPU
-seconds (the benchmark files' cpu_time) instead of their wall seconds, for a machine that others load too.
+seconds instead of their wall seconds, for a machine that others load too. CPU seconds and peak memory are each
+job's own (the `job resources:` line it logs last, from the kernel's accounting); Snakemake's benchmark files, which
+sample a job every 30 s after its first 15 s, are used only for a job without that line.
 `--tabulate DIR` prints the table of runs kept earlier (DIR/n<size>/, from `--keep`) without running anything.
 
 From each run's Snakemake `benchmarks/` files (per job: s = wall seconds, max_rss = peak resident MB), a stage
@@ -48,6 +50,7 @@ LOCK_ABOVE = 100_000  # runs above this many students hold --lock
 NOISE_S = 1.0  # a stage under this many seconds is process start-up, not work on the rows
 BRANCH = re.compile(r"^branch_\d+$")
 WALL_FILE = "bench_wall_s.txt"  # a kept run's wall seconds, for --tabulate
+USAGE = re.compile(r"job resources: cpu_s=([0-9.]+) peak_rss_mb=([0-9.]+)")
 
 
 def stage_of(tsv: Path, benchmarks: Path) -> str:
@@ -57,9 +60,22 @@ def stage_of(tsv: Path, benchmarks: Path) -> str:
     return parts[0] if len(parts) > 1 else Path(parts[0]).stem
 
 
+def job_usage(log: Path) -> dict[str, float]:
+    """{"cpu_time": CPU seconds, "max_rss": peak MB} from the `job resources:` line a job writes last to its log
+    (edm_ars.rule_io.usage: the kernel's accounting of the job's process and its children); {} when absent."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return {}
+    found = USAGE.findall(text)
+    return {"cpu_time": float(found[-1][0]), "max_rss": float(found[-1][1])} if found else {}
+
+
 def read_stages(workdir: Path, clock: str = "s") -> dict[str, dict[str, float]]:
-    """{rule: {"s": seconds summed over its jobs, "mb": largest max_rss of its jobs, "jobs": n}}; the seconds are
-    the benchmark files' `clock` column (s: wall seconds, cpu_time: CPU seconds)."""
+    """{rule: {"s": seconds summed over its jobs, "mb": largest peak memory of its jobs, "jobs": n}}; the seconds
+    are the benchmark files' `clock` column (s: wall seconds, cpu_time: CPU seconds). CPU seconds and peak memory
+    come from the job's own log line when it has one (logs/ mirrors benchmarks/): Snakemake samples a job every
+    30 s after its first 15, so its figures can miss the end of a long job and a short peak."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: {"s": 0.0, "mb": 0.0, "jobs": 0})
     benchmarks = workdir / "benchmarks"
     for tsv in sorted(benchmarks.rglob("*.tsv")):
@@ -67,7 +83,7 @@ def read_stages(workdir: Path, clock: str = "s") -> dict[str, dict[str, float]]:
             rows = list(csv.DictReader(fh, delimiter="\t"))
         if not rows:
             continue
-        row = rows[-1]
+        row = rows[-1] | job_usage((workdir / "logs" / tsv.relative_to(benchmarks)).with_suffix(".log"))
         cur = out[stage_of(tsv, benchmarks)]
         try:
             cur["s"] += float(row[clock])

@@ -53,6 +53,7 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
     logging.getLogger("fontTools").setLevel(logging.WARNING)  # matplotlib's PDF font subsetting, glyph by glyph
     try:
         _profiled(smk, rule, main)
+        log.info("job resources: %s", usage())
     except EdmArsError as exc:
         message = str(exc)
         kept = _keep_model_calls(smk)
@@ -67,6 +68,18 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
         _keep_model_calls(smk)
         log.error("%s failed with an unexpected error:\n%s", rule, traceback.format_exc())
         raise
+
+
+def usage() -> str:
+    """`cpu_s=<CPU seconds> peak_rss_mb=<MB>` of this process and the processes it waited for, from the kernel's
+    accounting (exact, unlike a benchmark that samples the job every few seconds): the last line of each job's log,
+    which bench/large_data.py reads."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    peak_kb = max(own.ru_maxrss, children.ru_maxrss)  # kilobytes on Linux
+    return f"cpu_s={cpu:.2f} peak_rss_mb={peak_kb / 1024:.1f}"
 
 
 def _profiled(smk: Any, rule: str, main: Callable[[Any], None]) -> None:
