@@ -281,3 +281,45 @@ def test_tier2_types_and_sentinel_labels_are_judged_on_distinct_values():
               pd.Series(rng.choice(["1", "-9"], 50), dtype="string")):
         by_row = s.astype("string").str.strip().isin(["-9", "Missing"]).fillna(False).astype(bool)
         assert (_labelled_missing(s, ["-9", "Missing"]).to_numpy() == by_row.to_numpy()).all()
+
+
+def test_the_benchmark_reads_each_jobs_own_cpu_and_peak_from_its_log(tmp_path):
+    """bench/large_data.py sums a stage's seconds over its jobs; CPU seconds and peak memory come from the job's
+    `job resources:` log line (the kernel's accounting) where there is one, else from Snakemake's sampled file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("large_data_bench", ROOT / "bench" / "large_data.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    head = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    for rel, wall, rss, cpu in (("branch_1/split_run/round_0/split_1", 10.0, 100.0, 4.0),
+                                ("branch_1/split_run/round_0/split_2", 12.0, 120.0, 5.0), ("synthesize", 3.0, 50.0, 1.0)):
+        tsv = tmp_path / "benchmarks" / f"{rel}.tsv"
+        tsv.parent.mkdir(parents=True, exist_ok=True)
+        tsv.write_text(head + f"{wall}\t0:00:10\t{rss}\t0\t0\t0\t0\t0\t0\t{cpu}\n")
+    log = tmp_path / "logs" / "branch_1" / "split_run" / "round_0" / "split_2.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-11-26 INFO [edm_ars] split 2 ...\n2026-11-26 INFO [edm_ars] job resources: cpu_s=9.50 "
+                   "peak_rss_mb=700.0\n")
+    wall, cpu = bench.read_stages(tmp_path, "s"), bench.read_stages(tmp_path, "cpu_time")
+    assert wall["split_run"] == {"s": 22.0, "mb": 700.0, "jobs": 2}
+    assert cpu["split_run"]["s"] == 13.5 and cpu["synthesize"] == {"s": 1.0, "mb": 50.0, "jobs": 1}
+
+
+def test_a_job_logs_its_cpu_seconds_and_peak_memory_last(tmp_path):
+    """Every job run through edm_ars.rule_io.run ends its log with its CPU seconds and peak resident memory."""
+    import re
+    from types import SimpleNamespace
+
+    from edm_ars.rule_io import run
+
+    def main(smk):
+        sum(i * i for i in range(200_000))  # some CPU
+        bytearray(60 * 2**20)  # 60 MB touched
+
+    log = tmp_path / "job.log"
+    run(SimpleNamespace(log=[str(log)], rule="demo", output=SimpleNamespace(keys=lambda: [])), main)
+    last = log.read_text().strip().splitlines()[-1]
+    found = re.search(r"job resources: cpu_s=([0-9.]+) peak_rss_mb=([0-9.]+)$", last)
+    assert found, last
+    assert float(found.group(1)) > 0 and float(found.group(2)) >= 60
