@@ -213,3 +213,41 @@ def test_code_that_never_works_is_dropped_with_its_reason(tmp_path, data, monkey
     assert record["status"] == "dropped" and "numbers" not in record
     assert [a["status"] for a in record["attempts"]] == ["error", "error", "refused"]
     assert record["reason"].startswith("attempt 3 of 3: refused:") and "socket" in record["reason"]
+
+
+def test_the_memory_limit_grows_with_the_frames_and_never_falls_below_the_configured_one():
+    from edm_ars.sandbox import BASE_MB, FRAME_COPIES, memory_for
+
+    small = memory_for(Limits(memory_mb=2048), 200 * 63)
+    assert small == Limits(memory_mb=2048)
+    million = 590_000 * 63 + 147_000 * 63  # a million students' training and test frames
+    big = memory_for(Limits(memory_mb=2048), million)
+    assert big.memory_mb == BASE_MB + -(-FRAME_COPIES * 8 * million // 2**20) and 3000 < big.memory_mb < 4096
+    assert big.cpu_s == Limits().cpu_s and memory_for(Limits(memory_mb=9000), million).memory_mb == 9000
+
+
+ALLOCATES = """\
+import json
+import numpy as np
+
+block = np.ones((6, 2**27 // 8))  # six working copies of a 128 MB frame
+with open("out/result.json", "w") as fh:
+    json.dump({"numbers": [{"name": "gap", "value": float(block.size), "meaning": "cells allocated"}]}, fh)
+"""
+
+
+@needs_sandbox
+@pytest.mark.workflow
+def test_a_script_over_the_configured_memory_runs_once_the_limit_follows_the_frames(tmp_path, data):
+    """A frame-sized allocation fails at a low configured limit ("memory") and runs under the limit memory_for gives
+    for frames of that size."""
+    from edm_ars.sandbox import memory_for
+
+    low = Limits(memory_mb=600)
+    failed = run_analysis(ENTRY | {"code": ALLOCATES}, data, tmp_path / "low", limits=low, mode="bwrap", attempts=1,
+                          repair=None)
+    assert failed["status"] == "dropped" and failed["attempts"][0]["status"] == "memory"
+    scaled = memory_for(low, 2**27 // 8)
+    done = run_analysis(ENTRY | {"code": ALLOCATES}, data, tmp_path / "scaled", limits=scaled, mode="bwrap",
+                        attempts=1, repair=None)
+    assert done["status"] == "ok", done["reason"]

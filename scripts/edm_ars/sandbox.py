@@ -29,6 +29,7 @@ the limits last. Started as any other user, bwrap makes the user namespace itsel
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -38,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from pathlib import Path
 
@@ -70,6 +71,20 @@ class Limits:
     wall_s: int = 300  # the whole sandbox is killed after this
     max_procs: int = 16  # RLIMIT_NPROC (threads count), in the sandbox's own user namespace
     output_mb: int = 50  # RLIMIT_FSIZE, and the out folder's total size afterwards
+
+
+#: the memory limit for scripts given large frames: this much for the interpreter and its libraries, plus
+#: FRAME_COPIES times the frames' size in memory (8 bytes a cell), room for a few working copies of them
+BASE_MB = 1024
+FRAME_COPIES = 6
+
+
+def memory_for(limits: Limits, frame_cells: int) -> Limits:
+    """The limits with memory_mb raised, when the frames a script is given need more, to BASE_MB + FRAME_COPIES x
+    their size (8-byte cells): a plain refit on a million students' rows then fits, while small data keep the
+    configured limit. The configured memory_mb is the floor, never lowered."""
+    need = BASE_MB + math.ceil(FRAME_COPIES * 8 * int(frame_cells) / 2**20)
+    return limits if need <= limits.memory_mb else replace(limits, memory_mb=need)
 
 
 @dataclass(frozen=True)

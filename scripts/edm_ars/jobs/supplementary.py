@@ -68,8 +68,9 @@ def plan_supplementary(smk: Any) -> None:
 def supplementary(smk: Any) -> None:
     """One supplementary analysis: its attempts in the sandbox (repaired by the model, when there is one) and its
     record, "ok" with the numbers its script wrote, or "dropped" with why."""
+    from ..frames import frame_columns, frame_rows
     from ..llm import load_prompt
-    from ..sandbox import Limits
+    from ..sandbox import Limits, memory_for
     from ..supplementary import model_repair, run_analysis
 
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
@@ -100,7 +101,11 @@ def supplementary(smk: Any) -> None:
         prompt = load_prompt(smk.input.prompts)
         repair = model_repair(_ask(smk, prompt), prompt, entry)
 
-    limits = Limits(**cfg["limits"])
+    cells = sum(frame_rows(inputs[f]) * len(frame_columns(inputs[f])) for f in ("train_X.parquet", "test_X.parquet"))
+    limits = memory_for(Limits(**cfg["limits"]), cells)
+    if limits.memory_mb != cfg["limits"]["memory_mb"]:
+        log.info("%s: memory limit %d MB (configured %d MB) for frames of %d cells", name, limits.memory_mb,
+                 cfg["limits"]["memory_mb"], cells)
     record = run_analysis(entry, inputs, folder, limits=limits, mode=cfg["sandbox"],
                           attempts=cfg["attempts"], repair=repair)
     for a in record["attempts"]:
