@@ -45,12 +45,15 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from edm_ars.rule_io import logged_usage  # noqa: E402
+
 STUDENTS_PER_SCHOOL = 25  # the issue's 1,000,000 students in 40,000 schools
 LOCK_ABOVE = 100_000  # runs above this many students hold --lock
 NOISE_S = 1.0  # a stage under this many seconds is process start-up, not work on the rows
 BRANCH = re.compile(r"^branch_\d+$")
 WALL_FILE = "bench_wall_s.txt"  # a kept run's wall seconds, for --tabulate
-USAGE = re.compile(r"job resources: cpu_s=([0-9.]+) peak_rss_mb=([0-9.]+)")
 
 
 def stage_of(tsv: Path, benchmarks: Path) -> str:
@@ -63,12 +66,8 @@ def stage_of(tsv: Path, benchmarks: Path) -> str:
 def job_usage(log: Path) -> dict[str, float]:
     """{"cpu_time": CPU seconds, "max_rss": peak MB} from the `job resources:` line a job writes last to its log
     (edm_ars.rule_io.usage: the kernel's accounting of the job's process and its children); {} when absent."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return {}
-    found = USAGE.findall(text)
-    return {"cpu_time": float(found[-1][0]), "max_rss": float(found[-1][1])} if found else {}
+    found = logged_usage(log)
+    return {"cpu_time": found["cpu_s"], "max_rss": found["peak_rss_mb"]} if found else {}
 
 
 def read_stages(workdir: Path, clock: str = "s") -> dict[str, dict[str, float]]:

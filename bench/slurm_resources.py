@@ -4,7 +4,8 @@
 
 Each RUN_DIR is a finished run's working directory (`snakemake --directory RUN_DIR ...`). From it:
 the data set's rows (output/data/dataset.json: n_rows) and Snakemake's benchmark files
-(benchmarks/**/*.tsv: s = wall seconds, max_rss = peak resident memory in MB). A file belongs to the rule
+(benchmarks/**/*.tsv: s = wall seconds, max_rss = peak resident memory in MB; the peak is the job's own from the
+`job resources:` line of its log, logs/ mirroring benchmarks/, when that is larger). A file belongs to the rule
 named by its first folder under benchmarks/ after a branch folder (benchmarks/branch_1/fit_model/round_0/xgboost.tsv,
 benchmarks/fit_model/round_0/xgboost.tsv), or by its name when it sits directly in benchmarks/
 (benchmarks/compile_pdf.tsv); only this workflow's rules that ask the cluster for resources count. The table is keyed by rule name,
@@ -29,6 +30,10 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from edm_ars.rule_io import logged_usage  # noqa: E402
+
 DEFAULT_OUT = ROOT / "profiles" / "slurm" / "resources.yaml"
 RULE_RE = re.compile(r"^(?:rule|checkpoint)\s+([A-Za-z_][A-Za-z_0-9]*)\s*:", re.M)
 
@@ -82,9 +87,12 @@ def measure(run: Path, rules: set[str]) -> tuple[int, dict[str, dict]]:
         rule = rule_of(tsv, benchmarks, rules)
         if rule is None:
             continue
+        # the job's own peak (its log's last line: the kernel's accounting, children such as the sandbox included)
+        # where it has one; Snakemake samples a job every 30 s after its first 15 s and can miss a short peak
+        exact = logged_usage((run / "logs" / tsv.relative_to(benchmarks)).with_suffix(".log")).get("peak_rss_mb", 0.0)
         for m in read_benchmark(tsv):
             cur = per_rule.setdefault(rule, {"mem_mb": 0.0, "s": 0.0, "jobs": 0})
-            cur["mem_mb"] = max(cur["mem_mb"], m["mem_mb"])
+            cur["mem_mb"] = max(cur["mem_mb"], m["mem_mb"], exact)
             cur["s"] = max(cur["s"], m["s"])
         if rule in per_rule:
             per_rule[rule]["jobs"] += 1

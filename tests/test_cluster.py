@@ -111,6 +111,25 @@ def test_table_from_benchmarks_in_both_layouts(tmp_path):
     ]
 
 
+def test_a_jobs_logged_peak_counts_when_snakemake_sampled_less(tmp_path):
+    """A job's own peak (its log's `job resources:` line, children included) is used when it is larger than the
+    peak Snakemake's sampling caught."""
+    d = tmp_path / "run"
+    (d / "output" / "data").mkdir(parents=True)
+    (d / "output" / "data" / "dataset.json").write_text(json.dumps({"n_rows": 1000}))
+    for rel, rss in (("split_run/round_0/split_1", 250), ("split_run/round_0/split_2", 240)):
+        f = d / "benchmarks" / "branch_1" / f"{rel}.tsv"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"s\th:m:s\tmax_rss\tmax_vms\n7\t0:00:07\t{rss}\t1\n")
+    log = d / "logs" / "branch_1" / "split_run" / "round_0" / "split_1.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("... INFO [edm_ars] job resources: cpu_s=6.10 peak_rss_mb=1900.5\n")
+    out = tmp_path / "resources.yaml"
+    assert slurm_resources.main([str(d), "--out", str(out)]) == 0
+    measured = yaml.safe_load(out.read_text())["rules"]["split_run"]["measured"]
+    assert measured == [{"rows": 1000, "mem_mb": 1900.5, "s": 7.0, "jobs": 2}]
+
+
 def test_committed_table_covers_every_cluster_rule():
     """Every rule that asks for cluster resources has a measurement in the committed table."""
     table = yaml.safe_load((ROOT / "profiles" / "slurm" / "resources.yaml").read_text())

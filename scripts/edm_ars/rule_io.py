@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -80,6 +81,19 @@ def usage() -> str:
     cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
     peak_kb = max(own.ru_maxrss, children.ru_maxrss)  # kilobytes on Linux
     return f"cpu_s={cpu:.2f} peak_rss_mb={peak_kb / 1024:.1f}"
+
+
+USAGE_LINE = re.compile(r"job resources: cpu_s=([0-9.]+) peak_rss_mb=([0-9.]+)")
+
+
+def logged_usage(log_path: str | Path) -> dict[str, float]:
+    """{"cpu_s", "peak_rss_mb"} from the last `job resources:` line of a job's log (usage()); {} when the log is
+    missing or has none (a job that failed, or one written before the line existed)."""
+    try:
+        found = USAGE_LINE.findall(Path(log_path).read_text(errors="replace"))
+    except OSError:
+        return {}
+    return {"cpu_s": float(found[-1][0]), "peak_rss_mb": float(found[-1][1])} if found else {}
 
 
 def _profiled(smk: Any, rule: str, main: Callable[[Any], None]) -> None:
