@@ -13,9 +13,9 @@ the issue's large case; the shipped default is 23,503 in 944), one size after th
 holds FILE's lock (flock) through each run above 100,000 students, so that big runs on a shared machine take
 turns. `--snakefile` runs another checkout's workflow (e.g. an earlier commit's tree, for a before/after table).
 `--keep DIR` leaves the runs' directories under DIR (by default they are removed). `--cpu` uses the jobs' CPU
-seconds instead of their wall seconds, for a machine that others load too. CPU seconds and peak memory are each
-job's own (the `job resources:` line it logs last, from the kernel's accounting); Snakemake's benchmark files, which
-sample a job every 30 s after its first 15 s, are used only for a job without that line.
+seconds instead of their wall seconds, for a machine that others load too. CPU seconds and peak memory are the
+larger of each job's own (the `job resources:` line it logs last, from the kernel's accounting) and Snakemake's
+benchmark file (which samples a job every 30 s after its first 15 s, but sees the sandbox's processes).
 `--tabulate DIR` prints the table of runs kept earlier (DIR/n<size>/, from `--keep`) without running anything.
 
 From each run's Snakemake `benchmarks/` files (per job: s = wall seconds, max_rss = peak resident MB), a stage
@@ -70,11 +70,20 @@ def job_usage(log: Path) -> dict[str, float]:
     return {"cpu_time": found["cpu_s"], "max_rss": found["peak_rss_mb"]} if found else {}
 
 
+def _number(value: object) -> float:
+    """A benchmark file's field as a number; 0 for "NA" or nothing."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def read_stages(workdir: Path, clock: str = "s") -> dict[str, dict[str, float]]:
     """{rule: {"s": seconds summed over its jobs, "mb": largest peak memory of its jobs, "jobs": n}}; the seconds
     are the benchmark files' `clock` column (s: wall seconds, cpu_time: CPU seconds). CPU seconds and peak memory
-    come from the job's own log line when it has one (logs/ mirrors benchmarks/): Snakemake samples a job every
-    30 s after its first 15, so its figures can miss the end of a long job and a short peak."""
+    are the larger of the job's own log line (logs/ mirrors benchmarks/) and the benchmark file: Snakemake samples
+    a job every 30 s after its first 15, so it can miss the end of a long job and a short peak; the job's own
+    accounting misses processes whose usage is not passed up to it (the sandbox's script, behind bubblewrap)."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: {"s": 0.0, "mb": 0.0, "jobs": 0})
     benchmarks = workdir / "benchmarks"
     for tsv in sorted(benchmarks.rglob("*.tsv")):
@@ -82,7 +91,9 @@ def read_stages(workdir: Path, clock: str = "s") -> dict[str, dict[str, float]]:
             rows = list(csv.DictReader(fh, delimiter="\t"))
         if not rows:
             continue
-        row = rows[-1] | job_usage((workdir / "logs" / tsv.relative_to(benchmarks)).with_suffix(".log"))
+        row = dict(rows[-1])
+        for key, value in job_usage((workdir / "logs" / tsv.relative_to(benchmarks)).with_suffix(".log")).items():
+            row[key] = max(value, _number(row.get(key)))
         cur = out[stage_of(tsv, benchmarks)]
         try:
             cur["s"] += float(row[clock])

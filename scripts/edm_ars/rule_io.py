@@ -74,7 +74,8 @@ def run(smk: Any, main: Callable[[Any], None]) -> None:
 def usage() -> str:
     """`cpu_s=<CPU seconds> peak_rss_mb=<MB>` of this process and the processes it waited for, from the kernel's
     accounting (exact, unlike a benchmark that samples the job every few seconds): the last line of each job's log,
-    which bench/large_data.py reads."""
+    which bench/large_data.py reads. A sandboxed script's usage is not in it (bubblewrap does not pass it up), so
+    the benchmarks take the larger of this and Snakemake's samples."""
     import resource
 
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
