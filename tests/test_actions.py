@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_critic import ScriptedCritic, good, model_answer, prompts, reg  # noqa: F401  (fixtures)
+from test_critic import ScriptedCritic, good, model_answer, prompts  # noqa: F401  (fixtures; reg: conftest)
 
 from edm_ars import actions
 from edm_ars.critic import review, review_with_model

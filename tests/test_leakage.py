@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import test_writer as tw
 from test_adapters import small_frame, small_registry, write_registry
-from test_critic import good, reg  # noqa: F401  (fixtures: artifacts that pass every code check, their registry)
+from test_critic import good  # noqa: F401  (fixture: artifacts that pass every code check; reg: conftest)
 
 from edm_ars.analysis import flags_for, thresholds_for
 from edm_ars.critic import CHECKS, review

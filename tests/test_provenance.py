@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from test_critic import good, reg  # noqa: F401  (fixtures: artifacts that pass every code check, their registry)
+from test_critic import good  # noqa: F401  (fixture: artifacts that pass every code check; reg: conftest)
 
 from edm_ars.critic import compute_verdict, review
 from edm_ars.datasets.adapters import adapter, check_raw, resolve_provenance

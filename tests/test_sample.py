@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_engineer import layout, make_raw, reg, spec_for  # noqa: F401  (fixtures)
+from test_engineer import make_raw, spec_for  # noqa: F401  (reg, layout: conftest)
 
 from edm_ars.artifacts import validate
 from edm_ars.engineer import MISSING_CATEGORY, Protocol, fit_imputer, prepare

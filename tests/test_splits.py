@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from test_engineer import layout, make_raw, reg, spec_for  # noqa: F401  (fixtures)
+from test_engineer import make_raw, spec_for  # noqa: F401  (reg, layout: conftest)
 
 from edm_ars.engineer import Protocol, prepare
 from edm_ars.splits import extra_splits, refit_models, split_facts, split_seed, spread, summarize
