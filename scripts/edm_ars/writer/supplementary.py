@@ -75,7 +75,8 @@ def results(ctx: Ctx) -> list[str]:
                 text += " " + ctx.ph("supplementary.figure_kept", files=", ".join(_path(f["file"])
                                                                                  for f in rec["figures"]))
         else:
-            word = ctx.ph("supplementary.attempt_one" if len(rec["attempts"]) == 1 else "supplementary.attempt_many")
+            word = ctx.ph("supplementary.attempt_one") if len(rec["attempts"]) == 1 else \
+                ctx.ph("supplementary.attempt_many")
             text = head + " " + ctx.ph("supplementary.analysis_dropped", attempts=ctx.n[f"supp|{name}|attempt"],
                                        attempt_word=word,
                                        reason=ctx.t(rec["reason"].rstrip("."), f"{base}.reason"),
@@ -95,6 +96,7 @@ def limitations(ctx: Ctx) -> list[str]:
         items.append(ctx.ph("supplementary.limitation_unsandboxed"))
     dropped = [n for n, r in sup["analyses"].items() if r["status"] != "ok"]
     if dropped:
-        key = "supplementary.limitation_dropped_one" if len(dropped) == 1 else "supplementary.limitation_dropped"
-        items.append(ctx.ph(key, names=", ".join(_tt(n) for n in dropped)))
+        names = ", ".join(_tt(n) for n in dropped)
+        items.append(ctx.ph("supplementary.limitation_dropped_one", names=names) if len(dropped) == 1 else
+                     ctx.ph("supplementary.limitation_dropped", names=names))
     return items
