@@ -121,11 +121,6 @@ def prepare_binary(y: np.ndarray, prob: np.ndarray, threshold: float = 0.5) -> C
     return apply
 
 
-def weighted_auc(y: np.ndarray, score: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """AUC (ties count one half) for each row of the weight matrix w (B x n)."""
-    return prepare_binary(y, score)(w)["auc"]
-
-
 def binary_metrics(y: np.ndarray, prob: np.ndarray, w: np.ndarray, threshold: float = 0.5) -> dict[str, np.ndarray]:
     """The binary metrics (labels 0/1) for each row of the weight matrix w (B x n)."""
     return prepare_binary(y, prob, threshold)(w)
