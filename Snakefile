@@ -14,9 +14,9 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 # An unknown key (a typo such as datset=star) stops the run with one line naming it, where it came from and
-# the closest known key, before the schema's other checks and before any job (edm_ars.configcheck).
+# the closest known key, before the schema's other checks and before any job (edm_ars.run.configcheck).
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
-from edm_ars.configcheck import unknown_setting
+from edm_ars.run.configcheck import unknown_setting
 
 _unknown = unknown_setting(
     config,

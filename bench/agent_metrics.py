@@ -1,4 +1,4 @@
-"""Benchmark: the research-agent metrics (edm_ars.agent_metrics) of K runs of the small configuration.
+"""Benchmark: the research-agent metrics (edm_ars.run.agent_metrics) of K runs of the small configuration.
 
 Each seed 1..K runs the whole workflow (the default target: paper, costs, lessons, findings) with
 tests/workflow_config.yaml and `--config seed=<k> branches=<N>` in its own empty directory, one after another;
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from edm_ars.agent_metrics import aggregate, collect, render, render_many  # noqa: E402
+from edm_ars.run.agent_metrics import aggregate, collect, render, render_many  # noqa: E402
 
 TEST_CONFIG = ROOT / "tests" / "workflow_config.yaml"
 

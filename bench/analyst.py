@@ -2,7 +2,7 @@
 
 The reference is the exhaustive 5-fold GridSearchCV protocol of the original EDM-ARS system
 (random forest 27 combinations, XGBoost 27, elastic net 16, MLP 12). Ours is the racing search of
-edm_ars.models plus stacking built from out-of-fold predictions. Both run in this process, one
+edm_ars.analysis.models plus stacking built from out-of-fold predictions. Both run in this process, one
 after the other, on the same training and test rows of the synthetic HSLS:09 data; CPU seconds are
 process CPU time (all threads), AUC is on the held-out test students.
 
@@ -28,12 +28,12 @@ from sklearn.metrics import roc_auc_score
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from edm_ars.datasets.synthetic import generate  # noqa: E402
-from edm_ars.engineer import Protocol, prepare  # noqa: E402
-from edm_ars.formulate import offline_spec  # noqa: E402
-from edm_ars.layout import load_layout  # noqa: E402
-from edm_ars.models import BINARY, fit_stacking, predict, tune  # noqa: E402
-from edm_ars.registry import load_registry  # noqa: E402
+from edm_ars.analysis.models import BINARY, fit_stacking, predict, tune  # noqa: E402
+from edm_ars.data.datasets.synthetic import generate  # noqa: E402
+from edm_ars.data.engineer import Protocol, prepare  # noqa: E402
+from edm_ars.data.layout import load_layout  # noqa: E402
+from edm_ars.data.registry import load_registry  # noqa: E402
+from edm_ars.formulate.spec import offline_spec  # noqa: E402
 
 FAMILIES = ["random_forest", "xgboost", "elastic_net", "mlp"]
 

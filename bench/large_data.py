@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from edm_ars.rule_io import logged_usage  # noqa: E402
+from edm_ars.jobs.rule_io import logged_usage  # noqa: E402
 
 STUDENTS_PER_SCHOOL = 25  # the issue's 1,000,000 students in 40,000 schools
 LOCK_ABOVE = 100_000  # runs above this many students hold --lock
@@ -65,7 +65,7 @@ def stage_of(tsv: Path, benchmarks: Path) -> str:
 
 def job_usage(log: Path) -> dict[str, float]:
     """{"cpu_time": CPU seconds, "max_rss": peak MB} from the `job resources:` line a job writes last to its log
-    (edm_ars.rule_io.usage: the kernel's accounting of the job's process and its children); {} when absent."""
+    (edm_ars.jobs.rule_io.usage: the kernel's accounting of the job's process and its children); {} when absent."""
     found = logged_usage(log)
     return {"cpu_time": found["cpu_s"], "max_rss": found["peak_rss_mb"]} if found else {}
 

@@ -29,7 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from edm_ars.conventions import MODEL_ORDER  # noqa: E402
+from edm_ars.core.conventions import MODEL_ORDER  # noqa: E402
 
 
 def snakemake(workdir: Path, cores: int, configs: list[Path], *config: str) -> tuple[float, str]:

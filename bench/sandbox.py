@@ -32,8 +32,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from edm_ars.frames import write_frame  # noqa: E402
-from edm_ars.sandbox import Limits, _child_env, run_sandboxed, sandbox_available  # noqa: E402
+from edm_ars.codegen.sandbox import Limits, _child_env, run_sandboxed, sandbox_available  # noqa: E402
+from edm_ars.core.frames import write_frame  # noqa: E402
 
 EMPTY = """\
 from pathlib import Path

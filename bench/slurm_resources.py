@@ -11,7 +11,7 @@ benchmarks/fit_model/round_0/xgboost.tsv), or by its name when it sits directly 
 (benchmarks/compile_pdf.tsv); only this workflow's rules that ask the cluster for resources count. The table is keyed by rule name,
 never by path: per rule and data size the largest peak memory and the longest job of that run. Runs of
 the same size are pooled (the largest of each). Request = measured x margin, scaled by rows: see
-scripts/edm_ars/cluster.py, which reads the table. With --merge the table already at --out keeps its other sizes:
+scripts/edm_ars/run/cluster.py, which reads the table. With --merge the table already at --out keeps its other sizes:
 the runs add theirs (a size they measured replaces that size's entry of a rule they measured), so a large run that
 stops after the fits adds a point for the rules it ran without dropping the smaller runs' measurements.
 """
@@ -32,7 +32,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from edm_ars.rule_io import logged_usage  # noqa: E402
+from edm_ars.jobs.rule_io import logged_usage  # noqa: E402
 
 DEFAULT_OUT = ROOT / "profiles" / "slurm" / "resources.yaml"
 RULE_RE = re.compile(r"^(?:rule|checkpoint)\s+([A-Za-z_][A-Za-z_0-9]*)\s*:", re.M)
@@ -139,7 +139,7 @@ HEADER = """\
 # Written by `python bench/slurm_resources.py RUN_DIR ...` on {today}; edit by rerunning it, not by hand.
 # Per rule and data size (rows of output/data/dataset.json): the largest peak resident memory (mem_mb, MB)
 # and the longest wall time (s, seconds) of its jobs in that run, and how many jobs were measured.
-# A job asks for this, scaled to its data set's rows, times a margin (scripts/edm_ars/cluster.py:
+# A job asks for this, scaled to its data set's rows, times a margin (scripts/edm_ars/run/cluster.py:
 # memory x1.5, at least 1000 MB; time x2, at least 10 minutes). Measured on a 2-core machine shared with
 # other work: the times are noisy, hence the margin and the floor.
 """

@@ -1,7 +1,7 @@
 # Cluster requests: what a job asks of a scheduler (SLURM), from measured use. Used by the rules whose
 # jobs run on compute nodes (`resources: **cluster_resources("<rule>")`); local rules ask nothing.
 # Ignored by a local run (`--cores`), which schedules by threads and the llm_api throttle only.
-import edm_ars.cluster as _cluster  # noqa: E402
+import edm_ars.run.cluster as _cluster  # noqa: E402
 import yaml as _yaml  # noqa: E402
 
 # The table bench/slurm_resources.py writes from a run's benchmarks/ (keyed by rule name).

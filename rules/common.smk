@@ -16,13 +16,13 @@ os.environ.update(
     )
 )
 
-from edm_ars.datasets.adapters import adapter as _adapter  # noqa: E402
-from edm_ars.errors import DataError, EdmArsError  # noqa: E402
-from edm_ars.gates import MODES, subjects  # noqa: E402
-from edm_ars.conventions import STACKING  # noqa: E402
-from edm_ars.registry import load_registry  # noqa: E402
-from edm_ars.stability import perturbations  # noqa: E402
-from edm_ars.splits import extra_splits  # noqa: E402
+from edm_ars.data.datasets.adapters import adapter as _adapter  # noqa: E402
+from edm_ars.core.errors import DataError, EdmArsError  # noqa: E402
+from edm_ars.run.gates import MODES, subjects  # noqa: E402
+from edm_ars.core.conventions import STACKING  # noqa: E402
+from edm_ars.data.registry import load_registry  # noqa: E402
+from edm_ars.analysis.stability import perturbations  # noqa: E402
+from edm_ars.analysis.splits import extra_splits  # noqa: E402
 
 
 def workflow_file(*parts):
@@ -158,7 +158,7 @@ def final_targets(wildcards=None):
 
 
 def lessons_store():
-    from edm_ars.lessons import default_store_path
+    from edm_ars.formulate.lessons import default_store_path
 
     return config["lessons"]["store"] or str(default_store_path())
 
@@ -303,7 +303,7 @@ def layout_input(wildcards=None):
 def models(b, r=0):
     """The model families of round r of branch b: the configured ones and those the reviews of earlier
     rounds added."""
-    from edm_ars.actions import added_models
+    from edm_ars.review.actions import added_models
 
     configured = config["analysis"]["models"]
     if screening_round(b, r):
@@ -584,7 +584,7 @@ def data_unchanged(b, r):
 def earlier_round(**files):
     """An input function: the previous round's `files` (paths with {prev} for that round, and the job's
     wildcards), when the round's data are those of the previous round; else nothing. Jobs that take them
-    keep each result computed there from the same inputs (edm_ars.reuse) instead of computing it again.
+    keep each result computed there from the same inputs (edm_ars.core.reuse) instead of computing it again.
     """
 
     def inputs(wildcards):
@@ -728,9 +728,9 @@ def generated_truth(wildcards=None):
 
 
 def run_config():
-    """The run's configuration without any key that could hold a secret (edm_ars.runinfo): its hash is printed in
+    """The run's configuration without any key that could hold a secret (edm_ars.run.runinfo): its hash is printed in
     the paper, so a change of any setting rewrites the availability statement."""
-    from edm_ars.runinfo import config_snapshot
+    from edm_ars.run.runinfo import config_snapshot
 
     return config_snapshot(config)
 

@@ -1,4 +1,4 @@
-# Breadth (edm_ars.branches): every branch is reviewed, then `select` ranks the branches by the stated rule; the
+# Breadth (edm_ars.formulate.branches): every branch is reviewed, then `select` ranks the branches by the stated rule; the
 # paper output/paper.pdf is written for the chosen one. `findings` keeps the run's studies in the findings store.
 
 

@@ -1,6 +1,6 @@
-# Supplementary analyses written as code (edm_ars.supplementary): plan_supplementary plans a round's analyses, then
+# Supplementary analyses written as code (edm_ars.codegen.supplementary): plan_supplementary plans a round's analyses, then
 # one job per slot (codegen.n of them, known before the plan, so no checkpoint is needed) runs the analysis planned
-# for it in the sandbox (edm_ars.sandbox) with up to codegen.attempts repairs; a slot the plan leaves empty records
+# for it in the sandbox (edm_ars.codegen.sandbox) with up to codegen.attempts repairs; a slot the plan leaves empty records
 # so. The analyze job collects the records into results.json.
 
 

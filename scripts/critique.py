@@ -2,6 +2,6 @@
 the verdict is always computed by rule from the merged issues."""
 
 from edm_ars.jobs.agents import critique
-from edm_ars.rule_io import run
+from edm_ars.jobs.rule_io import run
 
 run(snakemake, critique)  # noqa: F821

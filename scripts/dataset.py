@@ -2,6 +2,6 @@
 inconsistency named), and write the manifest."""
 
 from edm_ars.jobs.data import dataset
-from edm_ars.rule_io import run
+from edm_ars.jobs.rule_io import run
 
 run(snakemake, dataset)  # noqa: F821

@@ -5,6 +5,6 @@ explainer for the MLP; never stacking. A timeout, an explainer that cannot take 
 memory is recorded with its reason and the other models are still explained; a bug stops the rule."""
 
 from edm_ars.jobs.analysis import explain
-from edm_ars.rule_io import run
+from edm_ars.jobs.rule_io import run
 
 run(snakemake, explain)  # noqa: F821

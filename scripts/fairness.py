@@ -5,6 +5,6 @@ one-hot columns. For continuous outcomes errors are expressed in outcome standar
 the gap threshold means the same on any scale."""
 
 from edm_ars.jobs.analysis import fairness
-from edm_ars.rule_io import run
+from edm_ars.jobs.rule_io import run
 
 run(snakemake, fairness)  # noqa: F821

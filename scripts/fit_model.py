@@ -5,6 +5,6 @@ memory) is written into the model's record instead of a model, so the other fami
 phases go on; a bug stops the rule."""
 
 from edm_ars.jobs.analysis import fit_model
-from edm_ars.rule_io import run
+from edm_ars.jobs.rule_io import run
 
 run(snakemake, fit_model)  # noqa: F821

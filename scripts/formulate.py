@@ -5,6 +5,6 @@ bibliography. With a model: a structured debate and a synthesized specification 
 revision), then Semantic Scholar retrieval verified against CrossRef (curated fallback)."""
 
 from edm_ars.jobs.agents import formulate
-from edm_ars.rule_io import run
+from edm_ars.jobs.rule_io import run
 
 run(snakemake, formulate)  # noqa: F821

@@ -1,6 +1,6 @@
 """Rule synthesize: the embedded hsls09_synthetic data set and its data-generating process."""
 
 from edm_ars.jobs.data import synthesize
-from edm_ars.rule_io import run
+from edm_ars.jobs.rule_io import run
 
 run(snakemake, synthesize)  # noqa: F821

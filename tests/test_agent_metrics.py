@@ -1,4 +1,4 @@
-"""Research-agent metrics (edm_ars.agent_metrics, `edm-ars metrics`) on a small run directory built by hand, and
+"""Research-agent metrics (edm_ars.run.agent_metrics, `edm-ars metrics`) on a small run directory built by hand, and
 on the session's small run."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edm_ars import agent_metrics as am
 from edm_ars.cli import main
+from edm_ars.run import agent_metrics as am
 
 ROUND_FILES = ["research_spec.json", "data/data_report.json", "results.json", "claims.json",
                *[f"analysis/{n}.json" for n in am.ANALYSIS_FILES]]

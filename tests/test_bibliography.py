@@ -1,4 +1,4 @@
-"""edm_ars.bibliography: the one pattern of a BibTeX entry's head, and the reader of the curated bibliography."""
+"""edm_ars.formulate.bibliography: the one pattern of a BibTeX entry's head, and the reader of the curated bibliography."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from edm_ars.bibliography import entry_head, parse_bibtex, with_key
+from edm_ars.formulate.bibliography import entry_head, parse_bibtex, with_key
 
 BIB = Path(__file__).resolve().parents[1] / "registry" / "bibliography" / "references.bib"
 

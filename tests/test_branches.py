@@ -1,4 +1,4 @@
-"""Candidate studies (edm_ars.branches): drafting distinct studies, de-duplication against one another and the
+"""Candidate studies (edm_ars.formulate.branches): drafting distinct studies, de-duplication against one another and the
 findings store, the store itself, and the selection rule."""
 
 import itertools
@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from workflow import snakemake
 
-from edm_ars.branches import (
+from edm_ars.core.errors import EdmArsError
+from edm_ars.data.registry import load_registry
+from edm_ars.formulate.branches import (
     SAME_STUDY,
     apply_draft,
     distance,
@@ -21,10 +23,8 @@ from edm_ars.branches import (
     record_findings,
     select,
 )
-from edm_ars.branches_model import check_draft, draft_with_model
-from edm_ars.errors import EdmArsError
-from edm_ars.formulate import offline_spec, validate_spec
-from edm_ars.registry import load_registry
+from edm_ars.formulate.branches_model import check_draft, draft_with_model
+from edm_ars.formulate.spec import offline_spec, validate_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

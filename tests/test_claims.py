@@ -1,4 +1,4 @@
-"""The results debate (edm_ars.claims): each claim's status from the three lenses, evidence read from the
+"""The results debate (edm_ars.review.claims): each claim's status from the three lenses, evidence read from the
 artifacts, and a model that may only make claims more conservative."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from edm_ars.claims import code_claims, lookup, merge_model_judgments
-from edm_ars.errors import EdmArsError
+from edm_ars.core.errors import EdmArsError
+from edm_ars.review.claims import code_claims, lookup, merge_model_judgments
 
 
 def results(**changes) -> dict:

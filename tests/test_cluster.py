@@ -15,7 +15,7 @@ import pytest
 import yaml
 from workflow import ROOT, TEST_CONFIG, snakemake
 
-from edm_ars import cluster
+from edm_ars.run import cluster
 
 sys.path.insert(0, str(ROOT / "bench"))
 import slurm_resources  # noqa: E402

@@ -1,6 +1,6 @@
 """Baselines, paired comparisons with Holm-adjusted p-values, cluster-bootstrap intervals, model selection by paired
 differences, and the consistency check that holds every comparative sentence to a paired comparison
-(edm_ars.analysis, edm_ars.baselines, edm_ars.writer.consistency)."""
+(edm_ars.analysis.evaluation, edm_ars.analysis.baselines, edm_ars.review.consistency)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edm_ars.analysis import (
+from edm_ars.analysis.baselines import CONSTANT, CORE, PRIOR, fit_baselines, predict
+from edm_ars.analysis.evaluation import (
     bootstrap_p,
     evaluate_models,
     holm,
@@ -16,8 +17,7 @@ from edm_ars.analysis import (
     resample_counts,
     select_best,
 )
-from edm_ars.baselines import CONSTANT, CORE, PRIOR, fit_baselines, predict
-from edm_ars.writer.consistency import check_consistency, comparison_evidence, evidence_for
+from edm_ars.review.consistency import check_consistency, comparison_evidence, evidence_for
 
 BINARY = "binary_classification"
 
@@ -230,7 +230,7 @@ def _with_comparisons(res: dict) -> dict:
 def test_the_writer_reports_baselines_and_paired_comparisons_and_verify_paper_reconciles_them(tmp_path, regression):
     import test_writer
 
-    from edm_ars.writer.consistency import check_paper
+    from edm_ars.review.consistency import check_paper
     from edm_ars.writer.paper import slot_content
     from edm_ars.writer.verify import verify_paper
 

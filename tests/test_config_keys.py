@@ -16,7 +16,7 @@ What the static walk over the code covers (`code_paths`), without running the wo
   to (by position or keyword, any depth; `self.<attr>` assigned from one is followed in the class's methods);
   on all of those, `x["k"]`, `x.get("k")`, `(x.get("k") or {})` and chains of them; `Cls(**x["k"])` reads the
   fields of the dataclass Cls.
-- registry/datasets.yaml: a file data set's `config_key` is read as `data.<config_key>` (edm_ars.datasets).
+- registry/datasets.yaml: a file data set's `config_key` is read as `data.<config_key>` (edm_ars.data.datasets).
 
 Not covered: keys built at run time other than those above, and config values passed through containers the
 walk does not follow (a list, a dataclass attribute); the whole configuration given to runinfo.config_snapshot is
@@ -33,7 +33,7 @@ import pytest
 import yaml
 from workflow import snakemake
 
-from edm_ars.configcheck import closest, message, origin, schema_paths, unknown_keys, unknown_setting
+from edm_ars.run.configcheck import closest, message, origin, schema_paths, unknown_keys, unknown_setting
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_FILE = ROOT / "config" / "config.schema.yaml"

@@ -1,4 +1,4 @@
-"""Claims consistent with each other and with the evidence (edm_ars.writer.consistency): planted defects are
+"""Claims consistent with each other and with the evidence (edm_ars.review.consistency): planted defects are
 caught, the Writer's own papers pass, and the Critic cannot PASS inconsistent claims."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edm_ars.claims import code_claims, document
-from edm_ars.writer.consistency import (
+from edm_ars.review.claims import code_claims, document
+from edm_ars.review.consistency import (
     check_consistency,
     claim_problems,
     comparison_evidence,
@@ -218,9 +218,9 @@ def test_the_debate_claims_of_the_analysis_are_consistent():
 
 
 def test_the_critic_cannot_pass_contradicting_claims(tmp_path):
-    from edm_ars.critic import review
-    from edm_ars.formulate import offline_spec
-    from edm_ars.registry import load_registry
+    from edm_ars.data.registry import load_registry
+    from edm_ars.formulate.spec import offline_spec
+    from edm_ars.review.critic import review
 
     reg = load_registry(ROOT / "registry" / "hsls09")
     spec = offline_spec(reg, prompt=None, question_id="college_attendance", round_=0)
@@ -263,7 +263,7 @@ def test_the_critic_cannot_pass_contradicting_claims(tmp_path):
 def test_the_writers_fixture_papers_pass(tmp_path, regression):
     from test_writer import _artifacts_by_name, _build_real
 
-    from edm_ars.writer.consistency import check_paper
+    from edm_ars.review.consistency import check_paper
 
     _, out, arts = _build_real(tmp_path, regression)
     report = check_paper(out / "paper.tex", _artifacts_by_name(arts))
@@ -278,7 +278,7 @@ def test_the_writer_keeps_the_promise_on_a_failed_data_check(tmp_path):
     Results send a leakage flag there: the Limitations hold both."""
     import test_writer
 
-    from edm_ars.writer.consistency import check_paper
+    from edm_ars.review.consistency import check_paper
     from edm_ars.writer.paper import slot_content
 
     arts = test_writer.real_artifacts()

@@ -11,8 +11,11 @@ import jsonschema
 import pytest
 import yaml
 
-from edm_ars.artifacts import validate
-from edm_ars.critic import (
+from edm_ars.core.artifacts import validate
+from edm_ars.core.errors import EdmArsError, SchemaError
+from edm_ars.formulate.spec import offline_spec
+from edm_ars.llm import load_prompt, placeholders
+from edm_ars.review.critic import (
     CHECKS,
     DIMENSIONS,
     KEY_FIGURES,
@@ -30,9 +33,6 @@ from edm_ars.critic import (
     review_with_model,
     rubric_checks,
 )
-from edm_ars.errors import EdmArsError, SchemaError
-from edm_ars.formulate import offline_spec
-from edm_ars.llm import load_prompt, placeholders
 
 ROOT = Path(__file__).resolve().parents[1]
 RUBRIC = ROOT / "config" / "rubric.yaml"
@@ -50,7 +50,7 @@ def _axis(label="", categories=None, shared=()):
 
 
 def drawn_record(kind):
-    """What a well-drawn figure of this kind records when drawn (edm_ars.figures.figure_facts), for the good
+    """What a well-drawn figure of this kind records when drawn (edm_ars.analysis.figures.figure_facts), for the good
     artifacts below."""
     def panel(x, y, series=1, legend=None, gid=None, title=""):
         return {"panel": gid, "drawn": True, "title": title, "x": x, "y": y, "texts": [],
@@ -816,9 +816,9 @@ def test_the_model_critic_sees_the_png_renderings_of_the_key_figures(good, reg, 
     import numpy as np
     from fakes.llm_servers import FakeAnthropic
 
-    from edm_ars import figures
-    from edm_ars.explain import summary_figure
-    from edm_ars.fairness import fairness_figure
+    from edm_ars.analysis import figures
+    from edm_ars.analysis.explain import summary_figure
+    from edm_ars.analysis.fairness import fairness_figure
 
     for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                 "http_proxy", "https_proxy", "all_proxy"):

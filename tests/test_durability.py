@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from edm_ars.artifacts import atomic_write_text, write_json
-from edm_ars.errors import OutputWriteError
-from edm_ars.rule_io import run
-from edm_ars.runstate import _works_in, describe, run_state
+from edm_ars.core.artifacts import atomic_write_text, write_json
+from edm_ars.core.errors import OutputWriteError
+from edm_ars.core.runstate import _works_in, describe, run_state
+from edm_ars.jobs.rule_io import run
 from edm_ars.writer.latex import FALLBACK_DATE_EPOCH, LatexError, pdf_date_epoch
 
 

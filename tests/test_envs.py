@@ -64,7 +64,7 @@ RUNTIME: dict[str, str] = {
 }
 
 # Packages an env lists for code its rules run without importing it: the supplementary analysis scripts run in the
-# job's interpreter inside the sandbox (edm_ars.supplementary.CONTRACT: numpy, pandas, scipy, scikit-learn,
+# job's interpreter inside the sandbox (edm_ars.codegen.supplementary.CONTRACT: numpy, pandas, scipy, scikit-learn,
 # matplotlib), so their env carries what the contract offers.
 SANDBOX_RUNTIME: dict[str, set[str]] = {"supplementary.yaml": {"scipy", "scikit-learn", "matplotlib-base"}}
 

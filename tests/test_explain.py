@@ -18,7 +18,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from test_figures import assert_whole_or_cut_by_the_rule
 
-from edm_ars.explain import (
+from edm_ars.analysis.explain import (
     LABEL_LINES,
     LABEL_WIDTH,
     ExplainSkipped,
@@ -31,7 +31,7 @@ from edm_ars.explain import (
     summary_plot,
     top_features,
 )
-from edm_ars.figures import ELLIPSIS, texts_outside
+from edm_ars.analysis.figures import ELLIPSIS, texts_outside
 
 BINARY = "binary_classification"
 LEVELS = ["Complete_a_Bachelor_s_degree", "High_school_or_less", "Don_t_know"]

@@ -6,10 +6,10 @@ import pytest
 from sklearn.metrics import confusion_matrix, roc_auc_score
 from test_figures import assert_whole_or_cut_by_the_rule
 
-import edm_ars.fairness as fa
-from edm_ars.fairness import audit, disparity_flagged, fairness_figure
-from edm_ars.figures import ELLIPSIS, texts_outside
-from edm_ars.frames import read_labels, write_frame
+import edm_ars.analysis.fairness as fa
+from edm_ars.analysis.fairness import audit, disparity_flagged, fairness_figure
+from edm_ars.analysis.figures import ELLIPSIS, texts_outside
+from edm_ars.core.frames import read_labels, write_frame
 
 WHITE = "White, non-Hispanic"
 BLACK = "Black/African-American, non-Hispanic"
@@ -205,7 +205,7 @@ def test_continuous_errors_are_reported_in_the_units_given():
 
 
 def test_grades_and_numbered_groups_keep_their_natural_order():
-    from edm_ars.figure_sanity import figure_problems
+    from edm_ars.analysis.figure_sanity import figure_problems
 
     rng = np.random.default_rng(9)
     n = 1200
@@ -219,7 +219,7 @@ def test_grades_and_numbered_groups_keep_their_natural_order():
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert [t.split("\n")[0] for t in ticks] == ["K", "1", "2", "3", "10"]
     assert all(t.endswith(f"(n = {g['n']:,})") for t, g in zip(ticks, rec["groups"], strict=True))
-    from edm_ars.figures import figure_facts
+    from edm_ars.analysis.figures import figure_facts
 
     drawn = figure_facts(fig)
     assert figure_problems({"kind": "fairness", "path": "x", "drawn": drawn}, {"fairness": res}) == []
@@ -255,7 +255,7 @@ def test_an_attribute_binned_from_a_predictor_is_detected_and_a_declared_one_rec
 
 
 def test_the_group_calibration_figure_names_every_group_with_its_size(tmp_path):
-    from edm_ars.figure_sanity import figure_problems
+    from edm_ars.analysis.figure_sanity import figure_problems
 
     y, prob, prot = _binary_data(seed=13)
     res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], n_resamples=20)
@@ -431,7 +431,7 @@ def test_groups_are_named_by_the_registry_value_labels_and_never_as_float_codes(
     '0.0'/'1.0' is normalised and labelled; the figure and the flags carry the labels, never the codes."""
     from pathlib import Path
 
-    from edm_ars.registry import load_registry, value_labels
+    from edm_ars.data.registry import load_registry, value_labels
 
     star = load_registry(Path(__file__).resolve().parents[1] / "registry" / "star.yaml")
     rng = np.random.default_rng(4)
@@ -457,7 +457,7 @@ def test_groups_are_named_by_the_registry_value_labels_and_never_as_float_codes(
 def test_a_numeric_attribute_read_as_text_with_many_values_is_binned_into_quintiles():
     import pandas as pd
 
-    from edm_ars.fairness import _grouping
+    from edm_ars.analysis.fairness import _grouping
 
     s = pd.Series([str(v) for v in range(10, 51, 2)] * 5)  # 21 distinct scores, read from CSV as text
     rows, order, binning = _grouping(s)
@@ -480,8 +480,8 @@ def test_registry_labels_that_state_their_places_are_put_in_that_order():
 def test_the_calibration_slope_does_not_depend_on_where_newton_starts():
     """The bootstrap starts each resample's fit at the whole group's (fewer steps); the slopes are those from the
     default start, and undefined resamples (one class) stay undefined."""
-    from edm_ars.fairness import calibration_slope
-    from edm_ars.metrics import bootstrap_counts
+    from edm_ars.analysis.fairness import calibration_slope
+    from edm_ars.analysis.metrics import bootstrap_counts
 
     rng = np.random.default_rng(4)
     n = 2000

@@ -8,7 +8,7 @@ import textwrap
 import matplotlib.pyplot as plt
 import pytest
 
-from edm_ars.figures import ELLIPSIS, texts_outside, wrap_label
+from edm_ars.analysis.figures import ELLIPSIS, texts_outside, wrap_label
 
 LONG = "X2 How far in school sample member thinks he/she will get after high school, as reported in the spring"
 
@@ -66,7 +66,7 @@ def test_texts_outside_finds_a_clipped_title_and_passes_a_fitting_one():
 def test_evaluation_figures_wrap_a_long_model_name(monkeypatch, tmp_path):
     import numpy as np
 
-    import edm_ars.figures as figures
+    import edm_ars.analysis.figures as figures
 
     drawn = []
     monkeypatch.setattr(figures, "_save", lambda fig, path: (fig.tight_layout(), drawn.append(fig)))
@@ -95,9 +95,9 @@ def _small_run(out):
     import numpy as np
     import pandas as pd
 
-    import edm_ars.figures as figures
-    from edm_ars.explain import importance_figure, summary_figure, top_features
-    from edm_ars.fairness import audit, fairness_figure
+    import edm_ars.analysis.figures as figures
+    from edm_ars.analysis.explain import importance_figure, summary_figure, top_features
+    from edm_ars.analysis.fairness import audit, fairness_figure
 
     rng = np.random.default_rng(5)
     n = 2000
@@ -136,7 +136,7 @@ def _small_run(out):
 
 
 def test_every_figure_is_written_as_pdf_and_a_png_next_to_it_byte_identical_on_a_rerun(tmp_path):
-    from edm_ars.critic import MAX_IMAGE_BYTES
+    from edm_ars.review.critic import MAX_IMAGE_BYTES
 
     first, second = _small_run(tmp_path / "a"), _small_run(tmp_path / "b")
     assert first == second  # the same record of what each figure shows
@@ -155,8 +155,8 @@ def test_the_figures_of_a_small_run_record_what_they_show_and_pass_the_sanity_ch
 
     import jsonschema
 
-    from edm_ars.artifacts import schema
-    from edm_ars.figure_sanity import figures_problems
+    from edm_ars.analysis.figure_sanity import figures_problems
+    from edm_ars.core.artifacts import schema
 
     results = _small_run(tmp_path)
     assert figures_problems(results) == []
@@ -192,8 +192,8 @@ def test_the_figures_of_a_small_run_record_what_they_show_and_pass_the_sanity_ch
 def test_the_record_is_read_from_the_drawn_figure_so_a_drawn_defect_is_caught(tmp_path):
     """Figures drawn with a defect (no x label; two series, no legend; quintiles out of order) record it, and the
     sanity check names it."""
-    from edm_ars.figure_sanity import figure_problems
-    from edm_ars.figures import save_figure
+    from edm_ars.analysis.figure_sanity import figure_problems
+    from edm_ars.analysis.figures import save_figure
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
@@ -220,7 +220,7 @@ def test_figures_kept_from_the_previous_round_bring_their_png(tmp_path):
     previous round's folder: the PNG renderings come along, and the record of what each figure shows."""
     import pandas as pd
 
-    from edm_ars.explain import explain_models
+    from edm_ars.analysis.explain import explain_models
 
     earlier_dir, fig_dir = tmp_path / "round_0", tmp_path / "round_1"
     earlier_dir.mkdir()

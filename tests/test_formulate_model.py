@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from edm_ars.errors import SpecError
-from edm_ars.formulate import offline_spec, validate_spec
-from edm_ars.formulate_model import choose, diversity, formulate_with_model, registry_context
+from edm_ars.core.errors import SpecError
+from edm_ars.formulate.model import choose, diversity, formulate_with_model, registry_context
+from edm_ars.formulate.spec import offline_spec, validate_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Frames between rules (edm_ars.frames): Parquet round trips keep types, missing values, categories, column order
+"""Frames between rules (edm_ars.core.frames): Parquet round trips keep types, missing values, categories, column order
 and the index; the same frame gives the same bytes; a missing or broken file is named."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edm_ars.datasets.adapters import read_raw
-from edm_ars.errors import DataError
-from edm_ars.frames import frame_columns, frame_rows, read_column, read_frame, read_labels, write_frame
+from edm_ars.core.errors import DataError
+from edm_ars.core.frames import frame_columns, frame_rows, read_column, read_frame, read_labels, write_frame
+from edm_ars.data.raw import read_raw
 
 
 def mixed_frame(n: int = 6) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Human gates (edm_ars.gates): which modes gate which stages, approvals bound to what was shown."""
+"""Human gates (edm_ars.run.gates): which modes gate which stages, approvals bound to what was shown."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from edm_ars.errors import EdmArsError
-from edm_ars.gates import MODES, approve, check, read_notes, reject
+from edm_ars.core.errors import EdmArsError
+from edm_ars.run.gates import MODES, approve, check, read_notes, reject
 
 
 def test_modes_nest():

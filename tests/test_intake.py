@@ -12,9 +12,10 @@ import yaml
 from test_adapters import small_frame, small_registry
 from workflow import snakemake
 
-from edm_ars.datasets.adapters import header_problem, known_datasets, read_raw
-from edm_ars.errors import DataError, EdmArsError
-from edm_ars.registry import load_registry
+from edm_ars.core.errors import DataError, EdmArsError
+from edm_ars.data.datasets.adapters import known_datasets
+from edm_ars.data.raw import header_problem, read_raw
+from edm_ars.data.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""The large-data policy (edm_ars.large_data): the tuning subsample of schools (deterministic in the seed,
+"""The large-data policy (edm_ars.analysis.large_data): the tuning subsample of schools (deterministic in the seed,
 stratified, of the size asked for, whole schools), tuning there and refitting on all training rows, out-of-fold
 predictions for every training row, the random forest's rows per tree, and the paper's statement of it."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edm_ars import large_data, models
-from edm_ars.conventions import BINARY, REGRESSION
-from edm_ars.errors import EdmArsError
+from edm_ars.analysis import large_data, models
+from edm_ars.core.conventions import BINARY, REGRESSION
+from edm_ars.core.errors import EdmArsError
 
 
 def schools(n_schools=300, seed=0, binary=True):

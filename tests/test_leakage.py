@@ -11,10 +11,10 @@ import test_writer as tw
 from test_adapters import small_frame, small_registry, write_registry
 from test_critic import good  # noqa: F401  (fixture: artifacts that pass every code check; reg: conftest)
 
-from edm_ars.analysis import flags_for, thresholds_for
-from edm_ars.critic import CHECKS, review
-from edm_ars.engineer import Protocol, outcome_proxies, prepare
-from edm_ars.formulate import offline_spec
+from edm_ars.analysis.evaluation import flags_for, thresholds_for
+from edm_ars.data.engineer import Protocol, outcome_proxies, prepare
+from edm_ars.formulate.spec import offline_spec
+from edm_ars.review.critic import CHECKS, review
 from edm_ars.writer.verify import verify_paper
 
 # ---- the DataEngineer's data check ------------------------------------------------------------------
@@ -110,7 +110,7 @@ def test_a_regression_above_the_r2_ceiling_cannot_pass(good, reg):  # noqa: F811
 
 
 def _artifacts(a: dict, registry):
-    from edm_ars.critic import Artifacts
+    from edm_ars.review.critic import Artifacts
 
     return Artifacts(spec=a["spec"], report=a["report"], results=a["results"], reg=registry, claims=a.get("claims"),
                      manifest=a.get("manifest"), dgp=a.get("dgp"))
@@ -189,7 +189,7 @@ def test_a_paper_written_after_the_proxy_was_dropped_says_so(tmp_path, reg):  # 
     """The revision applies the Critic's drop_predictor action and records it (research_spec.json
     dropped_on_revision); the paper of the later round says that an earlier round was flagged and what was
     removed, so the clean estimates are not read as the study as first posed."""
-    from edm_ars import actions as act
+    from edm_ars.review import actions as act
 
     spec = tw.spec(False)
     action = act.action("drop_predictor", "X1TXMTSCOR", reason="feature column correlated with the outcome",

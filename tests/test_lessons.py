@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from edm_ars.lessons import (
+from edm_ars.formulate.lessons import (
     Lesson,
     append,
     carried_actions,

@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 from threadpoolctl import threadpool_limits
 
-from edm_ars.datasets.synthetic import generate
-from edm_ars.engineer import Protocol, needed_columns, prepare
-from edm_ars.formulate import offline_spec
+from edm_ars.data.datasets.synthetic import generate
+from edm_ars.data.engineer import Protocol, needed_columns, prepare
+from edm_ars.formulate.spec import offline_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (10_000, 40_000)  # students; schools at the issue's 25 students each
@@ -83,7 +83,7 @@ def test_the_growth_measure_flags_a_quadratic_step(study, reg, layout, monkeypat
     the benchmark (bench/large_data.py), which measures at 250,000 and 1,000,000 rows."""
     import numpy as np
 
-    import edm_ars.engineer as engineer
+    import edm_ars.data.engineer as engineer
 
     linear = engineer.fingerprint_ids
 
@@ -128,7 +128,7 @@ def test_generator_memory_per_student_is_bounded(reg, layout):
 def test_fingerprint_ids_number_groups_as_the_text_groupby_did():
     import numpy as np
 
-    from edm_ars.engineer import fingerprint_ids
+    from edm_ars.data.engineer import fingerprint_ids
 
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -148,7 +148,7 @@ def test_stratified_group_fold0_is_scikit_learns_first_fold():
     import numpy as np
     from sklearn.model_selection import StratifiedGroupKFold
 
-    from edm_ars.engineer import stratified_group_fold0
+    from edm_ars.data.engineer import stratified_group_fold0
 
     rng = np.random.default_rng(1)
     for trial in range(120):
@@ -166,7 +166,7 @@ def test_stratified_group_fold0_is_scikit_learns_first_fold():
 def test_bootstrap_counts_in_blocks_are_the_draws_of_one_call(monkeypatch):
     import numpy as np
 
-    from edm_ars import metrics
+    from edm_ars.analysis import metrics
 
     n, b = 300, 50
     whole = np.random.default_rng(5).multinomial(n, np.full(n, 1 / n), size=b)
@@ -184,7 +184,7 @@ def test_bootstrap_counts_in_blocks_are_the_draws_of_one_call(monkeypatch):
 def test_write_csv_streams_the_text_of_to_csv(tmp_path):
     import numpy as np
 
-    from edm_ars import artifacts
+    from edm_ars.core import artifacts
 
     rng = np.random.default_rng(3)
     frame = pd.DataFrame({"a": rng.normal(size=50_000).round(3), "b": pd.Categorical(rng.choice(["x", "y, z"], 50_000)),
@@ -198,7 +198,7 @@ def test_read_raw_in_blocks_reads_what_one_whole_read_did(tmp_path):
     missing for long runs) comes out as from one read of the whole file."""
     import numpy as np
 
-    from edm_ars.datasets.adapters import read_raw
+    from edm_ars.data.raw import read_raw
 
     n = 400_000
     text = np.array(["1.5"] * n, dtype=object)
@@ -230,7 +230,7 @@ def test_bootstrap_metrics_are_sklearns_weighted_metrics_resample_by_resample():
         roc_auc_score,
     )
 
-    from edm_ars import metrics
+    from edm_ars.analysis import metrics
 
     rng = np.random.default_rng(11)
     n = 400
@@ -267,7 +267,7 @@ def test_tier2_types_and_sentinel_labels_are_judged_on_distinct_values():
     import numpy as np
     import pandas as pd
 
-    from edm_ars.tier2 import _labelled_missing, infer_type
+    from edm_ars.data.tier2 import _labelled_missing, infer_type
 
     rng = np.random.default_rng(0)
     assert infer_type(pd.Series(rng.integers(0, 30, 500).astype(float))) == "continuous"
@@ -309,11 +309,11 @@ def test_the_benchmark_reads_each_jobs_own_cpu_and_peak_from_its_log(tmp_path):
 
 
 def test_a_job_logs_its_cpu_seconds_and_peak_memory_last(tmp_path):
-    """Every job run through edm_ars.rule_io.run ends its log with its CPU seconds and peak resident memory."""
+    """Every job run through edm_ars.jobs.rule_io.run ends its log with its CPU seconds and peak resident memory."""
     import re
     from types import SimpleNamespace
 
-    from edm_ars.rule_io import run
+    from edm_ars.jobs.rule_io import run
 
     def main(smk):
         sum(i * i for i in range(200_000))  # some CPU

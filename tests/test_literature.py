@@ -22,10 +22,9 @@ from fakes.scholar_servers import (
     FakeSemanticScholar,
 )
 
-from edm_ars.artifacts import validate
-from edm_ars.bibliography import parse_bibtex
-from edm_ars.formulate import CORE_TOPICS, curated_literature
-from edm_ars.literature import (
+from edm_ars.core.artifacts import validate
+from edm_ars.formulate.bibliography import parse_bibtex
+from edm_ars.formulate.literature import (
     CrossRef,
     RetrievalError,
     SemanticScholar,
@@ -39,6 +38,7 @@ from edm_ars.literature import (
     topics_of,
     verify,
 )
+from edm_ars.formulate.spec import CORE_TOPICS, curated_literature
 
 ROOT = Path(__file__).resolve().parents[1]
 BIB = ROOT / "registry" / "bibliography" / "references.bib"
@@ -343,7 +343,7 @@ def test_cached_rerun_makes_no_request(tmp_path):
 def test_api_key_sent_as_header_never_cached_or_logged(tmp_path, monkeypatch, caplog):
     secret = "s2-SECRET-key-0123456789"
     monkeypatch.setenv("S2_API_KEY", secret)
-    caplog.set_level(logging.DEBUG, logger="edm_ars.literature")
+    caplog.set_level(logging.DEBUG, logger="edm_ars.formulate.literature")
     cache = tmp_path / "cache"
     with FakeSemanticScholar(S2_PAPERS, script=[{"status": 429, "retry_after": "0"}]) as s2, \
             FakeCrossRef(CROSSREF_WORKS) as cr:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakes.llm_servers import FakeAnthropic, FakeOpenAI
 
-from edm_ars.ledger import keep_failed, read_ledgers, summarize
+from edm_ars.core.ledger import keep_failed, read_ledgers, summarize
 from edm_ars.llm import (
     AgentSettings,
     LLMClient,

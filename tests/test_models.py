@@ -2,9 +2,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from edm_ars.analysis import above_floor, best_interpretable, evaluate_models, flags_for, select_best, thresholds_for
-from edm_ars.conventions import LEAKAGE_AUC, LEAKAGE_R2, QUALITY_FLOOR
-from edm_ars.models import BINARY, FAMILIES, fit_stacking, predict, tune
+from edm_ars.analysis.evaluation import (
+    above_floor,
+    best_interpretable,
+    evaluate_models,
+    flags_for,
+    select_best,
+    thresholds_for,
+)
+from edm_ars.analysis.models import BINARY, FAMILIES, fit_stacking, predict, tune
+from edm_ars.core.conventions import LEAKAGE_AUC, LEAKAGE_R2, QUALITY_FLOOR
 
 
 def make_data(n=1600, task=BINARY, seed=0):
@@ -125,7 +132,7 @@ def test_a_regression_above_the_r2_ceiling_is_flagged_as_possible_leakage():
 
 
 def test_cluster_bootstrap_draws_whole_clusters():
-    from edm_ars.metrics import cluster_bootstrap_counts
+    from edm_ars.analysis.metrics import cluster_bootstrap_counts
 
     groups = np.array([5, 5, 5, 2, 9, 9])
     counts = cluster_bootstrap_counts(groups, 200, seed=3)

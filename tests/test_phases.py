@@ -10,11 +10,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures
 
-from edm_ars.errors import AnalysisLimitation, SingleClass
-from edm_ars.explain import explain_models
-from edm_ars.models import BINARY, tune
-from edm_ars.phases import recorded
-from edm_ars.stability import refit
+from edm_ars.analysis.explain import explain_models
+from edm_ars.analysis.models import BINARY, tune
+from edm_ars.analysis.stability import refit
+from edm_ars.core.errors import AnalysisLimitation, SingleClass
+from edm_ars.core.phases import recorded
 
 SHAP = {"background": 50, "max_samples": 40, "other_samples": 40, "kernel_samples": 5, "timeout_s": 60,
         "stability_samples": 40}

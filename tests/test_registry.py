@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from edm_ars.layout import load_layout, parse_layout
-from edm_ars.registry import (
+from edm_ars.data.layout import load_layout, parse_layout
+from edm_ars.data.registry import (
     is_excluded,
     is_protected,
     is_sentinel,

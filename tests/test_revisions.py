@@ -1,6 +1,6 @@
 import copy
 
-from edm_ars.revisions import changes, render
+from edm_ars.review.revisions import changes, render
 
 
 def artifacts(auc=0.84, predictors=("X1SES", "X1TXMTSCOR", "X3TGPAACAD"), method="median", verdict="PASS"):

@@ -1,4 +1,4 @@
-"""Table 1 and the sample flow (edm_ars.sample), structural missingness (edm_ars.engineer), and the paper's use of
+"""Table 1 and the sample flow (edm_ars.data.sample), structural missingness (edm_ars.data.engineer), and the paper's use of
 them: Table 1 and the flow in the Data subsection, one Limitations sentence instead of a bullet per variable."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from test_engineer import make_raw, spec_for  # noqa: F401  (reg, layout: conftest)
 
-from edm_ars.artifacts import validate
-from edm_ars.engineer import MISSING_CATEGORY, Protocol, fit_imputer, prepare
-from edm_ars.sample import OTHER_LEVELS, describe_sample, describe_variable, sample_flow, table_rows
+from edm_ars.core.artifacts import validate
+from edm_ars.data.engineer import MISSING_CATEGORY, Protocol, fit_imputer, prepare
+from edm_ars.data.sample import OTHER_LEVELS, describe_sample, describe_variable, sample_flow, table_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -238,7 +238,7 @@ def test_limitations_keep_one_missing_sentence_without_table_one(tmp_path):
 
 
 def test_levels_follow_the_codebook_order_whether_the_data_hold_codes_or_labels():
-    from edm_ars.sample import codebook_order
+    from edm_ars.data.sample import codebook_order
 
     values = {1: "First quintile (lowest)", 2: "Second quintile", 3: "Third quintile", 10: "Tenth"}
     order = codebook_order(values)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from edm_ars import sandbox
-from edm_ars.sandbox import FORBIDDEN_MODULES, Limits, run_sandboxed, sandbox_available, scan
+from edm_ars.codegen import sandbox
+from edm_ars.codegen.sandbox import FORBIDDEN_MODULES, Limits, run_sandboxed, sandbox_available, scan
 
 UNAVAILABLE = sandbox_available()
 needs_bwrap = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"bubblewrap cannot run here: {UNAVAILABLE}")

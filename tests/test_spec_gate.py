@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from edm_ars.formulate import choose_question, offline_spec, validate_spec
-from edm_ars.registry import load_registry
+from edm_ars.data.registry import load_registry
+from edm_ars.formulate.spec import choose_question, offline_spec, validate_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,7 +103,7 @@ def test_early_warning_question_gets_only_its_waves_and_the_gate_names_a_late_pr
     """math_achievement is marked `early_warning: {waves: [base_year]}`: the offline formulator picks base-year
     predictors only and records the restriction; a planted 2013-wave predictor (valid by time order for a 2016
     outcome, or an 11th-grade one here) is rejected with its name and wave."""
-    from edm_ars.registry import early_warning_waves, find_question, wave_of
+    from edm_ars.data.registry import early_warning_waves, find_question, wave_of
 
     q = find_question(reg, "math_achievement")
     assert early_warning_waves(q) == ["base_year"]
@@ -134,7 +134,7 @@ def test_early_warning_offline_pick_drops_a_planted_late_predictor(tmp_path):
     q["early_warning"] = {"waves": ["kindergarten"]}
     path = tmp_path / "star_ew.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    from edm_ars.registry import validate_registry
+    from edm_ars.data.registry import validate_registry
 
     star = load_registry(path)
     problems = validate_registry(star)
@@ -150,7 +150,7 @@ def test_early_warning_offline_pick_drops_a_planted_late_predictor(tmp_path):
 def test_timing_rule():
     """'early': the first wave or two or more waves before the outcome; 'prior': any earlier wave; none for the
     same wave, a later one, an unknown wave; 'early' for a set only when every one is early."""
-    from edm_ars.registry import common_timing, timing_class
+    from edm_ars.data.registry import common_timing, timing_class
 
     order = ["base_year", "first_follow_up", "second_follow_up", "update_panel"]
     assert timing_class(order, "base_year", "first_follow_up") == "early"

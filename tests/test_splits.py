@@ -1,11 +1,11 @@
-"""Repeated grouped splits (edm_ars.splits): seeds, grouping, refits and the summary the paper reports."""
+"""Repeated grouped splits (edm_ars.analysis.splits): seeds, grouping, refits and the summary the paper reports."""
 
 import numpy as np
 import pytest
 from test_engineer import make_raw, spec_for  # noqa: F401  (reg, layout: conftest)
 
-from edm_ars.engineer import Protocol, prepare
-from edm_ars.splits import extra_splits, refit_models, split_facts, split_seed, spread, summarize
+from edm_ars.analysis.splits import extra_splits, refit_models, split_facts, split_seed, spread, summarize
+from edm_ars.data.engineer import Protocol, prepare
 
 
 def test_split_seeds_are_deterministic_distinct_and_split_zero_is_the_main_one():
@@ -125,7 +125,7 @@ def test_a_model_that_failed_on_a_split_is_left_out_of_its_spread():
 
 
 def test_the_summary_validates_against_its_schema():
-    from edm_ars.artifacts import validate
+    from edm_ars.core.artifacts import validate
 
     validate(summarize(_evaluation(), REPORT, [_run(1, 0.85, 0.84, 14)], 2), "splits")
 

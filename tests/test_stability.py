@@ -1,7 +1,7 @@
 import pytest
 
-from edm_ars.conventions import UNSTABLE_TOP5
-from edm_ars.stability import bootstrap_rows, overlap, perturbations, rank_correlation, summarize
+from edm_ars.analysis.stability import bootstrap_rows, overlap, perturbations, rank_correlation, summarize
+from edm_ars.core.conventions import UNSTABLE_TOP5
 
 
 def test_perturbation_names():

@@ -1,4 +1,4 @@
-"""Supplementary analyses as code (edm_ars.supplementary): the contract check, the offline choice of vetted
+"""Supplementary analyses as code (edm_ars.codegen.supplementary): the contract check, the offline choice of vetted
 analyses, the model's proposals, and the self-repair loop against the fake model server with the real sandbox."""
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ import pandas as pd
 import pytest
 from fakes.llm_servers import FakeAnthropic
 
-from edm_ars.actions import validate
-from edm_ars.frames import write_frame
-from edm_ars.llm import AgentSettings, LLMClient, load_prompt
-from edm_ars.sandbox import Limits, sandbox_available
-from edm_ars.supplementary import (
+from edm_ars.codegen.sandbox import Limits, sandbox_available
+from edm_ars.codegen.supplementary import (
     CONTRACT,
     LIBRARY,
     ContractError,
@@ -26,6 +23,9 @@ from edm_ars.supplementary import (
     offline_plan,
     run_analysis,
 )
+from edm_ars.core.frames import write_frame
+from edm_ars.llm import AgentSettings, LLMClient, load_prompt
+from edm_ars.review.actions import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = load_prompt(ROOT / "config" / "prompts" / "supplementary.yaml")
@@ -122,8 +122,8 @@ def test_model_proposals_are_checked_and_never_completed():
 
 
 def test_the_vetted_library_passes_the_scan():
-    from edm_ars.sandbox import scan
-    from edm_ars.supplementary import library_code
+    from edm_ars.codegen.sandbox import scan
+    from edm_ars.codegen.supplementary import library_code
 
     assert {name: scan(library_code(name)) for name in LIBRARY} == {name: [] for name in LIBRARY}
 
@@ -216,7 +216,7 @@ def test_code_that_never_works_is_dropped_with_its_reason(tmp_path, data, monkey
 
 
 def test_the_memory_limit_grows_with_the_frames_and_never_falls_below_the_configured_one():
-    from edm_ars.sandbox import BASE_MB, FRAME_COPIES, memory_for
+    from edm_ars.codegen.sandbox import BASE_MB, FRAME_COPIES, memory_for
 
     small = memory_for(Limits(memory_mb=2048), 200 * 63)
     assert small == Limits(memory_mb=2048)
@@ -241,7 +241,7 @@ with open("out/result.json", "w") as fh:
 def test_a_script_over_the_configured_memory_runs_once_the_limit_follows_the_frames(tmp_path, data):
     """A frame-sized allocation fails at a low configured limit ("memory") and runs under the limit memory_for gives
     for frames of that size."""
-    from edm_ars.sandbox import memory_for
+    from edm_ars.codegen.sandbox import memory_for
 
     low = Limits(memory_mb=600)
     failed = run_analysis(ENTRY | {"code": ALLOCATES}, data, tmp_path / "low", limits=low, mode="bwrap", attempts=1,

@@ -1,4 +1,4 @@
-"""Tests of the synthetic HSLS:09 generator (edm_ars.datasets.synthetic)."""
+"""Tests of the synthetic HSLS:09 generator (edm_ars.data.datasets.synthetic)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from edm_ars.datasets.synthetic import generate
-from edm_ars.registry import find_question, is_excluded, is_temporally_valid
+from edm_ars.data.datasets.synthetic import generate
+from edm_ars.data.registry import find_question, is_excluded, is_temporally_valid
 
 ROOT = Path(__file__).resolve().parents[1]
 BLACK = "Black/African-American, non-Hispanic"

@@ -1,12 +1,12 @@
-"""edm_ars.texescape.escape_latex: the one escaping of text for LaTeX, for the paper and for BibTeX fields."""
+"""edm_ars.core.texescape.escape_latex: the one escaping of text for LaTeX, for the paper and for BibTeX fields."""
 
 from __future__ import annotations
 
 import pytest
 
-from edm_ars.bibliography import parse_bibtex
-from edm_ars.literature import to_bibtex
-from edm_ars.texescape import escape_latex
+from edm_ars.core.texescape import escape_latex
+from edm_ars.formulate.bibliography import parse_bibtex
+from edm_ars.formulate.literature import to_bibtex
 
 
 def test_specials():

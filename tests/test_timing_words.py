@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edm_ars.registry import load_registry
+from edm_ars.data.registry import load_registry
 from edm_ars.writer import narrative
 from edm_ars.writer.common import timing, timing_adjective
 from edm_ars.writer.context import Citations, Ctx

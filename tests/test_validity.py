@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edm_ars.analysis import evaluate_models, flags_for, select_best
-from edm_ars.datasets.synthetic import generate
-from edm_ars.engineer import Protocol, prepare
-from edm_ars.explain import shap_values, top_features
-from edm_ars.fairness import audit, disparity_flagged
-from edm_ars.formulate import offline_spec, validate_spec
-from edm_ars.layout import load_layout
-from edm_ars.models import BINARY, predict, tune
-from edm_ars.registry import load_registry
+from edm_ars.analysis.evaluation import evaluate_models, flags_for, select_best
+from edm_ars.analysis.explain import shap_values, top_features
+from edm_ars.analysis.fairness import audit, disparity_flagged
+from edm_ars.analysis.models import BINARY, predict, tune
+from edm_ars.data.datasets.synthetic import generate
+from edm_ars.data.engineer import Protocol, prepare
+from edm_ars.data.layout import load_layout
+from edm_ars.data.registry import load_registry
+from edm_ars.formulate.spec import offline_spec, validate_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 # the whole analysis on a generated data set of full size

@@ -535,7 +535,7 @@ def test_every_macro_of_the_writer_fixture_papers_evaluates_to_its_value(tmp_pat
     the value it records (a percentage macro: 100 times the value), so verify-paper checks it against its source."""
     import test_writer as tw
 
-    from edm_ars.claims import code_claims, document
+    from edm_ars.review.claims import code_claims, document
     from edm_ars.writer.sources import source_values
 
     if kind in ("binary", "regression"):

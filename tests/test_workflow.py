@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from workflow import ROOT, jobs_run, snakemake
 
-from edm_ars.conventions import LEAKAGE_AUC, QUALITY_FLOOR, UNSTABLE_TOP5
+from edm_ars.core.conventions import LEAKAGE_AUC, QUALITY_FLOOR, UNSTABLE_TOP5
 
 pytestmark = pytest.mark.workflow
 
@@ -53,7 +53,7 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert "stacking" in results["shap"]["skipped"]
     assert {"X1SEX", "X1RACE", "X1SESQ5", "X1RACE x X1SEX"} <= set(results["fairness"]["attributes"])
     assert results["stability"]["n_perturbations"] == 2 and results["stability"]["unstable"] is not None
-    # the thresholds the Analyst applied travel with its artifacts (edm_ars.conventions decides them once)
+    # the thresholds the Analyst applied travel with its artifacts (edm_ars.core.conventions decides them once)
     evaluation = read(out / "branch_1" / "round_0" / "analysis" / "evaluation.json")
     assert evaluation["thresholds"] == results["thresholds"] == {"quality_floor": QUALITY_FLOOR["auc"],
                                                                  "leakage_auc": LEAKAGE_AUC, "leakage_r2": None}
@@ -377,9 +377,9 @@ def test_outcome_absent_from_a_real_data_file_is_named(tmp_path):
     from workflow import ROOT
 
     sys.path.insert(0, str(ROOT / "scripts"))
-    from edm_ars.datasets.synthetic import generate
-    from edm_ars.layout import load_layout
-    from edm_ars.registry import load_registry
+    from edm_ars.data.datasets.synthetic import generate
+    from edm_ars.data.layout import load_layout
+    from edm_ars.data.registry import load_registry
 
     reg = load_registry(ROOT / "registry" / "hsls09")
     frame, _ = generate(reg, load_layout(ROOT / "registry" / "hsls09" / "Layout_STUDENT.txt"), n_students=1500,

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from workflow import jobs_run, snakemake
 
-from edm_ars.branches import SAME_STUDY, distance
+from edm_ars.formulate.branches import SAME_STUDY, distance
 
 pytestmark = pytest.mark.workflow
 

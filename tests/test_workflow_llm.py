@@ -12,8 +12,8 @@ from fakes.llm_servers import FakeAnthropic, FakeOpenAI
 from fakes.scholar_servers import CROSSREF_WORKS, S2_PAPERS, FakeCrossRef, FakeSemanticScholar
 from workflow import ROOT, jobs_run, snakemake
 
-from edm_ars.formulate import offline_spec
-from edm_ars.registry import load_registry
+from edm_ars.data.registry import load_registry
+from edm_ars.formulate.spec import offline_spec
 
 pytestmark = pytest.mark.workflow
 KEY = "sk-ant-test-not-a-real-key-0123456789"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from edm_ars.registry import load_registry
+from edm_ars.data.registry import load_registry
 from edm_ars.writer import (
     LatexError,
     build_paper,
@@ -1163,7 +1163,7 @@ def test_real_fixture_compiles(tmp_path, regression):
 
 # ---- claims: the Writer states supported claims, inconclusive ones as such ----------------------------
 def _claims_with(results_: dict, statuses: dict[str, str]) -> dict:
-    from edm_ars.claims import code_claims, document
+    from edm_ars.review.claims import code_claims, document
 
     claims = code_claims(results_)
     for c in claims:

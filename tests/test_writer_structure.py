@@ -1,4 +1,4 @@
-"""The writer package's modules import each other without a cycle, counting imports inside functions."""
+"""The writer package's sections write from the shared context only (the package-wide import check is tests/test_imports.py)."""
 
 import ast
 from pathlib import Path
@@ -31,28 +31,6 @@ def _imports(path: Path) -> set[str]:
                 elif target and (WRITER / Path(*target) / "__init__.py").exists():
                     out.add(".".join(target))
     return out - {_module(path)}
-
-
-def test_the_writer_modules_have_no_import_cycle():
-    graph = {_module(p): _imports(p) for p in WRITER.rglob("*.py")}
-    assert {"context", "common", "phrases", "text", "sections.methods", "sections.results"} <= set(graph)
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
-            if nxt not in state:
-                visit(nxt)
-        stack.pop()
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node)
 
 
 def test_each_section_writes_from_the_shared_context_only():

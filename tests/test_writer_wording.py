@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import test_writer as tw
 
-from edm_ars.registry import load_registry
+from edm_ars.data.registry import load_registry
 from edm_ars.writer import slot_content
 
 ROOT = Path(__file__).resolve().parents[1]

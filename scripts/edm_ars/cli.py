@@ -9,11 +9,11 @@ import re
 import sys
 from pathlib import Path
 
-from .artifacts import read_json
-from .errors import EdmArsError
-from .formulate import validate_spec
-from .gates import MODES, approve, latest_round, pending, reject
-from .registry import load_registry
+from edm_ars.core.artifacts import read_json
+from edm_ars.core.errors import EdmArsError
+from edm_ars.data.registry import load_registry
+from edm_ars.formulate.spec import validate_spec
+from edm_ars.run.gates import MODES, approve, latest_round, pending, reject
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 def find_registry(dataset: str | None, explicit: str | None) -> Path:
     """A registry file or folder: the one given, or the named data set's (registry/datasets.yaml) found here,
     in a parent folder or beside the package."""
-    from .datasets.adapters import INDEX, adapter
+    from edm_ars.data.datasets.adapters import INDEX, adapter
 
     if explicit:
         return Path(explicit)
@@ -54,8 +54,9 @@ def cmd_validate_spec(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_registry(args: argparse.Namespace) -> int:
-    from .datasets.adapters import data_problems, read_raw
-    from .registry import validate_registry
+    from edm_ars.data.datasets.adapters import data_problems
+    from edm_ars.data.raw import read_raw
+    from edm_ars.data.registry import validate_registry
 
     reg = load_registry(args.registry)
     problems = validate_registry(reg)
@@ -72,8 +73,8 @@ def cmd_validate_registry(args: argparse.Namespace) -> int:
 
 
 def cmd_init_registry(args: argparse.Namespace) -> int:
-    from .datasets.adapters import read_raw
-    from .datasets.draft import draft_registry, render_yaml
+    from edm_ars.data.datasets.draft import draft_registry, render_yaml
+    from edm_ars.data.raw import read_raw
 
     draft, notes = draft_registry(read_raw(args.data), args.data, name=args.name)
     sys.stdout.write(render_yaml(draft, notes, args.data))
@@ -81,7 +82,7 @@ def cmd_init_registry(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .runstate import describe, run_state
+    from edm_ars.core.runstate import describe, run_state
 
     for line in describe(run_state(args.directory), args.directory):
         print(line)
@@ -154,7 +155,7 @@ def cmd_reject(args: argparse.Namespace) -> int:
 def cmd_lessons(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from .lessons import cli_lessons, default_store_path
+    from edm_ars.formulate.lessons import cli_lessons, default_store_path
 
     store = Path(args.store) if args.store else default_store_path()
     print(cli_lessons(store, datetime.now(UTC), stage=args.stage, k=args.k, all_=args.all))
@@ -162,7 +163,7 @@ def cmd_lessons(args: argparse.Namespace) -> int:
 
 
 def cmd_verify_paper(args: argparse.Namespace) -> int:
-    from .writer.verify import verify_paper
+    from edm_ars.writer.verify import verify_paper
 
     given = {}
     for pair in args.artifact or []:
@@ -178,7 +179,7 @@ def cmd_verify_paper(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from .agent_metrics import NotARun, aggregate, collect, render, render_many
+    from edm_ars.run.agent_metrics import NotARun, aggregate, collect, render, render_many
 
     try:
         runs = [collect(d) for d in args.run_dir or ["."]]

@@ -1,5 +1,5 @@
 """The rules' jobs: for each rule of rules/*.smk, the function of the same name that its entry scripts/<rule>.py
-runs (`run(snakemake, <function>)`, edm_ars.rule_io). A job reads the rule's inputs, calls the package's stages
+runs (`run(snakemake, <function>)`, edm_ars.jobs.rule_io). A job reads the rule's inputs, calls the package's stages
 and writes the rule's outputs; what it computes has its home in those stages.
 
 One module per conda env (envs/<env>.yaml): a module holds the jobs of the rules that run in that env, so its

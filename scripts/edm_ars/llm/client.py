@@ -28,10 +28,11 @@ from typing import Any
 
 import jsonschema
 
-from ..artifacts import atomic_write_text
-from .backends import AttemptFailed, Backend, Reply, make_backend, malformed
-from .errors import LLMError, ModelServiceError
-from .jsonout import extract_json, strip_thinking
+from edm_ars.core.artifacts import atomic_write_text
+from edm_ars.llm.backends import AttemptFailed, Backend, Reply, make_backend, malformed
+from edm_ars.llm.errors import LLMError, ModelServiceError
+from edm_ars.llm.jsonout import extract_json, strip_thinking
+from edm_ars.llm.settings import AgentSettings
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +45,6 @@ CACHE_VERSION = 1
 #: Stop reasons (in the Anthropic vocabulary the backends translate to) of an answer that is not complete.
 TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
 REFUSED = frozenset({"refusal"})
-
-
-@dataclass
-class AgentSettings:
-    agent: str  # "formulate", "critique", "write", ...
-    backend: str  # "anthropic" | "openai_compatible" (see backends.BACKENDS)
-    model: str
-    temperature: float
-    max_tokens: int
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    base_url: str | None = None  # anthropic: optional (SDK default / ANTHROPIC_BASE_URL); openai_compatible: required
-    api_key_env: str | None = None  # env var holding the key; default ANTHROPIC_API_KEY / OPENAI_API_KEY
 
 
 @dataclass

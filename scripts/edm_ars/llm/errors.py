@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import EdmArsError
+from edm_ars.core.errors import EdmArsError
 
 
 class LLMError(EdmArsError):

@@ -7,8 +7,8 @@ from pathlib import Path
 from string import Formatter
 from typing import Any
 
-from ..artifacts import read_yaml
-from .errors import LLMError
+from edm_ars.core.artifacts import read_yaml
+from edm_ars.llm.errors import LLMError
 
 
 def load_prompt(path: str | Path) -> dict[str, Any]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .client import AgentSettings, LLMClient, ledger_spent
+from edm_ars.llm.client import LLMClient, ledger_spent
+from edm_ars.llm.settings import AgentSettings
 
 
 def client_for_job(smk: Any) -> LLMClient:

@@ -1,4 +1,4 @@
-"""Breadth in the paper (edm_ars.branches): when the run studied several candidate studies, a Methods subsection on
+"""Breadth in the paper (edm_ars.formulate.branches): when the run studied several candidate studies, a Methods subsection on
 how they were drafted and chosen with a "studies considered" table; when the findings store held earlier studies
 of the data set, a Related Work paragraph that reports them as this workflow's own earlier results."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..texescape import escape_latex
-from .common import CI_LEVEL, data_name, metric_name
-from .context import Ctx
-from .macros import fmt_ci, fmt_metric, macro_name
-from .text import clean_label, join_list, lc_first
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import clean_label, join_list, lc_first
+from edm_ars.writer.common import CI_LEVEL, data_name, metric_name
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import fmt_ci, fmt_metric, macro_name
 
 SEL, DRAFTS = "selection.json", "branches.json"
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..conventions import STACKING
-from ..registry import EARLY, PRIOR, common_timing, timing_class
-from ..texescape import escape_latex
-from . import provenance
-from .context import Ctx, Figure
-from .macros import METRIC_LABEL, macro_name
-from .text import clean_label, isnum, join_list, model_family
+from edm_ars.core.conventions import STACKING
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import clean_label, isnum, join_list, model_family
+from edm_ars.data.registry import EARLY, PRIOR, common_timing, timing_class
+from edm_ars.writer import provenance
+from edm_ars.writer.context import Ctx, Figure
+from edm_ars.writer.macros import METRIC_LABEL, macro_name
 
 # the level of every interval the paper reports (macros.MacroTable.ci), for a phrase's {level} slot
 CI_LEVEL = "95\\%"

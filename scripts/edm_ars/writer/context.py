@@ -6,12 +6,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..bibliography import entry_head, with_key
-from ..conventions import level_slug
-from ..texescape import escape_latex
-from .integrity import unverified_reasons
-from .macros import (
-    LOWER_IS_BETTER,
+from edm_ars.core.conventions import LOWER_IS_BETTER, level_slug
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import MODEL_NAMES, clean_label, join_list, lc_first, model_family
+from edm_ars.formulate.bibliography import entry_head, with_key
+from edm_ars.writer.integrity import unverified_reasons
+from edm_ars.writer.macros import (
     MacroTable,
     fmt_ci,
     fmt_metric,
@@ -20,8 +20,7 @@ from .macros import (
     spell_digits,
     text_with_macros,
 )
-from .phrases import Phrases
-from .text import MODEL_NAMES, clean_label, join_list, lc_first, model_family
+from edm_ars.writer.phrases import Phrases
 
 
 @dataclass

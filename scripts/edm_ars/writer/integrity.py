@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..causal import CAUSAL, FRAMING, NEGATED, causal_phrases  # noqa: F401 (CAUSAL, FRAMING, NEGATED: re-exported)
-from ..errors import EdmArsError
+from edm_ars.core.causal import CAUSAL, FRAMING, NEGATED, causal_phrases  # noqa: F401 (CAUSAL, FRAMING, NEGATED: re-exported)
+from edm_ars.core.errors import EdmArsError
 
 #: words per section: (low, high) of the target range; the lint allows 50% of low to 150% of high.
 WORD_TARGETS = {"ABSTRACT": (150, 250), "INTRODUCTION": (800, 1200), "RELATED_WORK": (500, 800),

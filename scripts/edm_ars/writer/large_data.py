@@ -1,4 +1,4 @@
-"""The large-data policy in the paper (results.json `models.<m>.large_data`, written by edm_ars.large_data when the
+"""The large-data policy in the paper (results.json `models.<m>.large_data`, written by edm_ars.analysis.large_data when the
 data set had more rows than `analysis.large_data.rows`): a few sentences in the Methods' models subsection saying
 what was sampled for tuning, how and why, what the stacked ensemble learned from, and what each tree of the random
 forest drew. Nothing when the policy did not apply (a model record without `large_data`)."""
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..conventions import RANDOM_FOREST, STACKING
-from .context import Ctx
-from .phrases import plural
-from .text import model_family
+from edm_ars.core.conventions import RANDOM_FOREST, STACKING
+from edm_ars.core.text import model_family
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.phrases import plural
 
 SRC = "results.json:models.{}.large_data"
 

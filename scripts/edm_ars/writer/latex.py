@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_copy
-from ..errors import EdmArsError
+from edm_ars.core.artifacts import atomic_copy
+from edm_ars.core.errors import EdmArsError
 
 
 class LatexError(EdmArsError):

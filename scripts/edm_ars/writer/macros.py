@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..texescape import escape_latex
+from edm_ars.core.texescape import escape_latex
 
 _DIGITS = ["Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"]
 
@@ -28,8 +28,6 @@ METRIC_LABEL = {
     "recall": "Recall", "f1": "F1", "balanced_accuracy": r"Bal.\ acc.", "brier": "Brier",
     "rmse": "RMSE", "mae": "MAE", "r2": r"\Rsq{}", "log_loss": "Log loss", "pr_auc": "PR-AUC",
 }
-# Metrics where smaller is better.
-LOWER_IS_BETTER = {"rmse", "mae", "brier", "log_loss"}
 
 
 #: a definition of a command: \newcommand{\Name}[n]{...}, \providecommand, \renewcommand, \DeclareRobustCommand

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .integrity import WORD_TARGETS, CitationError, lint, plain_words, repair_citations
-from .paper import raw_numbers
+from edm_ars.writer.integrity import WORD_TARGETS, CitationError, lint, plain_words, repair_citations
+from edm_ars.writer.paper import raw_numbers
 
 if TYPE_CHECKING:
-    from .context import Ctx
+    from edm_ars.writer.context import Ctx
 
 REWRITTEN = ("INTRODUCTION", "DISCUSSION")
 _FENCE = re.compile(r"^```(?:latex|tex)?\s*\n(.*?)\n```\s*$", re.S)
@@ -65,7 +65,7 @@ def check(ctx: Ctx, section: str, text: str) -> tuple[str | None, str]:
 def _inconsistent_claims(ctx: Ctx, text: str) -> list[str]:
     """The comparisons of a model-written section that name one model only, contradict each other or the evidence
     of results.json (writer.consistency, on this section alone; the whole paper is checked again by verify-paper)."""
-    from .consistency import ConsistencyReport, check_claims, parse
+    from edm_ars.review.consistency import ConsistencyReport, check_claims, parse
 
     report = ConsistencyReport(paper="model text")
     check_claims(parse("\\begin{document}\n" + text + "\n\\end{document}\n"), ctx.results, report, ctx.claims_doc)
@@ -90,7 +90,7 @@ def _citations_text(ctx: Ctx) -> str:
 def rewrite(client: Any, prompts: dict[str, Any], ctx: Ctx, drafts: dict[str, str]
             ) -> tuple[dict[str, str], list[str]]:
     """Ask the model for each section of REWRITTEN; return (accepted sections, notes)."""
-    from ..llm.prompts import fill
+    from edm_ars.llm.prompts import fill
 
     accepted, notes = {}, []
     outline = ctx.outline or {}

@@ -8,10 +8,11 @@ themselves are phrases (config/prompts/phrases.yaml, section ``narrative``)."""
 
 from __future__ import annotations
 
-from ..registry import EARLY, PRIOR
-from ..texescape import escape_latex
-from . import provenance
-from .common import (
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import clean_label, join_list, lc_first
+from edm_ars.data.registry import EARLY, PRIOR
+from edm_ars.writer import provenance
+from edm_ars.writer.common import (
     data_name,
     feature_names,
     feature_timing,
@@ -22,8 +23,7 @@ from .common import (
     timing_adjective,
     use_prose,
 )
-from .context import Ctx
-from .text import clean_label, join_list, lc_first
+from edm_ars.writer.context import Ctx
 
 
 def group_meaning(ctx: Ctx, group: str | None) -> str | None:
@@ -176,15 +176,15 @@ def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
         other = cid.removeprefix("outperforms_")
         if other not in ctx.results["models"]:
             return None
-        from ..conventions import STACKING
-        from .consistency import stacking_base
+        from edm_ars.core.conventions import STACKING
+        from edm_ars.review.consistency import stacking_base
 
         if (ctx.best == STACKING and other == stacking_base(ctx.results)
                 and ctx.claim("stacking_improves") == ctx.claim(cid)):
             return None  # the same comparison as stacking_improves, stated there
         return ctx.ph("narrative.claim_outperforms", best=best, other=ctx.model_phrase(other))
     if cid == "stacking_improves":
-        from .consistency import stacking_base
+        from edm_ars.review.consistency import stacking_base
 
         base = stacking_base(ctx.results)
         return ctx.ph("narrative.claim_stacking_improves", base=ctx.model_phrase(base)) if base else None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..conventions import FLEXIBLE_FAMILIES as FLEXIBLE
+from edm_ars.core.conventions import FLEXIBLE_FAMILIES as FLEXIBLE
 
 ARCHETYPES = ("limits_of_prediction", "fairness_audit", "surprising_predictor", "complexity_pays", "policy_brief")
 

@@ -8,18 +8,27 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_write_text, validate
-from ..claims import code_claims, document
-from ..errors import EdmArsError
-from . import branches, outline, provenance, splits, supplementary
-from .context import Citations, Ctx, Figure, register_numbers
-from .integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
-from .macros import MacroTable, template_macros
-from .phrases import Phrases
-from .sections import abstract, appendix, discussion, front, introduction, limitations, methods, related_work
-from .sections import provenance as availability
-from .sections import results as results_section
-from .text import word_count
+from edm_ars.core.artifacts import atomic_write_text, validate
+from edm_ars.core.errors import EdmArsError
+from edm_ars.core.text import word_count
+from edm_ars.review.claims import code_claims, document
+from edm_ars.writer import branches, outline, provenance, splits, supplementary
+from edm_ars.writer.context import Citations, Ctx, Figure, register_numbers
+from edm_ars.writer.integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
+from edm_ars.writer.macros import MacroTable, template_macros
+from edm_ars.writer.phrases import Phrases
+from edm_ars.writer.sections import (
+    abstract,
+    appendix,
+    discussion,
+    front,
+    introduction,
+    limitations,
+    methods,
+    related_work,
+)
+from edm_ars.writer.sections import provenance as availability
+from edm_ars.writer.sections import results as results_section
 
 SLOTS = ("TITLE", "AUTHORS", "ABSTRACT", "KEYWORDS", "MACROS", "UNVERIFIED", "INTRODUCTION",
          "RELATED_WORK", "METHODS", "RESULTS", "DISCUSSION", "LIMITATIONS", "AVAILABILITY", "BIBLIOGRAPHY",

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import read_yaml
-from ..errors import EdmArsError
+from edm_ars.core.artifacts import read_yaml
+from edm_ars.core.errors import EdmArsError
 
 _BRACED = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 _COMMAND_BEFORE = re.compile(r"\\(?:[A-Za-z@]+\*?)?$")  # a command (or a lone backslash) right before the brace

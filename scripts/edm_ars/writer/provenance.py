@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..registry import DRAFT_MARKER  # init-registry's mark: such a statement is never printed
-from ..texescape import escape_latex
-from .context import Ctx
-from .macros import macro_name
-from .text import clean_label, join_list, lc_first
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import clean_label, join_list, lc_first
+from edm_ars.data.registry import DRAFT_MARKER  # init-registry's mark: such a statement is never printed
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import macro_name
 
 #: how the availability statement names each package
 PACKAGE_NAMES = {"python": "Python", "snakemake": "Snakemake", "pandas": "pandas", "pyarrow": "PyArrow",

@@ -43,7 +43,7 @@ import math
 import re
 from typing import Any
 
-from ..errors import EdmArsError
+from edm_ars.core.errors import EdmArsError
 
 #: an artifact path: FILE.json:dotted.path[filter].more. A key may hold spaces (the intersection attribute
 #: "X1RACE x X1SEX") but no parenthesis, bar or bracket, and no operator between spaces (" - ", " / ", " * ", " & ")

@@ -1,4 +1,4 @@
-"""The repeated grouped splits (results.json `splits`, edm_ars.splits) in the paper: their macros, the model table's
+"""The repeated grouped splits (results.json `splits`, edm_ars.analysis.splits) in the paper: their macros, the model table's
 column, a Methods paragraph, a Results paragraph, a Discussion sentence and a Limitations item (a shared module the
 sections call, like narrative). Absent when the run was not repeated over splits (analysis.repeated_splits 1), so
 every function then returns nothing."""
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import CI_LEVEL, metric_name, model_np
-from .context import Ctx
-from .macros import macro_name
-from .text import cap_first, isnum
+from edm_ars.core.text import cap_first, isnum
+from edm_ars.writer.common import CI_LEVEL, metric_name, model_np
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import macro_name
 
 SRC = "results.json:splits"
 

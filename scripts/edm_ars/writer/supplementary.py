@@ -1,4 +1,4 @@
-"""The supplementary analyses (results.json `supplementary`, edm_ars.supplementary) in the paper: their macros, a
+"""The supplementary analyses (results.json `supplementary`, edm_ars.codegen.supplementary) in the paper: their macros, a
 Results subsection that names each as code run in a sandbox and points to its script, and a Limitations item when
 they ran unsandboxed or one was dropped. Absent when none were planned (codegen.n 0)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..texescape import escape_latex
-from .context import Ctx
-from .macros import fmt_plain, macro_name
+from edm_ars.core.texescape import escape_latex
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import fmt_plain, macro_name
 
 SRC = "results.json:supplementary"
 

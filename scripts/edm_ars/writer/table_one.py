@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sample import OTHER_LEVELS
-from ..texescape import escape_latex
-from .context import Ctx
-from .macros import macro_name
-from .text import clean_label, join_list, lc_first
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import clean_label, join_list, lc_first
+from edm_ars.data.sample import OTHER_LEVELS
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import macro_name
 
 
 def _decimals(value: float) -> int:

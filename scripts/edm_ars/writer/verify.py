@@ -38,10 +38,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..claims import is_number
-from ..errors import EdmArsError
-from . import sources
-from .integrity import (
+from edm_ars.core.errors import EdmArsError
+from edm_ars.review.claims import is_number
+from edm_ars.writer import sources
+from edm_ars.writer.integrity import (
     CITE_NAME,
     PLACEHOLDER_KEY,
     UNVERIFIED_BLOCK,
@@ -551,7 +551,7 @@ def verify_paper(tex_path: str | Path, artifacts: dict[str, Any] | None = None,
         else:
             report.warnings.append(where)
     _check_text(tex_path, report, artifacts)
-    from .consistency import check_paper  # claims consistent with each other and with the evidence
+    from edm_ars.review.consistency import check_paper  # claims consistent with each other and with the evidence
 
     report.failures += check_paper(tex_path, artifacts).failures()
     return report
@@ -622,7 +622,7 @@ def _check_generated_disclosure(tex_path: Path, tex: str, report: Report, artifa
     """A paper whose rows were generated (provenance.json among the artifacts: data.kind generated) says so in its
     abstract and in the data section of its Methods (the first subsection whose title names the data, else the
     first). Without provenance.json the check does not apply (older runs record no provenance)."""
-    from .paper import slot_content
+    from edm_ars.writer.paper import slot_content
 
     prov = artifacts.get("provenance.json")
     if not isinstance(prov, dict) or (prov.get("data") or {}).get("kind") != "generated":
@@ -644,7 +644,7 @@ def _check_generated_disclosure(tex_path: Path, tex: str, report: Report, artifa
 def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> None:
     """Citations (every key in references.bib, no placeholder), placeholders anywhere in the body, the UNVERIFIED
     block the review calls for, and the lint (empty sections and causal verbs fail; lengths warn)."""
-    from .paper import slot_content
+    from edm_ars.writer.paper import slot_content
 
     tex = tex_path.read_text(encoding="utf-8")
     body = _body(tex)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ...conventions import STACKING
-from .. import provenance
-from ..common import (
+from edm_ars.core.conventions import STACKING
+from edm_ars.core.text import cap_first, clean_label, join_list, lc_first, model_family, word_count
+from edm_ars.writer import provenance
+from edm_ars.writer.common import (
     feature_names,
     has_reserve_codes,
     information,
@@ -14,9 +15,8 @@ from ..common import (
     strength,
     suspiciously_high,
 )
-from ..context import Ctx
-from ..macros import macro_name
-from ..text import cap_first, clean_label, join_list, lc_first, model_family, word_count
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import macro_name
 
 
 def model_list(ctx: Ctx) -> str:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ...texescape import escape_latex
-from ..common import metric_name
-from ..context import Ctx
-from ..macros import fmt_plain, macro_name
-from ..text import join_list, sentence
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import join_list, sentence
+from edm_ars.writer.common import metric_name
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import fmt_plain, macro_name
 
 
 def hyperparameter_table(ctx: Ctx) -> str:

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from ...conventions import STACKING
-from ...texescape import escape_latex
-from .. import narrative, provenance, splits
-from ..common import (
-    CI_LEVEL,
-    feature_names,
-    group_phrases,
-    information,
-    outcome_sentence_np,
-    primary_stmt,
-    strength,
-    use_prose,
-)
-from ..consistency import (
+from edm_ars.core.conventions import STACKING
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
+from edm_ars.review.consistency import (
     BETTER,
     INDISTINCT,
     WORSE,
@@ -25,8 +15,18 @@ from ..consistency import (
     record_promise,
     stacking_base,
 )
-from ..context import Ctx
-from ..text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
+from edm_ars.writer import narrative, provenance, splits
+from edm_ars.writer.common import (
+    CI_LEVEL,
+    feature_names,
+    group_phrases,
+    information,
+    outcome_sentence_np,
+    primary_stmt,
+    strength,
+    use_prose,
+)
+from edm_ars.writer.context import Ctx
 
 #: the Discussion's blocks that read findings as facts about students (what the features mean, practical use, the
 #: groups, further studies of the population): left out when the rows were generated

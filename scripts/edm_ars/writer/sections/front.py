@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ...texescape import escape_latex
-from .. import narrative
-from ..context import Ctx
-from ..text import model_family, title_case
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import model_family, title_case
+from edm_ars.writer import narrative
+from edm_ars.writer.context import Ctx
 
 
 def title(ctx: Ctx) -> str:

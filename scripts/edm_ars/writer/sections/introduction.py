@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ...conventions import STACKING
-from .. import narrative
-from ..common import (
+from edm_ars.core.conventions import STACKING
+from edm_ars.core.text import cap_first, join_list, lc_first, model_family
+from edm_ars.writer import narrative
+from edm_ars.writer.common import (
     collected_for,
     data_name,
     group_phrases,
@@ -15,9 +16,8 @@ from ..common import (
     timing_adjective,
     use_prose,
 )
-from ..context import Ctx
-from ..phrases import plural
-from ..text import cap_first, join_list, lc_first, model_family
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.phrases import plural
 
 
 def write(ctx: Ctx) -> str:

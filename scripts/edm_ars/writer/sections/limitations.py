@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from ...texescape import escape_latex
-from .. import provenance, splits, supplementary, table_one
-from ..common import data_name, suspiciously_high
-from ..context import Ctx
-from ..text import cap_first, clean_label, join_list, lc_first, sentence
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import cap_first, clean_label, join_list, lc_first, sentence
+from edm_ars.writer import provenance, splits, supplementary, table_one
+from edm_ars.writer.common import data_name, suspiciously_high
+from edm_ars.writer.context import Ctx
 
 _MISSING_NOTE = re.compile(r"\S+ is [\d.]+% missing in the training rows; imputed")
 _OUTCOME_NOTE = re.compile(r"Outcome \S+ has structural missingness")  # engineer.prepare, a structural outcome

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...conventions import STACKING
-from ...texescape import escape_latex
-from .. import branches, large_data, narrative, provenance, splits, table_one
-from ..common import (
+from edm_ars.core.conventions import STACKING
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
+from edm_ars.review.consistency import record_promise
+from edm_ars.writer import branches, large_data, narrative, provenance, splits, table_one
+from edm_ars.writer.common import (
     CI_LEVEL,
     at_risk_phrase,
     attr_label,
@@ -24,11 +26,9 @@ from ..common import (
     perturbation_kinds,
     stability_rule,
 )
-from ..consistency import record_promise
-from ..context import Ctx
-from ..macros import macro_name
-from ..phrases import plural
-from ..text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import macro_name
+from edm_ars.writer.phrases import plural
 
 
 def wave_label(ctx: Ctx, key: object) -> str:

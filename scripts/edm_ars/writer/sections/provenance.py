@@ -4,10 +4,10 @@ the workflow's commit, the configuration's hash and the package versions, from o
 
 from __future__ import annotations
 
-from ...texescape import escape_latex
-from ..context import Ctx
-from ..provenance import PACKAGE_NAMES, cite, data, kind, package, quoted, source
-from ..text import join_list
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import join_list
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.provenance import PACKAGE_NAMES, cite, data, kind, package, quoted, source
 
 
 # ---- the availability statement ------------------------------------------------------------------------------

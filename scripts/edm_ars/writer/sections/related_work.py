@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .. import branches, narrative
-from ..common import data_name
-from ..context import Citations, Ctx
-from ..text import join_list, lc_first
+from edm_ars.core.text import join_list, lc_first
+from edm_ars.writer import branches, narrative
+from edm_ars.writer.common import data_name
+from edm_ars.writer.context import Citations, Ctx
 
 
 def write(ctx: Ctx) -> str:

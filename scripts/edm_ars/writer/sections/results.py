@@ -4,10 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...conventions import STACKING
-from ...texescape import escape_latex
-from .. import narrative, provenance, splits, supplementary
-from ..common import (
+from edm_ars.core.conventions import LOWER_IS_BETTER, STACKING
+from edm_ars.core.texescape import escape_latex
+from edm_ars.core.text import (
+    cap_first,
+    clean_label,
+    higher_better,
+    isnum,
+    join_list,
+    lc_first,
+    model_family,
+    number_word,
+)
+from edm_ars.review.consistency import (
+    comparison_evidence,
+    evidence_for,
+    record_comparison,
+    record_promise,
+    stacking_base,
+)
+from edm_ars.writer import narrative, provenance, splits, supplementary
+from edm_ars.writer.common import (
     CI_LEVEL,
     PERTURBATION_KIND,
     at_risk_phrase,
@@ -28,20 +45,9 @@ from ..common import (
     strength,
     suspiciously_high,
 )
-from ..consistency import comparison_evidence, evidence_for, record_comparison, record_promise, stacking_base
-from ..context import Ctx
-from ..macros import LOWER_IS_BETTER, fmt_ci, fmt_metric, macro_name
-from ..phrases import plural
-from ..text import (
-    cap_first,
-    clean_label,
-    higher_better,
-    isnum,
-    join_list,
-    lc_first,
-    model_family,
-    number_word,
-)
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import fmt_ci, fmt_metric, macro_name
+from edm_ars.writer.phrases import plural
 
 
 def results_table(ctx: Ctx) -> str:

@@ -1,0 +1,434 @@
+"""`edm-ars init-registry DATA.csv`: a draft registry for a researcher's own CSV, to edit before a run.
+
+Every decision is a stated suspicion from the column's name and values (identifier, weight or flag,
+missing code, cluster, protected attribute, outcome with its task); the draft loads and matches its own file,
+and its header lists each suspicion for the user to check. Every text the paper would print that the draft
+can only guess (names, population, source, variable labels, value labels, questions, rationales, the
+provenance statement) starts with the literal DRAFT_MARKER, and `validate_registry` refuses the registry, naming
+each key, until the user has replaced them all. Prose is drafted without leading articles ("mathplacement data"),
+since the paper's sentences add their own.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from edm_ars.core.errors import DataError
+from edm_ars.data.registry import DRAFT_MARKER, Registry, code_key, draft_marker_keys
+
+MISSING_LABELS = ("NA", "N/A", "n/a", "na", "Missing", "missing", "MISSING", "Refused", "refused",
+                  "Don't know", "Don't Know", "don't know", "DK", ".", "")
+ID_TAIL = {"id", "ids", "uuid", "guid", "rownames"}
+ID_NAME = re.compile(r"^(rownames|unnamed: ?0|index|(stu|student|user|learner|pupil|person|case|resp|respondent|"
+                     r"sch|school|class|course|teacher|record|row|obs)_?(id|no|num|number)?)$|[a-z]ID$", re.IGNORECASE)
+CLUSTERS = ("school", "class", "classroom", "section", "course", "teacher", "cluster", "district", "site", "campus")
+PERSONS = ("student", "stu", "user", "learner", "pupil", "person")
+WEIGHT_TOKENS = {"weight", "weights", "wt", "wgt", "wts"}
+FLAG_NAME = re.compile(r"(flag|_flg|flg|_imp)$", re.IGNORECASE)
+PROTECTED_TOKENS = {"sex", "gender", "female", "male", "race", "ethnicity", "ethnic", "raceeth", "minority", "lunch",
+                    "frl", "frpl", "ses", "disability", "disabled", "iep", "sped", "ell", "esl", "lep", "immigrant"}
+STRONG_OUTCOME = re.compile(r"^(outcome|final\w*|post|posttest|postscore|pass|passed|passing|dropout\w*|dropped|"
+                            r"complete[ds]?|completion|graduat\w*|retained|retention|persist\w*|attain\w*|result)$")
+OUTCOME = re.compile(r"(score|scores|exam|exams|gpa|grade|grades|achieve|achievement)$|^(tests?|ach|achv)$")
+PRIOR = re.compile(r"^(prior\w*|pre|pre(test|score|exam)s?|baseline|intake|entry|previous|prev|lag\w*|initial|start)$")
+MAX_PREDICTORS = 30
+MAX_LEVELS = 50  # a text column with more levels (free text, timestamps) is left out of the predictors
+VALUE_LEVELS = {"protected": 12, "predictor": 6}  # codes with at most this many levels get drafted value labels
+
+
+def draft(text: str) -> str:
+    """A placeholder the user must replace: the text behind the draft marker."""
+    return f"{DRAFT_MARKER} {text}"
+
+
+def _yaml_code(value: Any) -> Any:
+    """A code as a YAML key: an integer for float-coded integers (1.0 -> 1), else the text."""
+    key = code_key(value)
+    return int(key) if re.fullmatch(r"-?\d+", key) else key
+
+
+def _draft_values(values: pd.Series, role: str) -> dict[Any, str] | None:
+    """Value labels to edit for a column of a few codes: every protected attribute (its groups are named in the
+    paper) and numeric codes of a predictor (0/1, 1-5...), whose meaning the draft cannot know."""
+    present = values.dropna()
+    numeric = pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present)
+    if role not in VALUE_LEVELS or present.nunique() > VALUE_LEVELS[role] or (role == "predictor" and not numeric):
+        return None
+    if numeric and not _integer_like(present):
+        return None
+    codes = sorted(present.unique(), key=lambda v: (float(v), "") if numeric else (0.0, str(v)))
+    return {_yaml_code(c): draft(f"what {code_key(c)} means") for c in codes}
+
+
+def tokens(name: Any) -> list[str]:
+    """Lower-case words of a column name (snake_case, camelCase, spaces, dots)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
+    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+
+
+def identifier_name(name: str) -> str:
+    """A lower-case identifier from a file name or a label (dataset.name, question ids)."""
+    ident = re.sub(r"[^a-z0-9_]+", "_", str(name).lower()).strip("_") or "dataset"
+    return f"data_{ident}" if ident[0].isdigit() else ident
+
+
+def numeric_codes(values: pd.Series) -> list[float]:
+    """Reserve codes of a numeric column: a few negative integers in an otherwise non-negative column (-1, -7,
+    -8, -9...), or 9s-codes (97-99, 997-999, 9997-9999) far above the rest of the values."""
+    present = values.dropna()
+    if len(present) < 2 or not pd.api.types.is_numeric_dtype(present) or pd.api.types.is_bool_dtype(present):
+        return []
+    codes: list[float] = []
+    neg, rest = present[present < 0], present[present >= 0]
+    negs = sorted(float(v) for v in neg.unique())
+    contiguous = len(negs) >= 2 and negs == [float(-k) for k in range(len(negs), 0, -1)]
+    integer_rest = bool((rest == rest.round()).all())
+    if (len(neg) and len(rest) and (neg == neg.round()).all() and len(negs) <= 4 and len(neg) <= 0.3 * len(present)
+            and (rest.nunique() >= 3 or max(negs) <= -5) and not (contiguous and integer_rest)):
+        codes += negs
+    for base in (99.0, 999.0, 9999.0):
+        reserve = rest[rest.isin([base - 2, base - 1, base])]
+        others = rest[~rest.isin([base - 2, base - 1, base])]
+        if (base in set(reserve) and len(others) and others.nunique() >= 2 and others.max() < 0.7 * (base - 2)
+                and len(reserve) <= 0.3 * len(present)):
+            codes += sorted(float(v) for v in reserve.unique())
+    return codes
+
+
+def _as_numbers(values: pd.Series) -> pd.Series:
+    """A text column whose every value is a number, as numbers; anything else unchanged."""
+    if pd.api.types.is_numeric_dtype(values) or values.notna().sum() == 0:
+        return values
+    numeric = pd.to_numeric(values.astype("string").str.strip(), errors="coerce")
+    return numeric.astype(float) if numeric.notna().sum() == values.notna().sum() else values
+
+
+def column_type(values: pd.Series) -> str:
+    """continuous, binary or categorical, from the values (missing codes already removed)."""
+    present = values.dropna()
+    n = present.nunique()
+    if n <= 2:
+        return "binary"
+    numeric = pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present)
+    return "continuous" if numeric and n > 12 else "categorical"
+
+
+def _integer_like(present: pd.Series) -> bool:
+    if pd.api.types.is_bool_dtype(present):
+        return False
+    if pd.api.types.is_integer_dtype(present):
+        return True
+    return pd.api.types.is_numeric_dtype(present) and bool((present == present.round()).all())
+
+
+def _distinct_per_row(raw: pd.Series) -> bool:
+    """As the data check sees an identifier: every present value distinct, and integer-like or text."""
+    present = raw.dropna()
+    if len(present) < 2 or present.nunique() != len(present):
+        return False
+    return _integer_like(present) or not pd.api.types.is_numeric_dtype(present)
+
+
+def _runnable_binary(values: pd.Series) -> bool:
+    """Two values the DataEngineer maps to 0/1 without further instructions."""
+    observed = {str(v).strip() for v in values.dropna().unique()}
+    return len(observed) == 2 and (observed <= {"0", "1", "0.0", "1.0"} or observed == {"No", "Yes"})
+
+
+def _cluster_word(name: str, clean: pd.Series) -> str | None:
+    """The unit a column clusters rows by (school, class, user...), or None: named like a cluster or a repeated
+    identifier, integer or text values, at least 2 rows per value on average."""
+    words = tokens(name)
+    joined = "".join(words)
+    present = clean.dropna()
+    if present.empty or present.nunique() > len(clean) / 2:
+        return None
+    if pd.api.types.is_numeric_dtype(present) and not _integer_like(present):
+        return None
+    for word in CLUSTERS + PERSONS:  # the word alone, or with id/no/code/name (not school_type, class_size)
+        if re.fullmatch(rf"{word}(id|no|num|number|code|name)?(\d+|[a-z])?", joined):
+            return "student" if word == "stu" else word
+    if re.fullmatch(r"sch(l|ool)?(id|no|num|code)?", joined):
+        return "school"
+    if len(words) > 1 and words[-1] in ID_TAIL:
+        return words[0]
+    return None
+
+
+def _variable(col: Any, values: pd.Series) -> dict[str, Any]:
+    return {"name": col, "label": draft(" ".join(tokens(col)).capitalize() or str(col)), "role": "predictor",
+            "type": column_type(values), "pct_missing": round(float(values.isna().mean() * 100), 2)}
+
+
+def _outcome_rank(name: str, typ: str, values: pd.Series, position: int) -> tuple[int, int, int] | None:
+    """How likely a column is the outcome (smaller first), or None: continuous or binary, named like an outcome
+    (score, grade, exam, final, pass, dropout...) and not like a prior measure."""
+    words = tokens(name) or [str(name).lower()]
+    if typ not in ("continuous", "binary") or values.dropna().nunique() < 2 or any(PRIOR.match(w) for w in words):
+        return None
+    strong = any(STRONG_OUTCOME.match(w) for w in words)
+    if not strong and not any(OUTCOME.search(w) for w in words):
+        return None
+    runnable = typ == "continuous" or _runnable_binary(values)
+    return (0 if runnable else 1, 0 if strong else 1, -position)
+
+
+def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The draft registry of the data frame read from `source` (a file name; `name` overrides the dataset name
+    drawn from its stem), and the suspicions behind it, one line each."""
+    file = Path(str(source)).name
+    dname = identifier_name(name or Path(str(source)).stem)
+    if len(frame) == 0:
+        raise DataError(f"{source}: the file has no rows; nothing to draft a registry from")
+    if frame.shape[1] < 2:
+        raise DataError(f"{source}: the file has {frame.shape[1]} column(s); a study needs an outcome and predictors")
+    notes: list[str] = []
+    labels: set[str] = set()
+    for col in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[col]):
+            text = frame[col].astype("string").str.strip()
+            hits = sorted({t for t in MISSING_LABELS if (text == t).any()})
+            if hits:
+                labels.update(hits)
+                notes.append(f"missing labels in {col}: {hits}")
+    unlabelled = {c: _as_numbers(frame[c].mask(frame[c].astype("string").str.strip().isin(labels).fillna(False)
+                                                .astype(bool))) for c in frame.columns}
+    codes: set[float] = set()
+    for col, values in unlabelled.items():
+        found = numeric_codes(values)
+        if found:
+            codes.update(found)
+            notes.append(f"missing codes in {col}: {', '.join(f'{c:g}' for c in found)}")
+    clean = {c: v.mask(v.isin(sorted(codes))) if pd.api.types.is_numeric_dtype(v) else v for c, v in unlabelled.items()}
+    ids, excluded, clusters, protected, variables = [], [], [], [], []
+    ranks: dict[str, tuple[int, int, int]] = {}
+    for position, col in enumerate(frame.columns):
+        raw, values, words = frame[col], clean[col], tokens(col)
+        present = values.dropna()
+        if present.empty:
+            excluded.append(col)
+            notes.append(f"empty column (every value missing): {col}; left out")
+            continue
+        unique_rows = bool(raw.notna().all() and raw.nunique() == len(raw))
+        id_named = bool(ID_NAME.search(str(col)) or (words and words[-1] in ID_TAIL))
+        if unique_rows and (id_named or _distinct_per_row(raw)):
+            ids.append(col)
+            why = "unique per row" if _distinct_per_row(raw) else "unique per row and named like an ID"
+            notes.append(f"suspected identifier: {col} ({why})")
+            continue
+        if _distinct_per_row(raw):
+            excluded.append(col)
+            notes.append(f"suspected identifier: {col} (distinct on every row where present, but some rows are "
+                         "missing, so it cannot be dataset.id_column); never a predictor")
+            continue
+        numeric = pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present)
+        if (words and (set(words) & WEIGHT_TOKENS or re.match(r"^W\d", str(col)))) and numeric and present.min() >= 0 \
+                and present.nunique() > 2:
+            excluded.append(col)
+            notes.append(f"suspected weight: {col}; never a predictor (analyses are unweighted)")
+            continue
+        if FLAG_NAME.search(str(col)):
+            excluded.append(col)
+            notes.append(f"suspected flag: {col}; never a predictor")
+            continue
+        unit = _cluster_word(str(col), values)
+        if unit:
+            clusters.append((col, unit))
+            continue
+        if id_named:
+            excluded.append(col)
+            notes.append(f"named like an identifier but neither unique nor a cluster: {col}; never a predictor")
+            continue
+        if present.nunique() < 2:
+            excluded.append(col)
+            notes.append(f"constant column: {col} (one value: {present.iloc[0]!r}); left out")
+            continue
+        rec = _variable(col, values)
+        typ = rec["type"]
+        rank = _outcome_rank(str(col), typ, values, position)
+        if set(words) & PROTECTED_TOKENS:
+            rec.update(role="protected", protected=True)
+            protected.append(col)
+            notes.append(f"suspected protected attribute: {col} ({typ}); audited for subgroup gaps, not a predictor")
+        elif rank is not None:
+            rec["role"] = "outcome"
+            ranks[col] = rank
+        elif typ == "categorical" and not numeric and present.nunique() > MAX_LEVELS:
+            excluded.append(col)
+            notes.append(f"text column with {present.nunique()} distinct values (free text, dates?): {col}; "
+                         "left out of the predictors")
+            continue
+        labels_to_edit = _draft_values(values, rec["role"])
+        if labels_to_edit:
+            rec["values"] = labels_to_edit
+        variables.append(rec)
+
+    grouping = {"unit": "school", "columns": [], "reconstructed": False}
+    if clusters:  # schools, classes... with at least 10 groups first, then a repeated person identifier
+        order = CLUSTERS + PERSONS
+        col, unit = min(clusters, key=lambda cu: (clean[cu[0]].nunique() < 10,
+                                                  order.index(cu[1]) if cu[1] in order else len(order)))
+        grouping = {"unit": unit, "columns": [col], "reconstructed": False}
+        for other, other_unit in clusters:
+            n_groups = clean[other].nunique()
+            what = f"{other} ({n_groups} {other_unit} values, {len(frame) / n_groups:.1f} rows each)"
+            if other == col:
+                excluded.append(other)
+                notes.append(f"suspected grouping: {what}; the split keeps each one on one side")
+            elif n_groups <= 12:  # a second, coarse cluster (a few courses): its values recur on both sides
+                variables.append(_variable(other, clean[other]))
+                notes.append(f"another cluster-like column: {what}; kept as a predictor")
+            else:
+                excluded.append(other)
+                notes.append(f"another cluster-like column: {what}; not a predictor")
+    used = [r["name"] for r in variables] + grouping["columns"]
+    for code in sorted(codes):  # the codes apply to every column: warn where one looks like a real value
+        for col in used:
+            values = unlabelled[col]
+            if pd.api.types.is_numeric_dtype(values) and code in set(values) and code not in numeric_codes(values):
+                rest = values[values != code]
+                if rest.min() <= code <= rest.max():
+                    notes.append(f"WARNING: {code:g} is a missing code elsewhere but looks like a real value of {col} "
+                                 f"(range {rest.min():g} to {rest.max():g}); sentinels apply to every column")
+
+    if not any(r[0] == 0 for r in ranks.values()):  # no runnable outcome by name: the last 0/1, Yes/No or
+        for rec in reversed(variables):                  # continuous column not named like an ID can still serve
+            if rec["role"] == "predictor" and not re.search(r"id\d*$", str(rec["name"]), re.IGNORECASE) and (
+                    rec["type"] == "continuous" or _runnable_binary(clean[rec["name"]])):
+                rec["role"] = "outcome"
+                ranks[rec["name"]] = (0, 2, 0)
+                notes.append(f"no runnable column is named like an outcome: {rec['name']} drafted as one by its "
+                             "values only (probably not the outcome you study)")
+                break
+    if not ranks:
+        raise DataError(f"{source}: no column can serve as an outcome (a 0/1, Yes/No or continuous column "
+                        "that is not an identifier, weight, flag, cluster or protected attribute)")
+    outcomes = sorted(ranks, key=lambda c: ranks[c])
+    types = {r["name"]: r["type"] for r in variables}
+    for col in outcomes:
+        task = "regression" if types[col] == "continuous" else "binary classification"
+        extra = "" if ranks[col][0] == 0 else (
+            f"; its values {sorted(map(str, clean[col].dropna().unique()))} are not 0/1 or No/Yes: name the "
+            "positive label (derive: {from, map}) before you run it")
+        notes.append(f"candidate outcome: {col} ({task}){extra}")
+
+    usable = [r for r in variables if r["role"] == "predictor"]
+    if len(usable) > MAX_PREDICTORS:
+        kept = {r["name"] for r in sorted(usable, key=lambda r: r["pct_missing"])[:MAX_PREDICTORS]}
+        notes.append(f"{len(usable)} usable predictors: the {MAX_PREDICTORS} with the fewest missing values are "
+                     f"drafted; left out: {[r['name'] for r in usable if r['name'] not in kept]}")
+        usable = [r for r in usable if r["name"] in kept]
+    predictors = [r["name"] for r in usable]
+    if len(predictors) < 3:
+        raise DataError(f"{source}: fewer than 3 usable predictors for the outcome {outcomes[0]} ({predictors}); "
+                        "identifiers, weights, flags, clusters, protected attributes and outcomes are never predictors")
+    across = (", and is the prediction equally accurate across " + " and ".join(map(str, protected)) + " groups?"
+              if protected else "?")
+    questions = [{
+        "id": f"{identifier_name(col)}_prediction", "default": i == 0,
+        "question": f"How accurately can {col} be predicted from the other variables of {file}{across}",
+        "outcome": col,
+        "keywords": tokens(col),
+        "population": draft(f"Students whose records make up {file}, with a recorded {col}."),
+        "subgroups": list(protected),
+        "predictors": {p: draft("why it may predict the outcome; keep it only if it is measured before the "
+                                "outcome and is not part of it.") for p in predictors},
+    } for i, col in enumerate(outcomes)]
+    for q in questions:
+        q["question"] = draft(q["question"])
+    words = " ".join(tokens(Path(str(source)).stem)) or dname
+    dataset = {
+        "name": dname, "title": draft(f"{words.capitalize()} data ({file})"),
+        "id_column": ids[0] if len(ids) == 1 else ids, "require_all_variables": True,
+        # no leading articles: the paper's sentences add their own ("Using the {long}, ...")
+        "prose": {"short": draft(f"{words} data"), "long": draft(f"{words} data ({file})"),
+                  "about": draft(f"students whose records make up {file}"), "source": draft(f"data file {file}"),
+                  "design": "", "unit": "student", "units": "students",
+                  # why a prediction from these data matters (registry/README.md, "The paper's words"); '' leaves a
+                  # neutral sentence chosen by the task
+                  "measures": draft(f"what {file} records for each student, as a noun phrase"),
+                  "purpose": draft("what a prediction of the outcome would be used for, as a verb phrase without "
+                                   "'to' (e.g. offer support to students likely to fall behind)"),
+                  "actors": draft("who would act on the prediction, plural (e.g. teachers)"),
+                  "decision_time": draft("when they would act, as an adverbial phrase (e.g. early in the school "
+                                         "year); '' when predictors and outcome were recorded together")},
+        "provenance": {"kind": "local_file",
+                       "statement": draft(f"where the rows of {file} come from: who collected them, when and for "
+                                          "what, and under which licence or agreement you use them.")},
+        "grouping": grouping,
+        "waves": [],
+        "sentinels": {"numeric": sorted(codes), "labels": sorted(labels)},
+        "protected_default": list(protected),
+        "protected_intersections": [],
+        "limitations": [],
+    }
+    if not ids:
+        notes.append("no identifier column found (dataset.id_column: []); name one if rows have an ID")
+    doc = {"dataset": dataset, "variables": variables, "tier3": {"exact": ids + excluded}, "pitfalls": [],
+           "questions": questions}
+    return doc, notes
+
+
+HEADER = """\
+# DRAFT registry written by `edm-ars init-registry` from {source}. It loads and matches that file as written,
+# but every entry is a guess from column names and values: check each one before you trust a paper.
+# Every text the paper prints that the draft could only guess starts with {marker}: a run refuses the registry
+# (naming each key) until you have replaced every {marker} text with what is true of your data. Edit these keys:
+{keys}
+# Format: registry/README.md of EDM-ARS. Check and edit at least:
+#   - dataset.title, dataset.prose: the names (without a leading "the": the paper adds it), population (about),
+#     source ("We used <source>") and design (e.g. "longitudinal survey"; '' says nothing) the paper states,
+#     and measures, purpose, actors, decision_time: what the data record, what a prediction would serve, who acts
+#     on it and when ('' for any of them: the paper says something neutral instead);
+#   - dataset.provenance: kind (public_use_file, restricted_use_file, generated, package_export or local_file), an
+#     optional citation (a bibliography key) and the statement of where the rows come from;
+#   - dataset.id_column and tier3.exact: identifiers, weights, flags and clusters, never predictors;
+#   - dataset.sentinels: missing codes and labels apply to EVERY column; drop one that is a real value anywhere;
+#   - dataset.grouping: the cluster the split keeps on one side (columns: [] when rows are independent);
+#   - dataset.waves: [] declares one cross-section (the paper then says time order could not be checked). If the
+#     data have a time order, add waves [{{key, order, label, prose}}] and a `wave` on every variable, so that
+#     each predictor strictly precedes the outcome;
+#   - variables: labels, types and roles; values: the readable name of each code (group names in the paper);
+#     a binary outcome whose values are not 0/1 or No/Yes needs its positive
+#     label (research_spec outcome.positive_label, or derive: {{from: COLUMN, map: {{LABEL: 1, OTHER: 0}}}});
+#   - questions: one per candidate outcome, the first is the default; keep a predictor only when it is measured
+#     before the outcome and is not a part or a proxy of it, and replace the drafted rationales.
+# What the draft suspects:
+{notes}
+"""
+
+
+def keys_to_edit(doc: dict[str, Any]) -> list[str]:
+    """The draft's keys that hold the draft marker, grouped for the header: one line per section, variable
+    labels and value labels together, a question's rationales together."""
+    reg = Registry(dataset=doc["dataset"], tier1={str(v["name"]): v for v in doc["variables"]}, tier3=doc["tier3"],
+                   pitfalls=doc["pitfalls"], questions=doc["questions"])
+    keys = draft_marker_keys(reg)
+    lines = [", ".join(k for k in keys if k.startswith("dataset."))]
+    for what in ("label", "values"):
+        names = list(dict.fromkeys(k.split("]")[0].removeprefix("variables[") for k in keys
+                                   if k.startswith("variables[") and k.split("]", 1)[1].startswith("." + what)))
+        if names:
+            lines.append(f"variables[NAME].{what} of " + ", ".join(names))
+    for q in doc["questions"]:
+        mine = [k for k in keys if k.startswith(f"questions[{q['id']}]")]
+        rationales = [k for k in mine if ".predictors." in k]
+        rest = [k.split("]", 1)[1].lstrip(".") for k in mine if k not in rationales]
+        lines.append(f"questions[{q['id']}]: " + ", ".join(rest)
+                     + (f" and the rationales of its {len(rationales)} predictors" if rationales else ""))
+    return [line for line in lines if line]
+
+
+def render_yaml(doc: dict[str, Any], notes: list[str], source: str | None = None) -> str:
+    """The draft as YAML text, under a header comment that says it is a draft, lists the keys to edit and each
+    suspicion."""
+    body = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110)
+    lines = "\n".join(f"# {n}" for n in notes) or "# (nothing)"
+    keys = "\n".join(f"#   - {line}" for line in keys_to_edit(doc))
+    return HEADER.format(source=source or Path(str(doc["dataset"]["prose"]["source"]).split()[-1]).name,
+                         notes=lines, keys=keys, marker=DRAFT_MARKER) + body

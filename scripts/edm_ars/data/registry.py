@@ -1,0 +1,505 @@
+"""The data registry: everything dataset-specific, as data, read through pure functions.
+
+A registry is either one YAML file with the sections `dataset`, `variables` (Tier 1), `tier3`,
+`pitfalls` and `questions`, or a folder holding them as dataset.yaml, tier1.yaml, tier3.yaml,
+pitfalls.yaml and canonical_questions.yaml. Tier 2 is generated from the data
+(and a codebook layout file, when the registry names one) by the `registry_tier2` rule and passed
+in as a dict. `validate_registry` lists every inconsistency of a registry, naming the variable.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edm_ars.core.errors import EdmArsError, yaml_problem
+from edm_ars.core.yamlio import load_yaml
+
+# What a canonical question may say about why its outcome is predicted (else the data set's prose says it).
+QUESTION_PROSE = ("purpose", "actors", "decision_time")
+
+
+@dataclass
+class Registry:
+    dataset: dict[str, Any]
+    tier1: dict[str, dict[str, Any]]
+    tier3: dict[str, Any]
+    pitfalls: list[dict[str, Any]] = field(default_factory=list)
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    tier2: dict[str, dict[str, Any]] = field(default_factory=dict)
+    root: Path | None = None
+
+    # ---- identity and prose -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return str(self.dataset.get("name", "unknown"))
+
+    @property
+    def prose(self) -> dict[str, Any]:
+        """What the Writer says about the data set (names, population, source, unit, wave labels):
+        the registry's `prose` section completed from its other facts."""
+        given = dict(self.dataset.get("prose") or {})
+        title = self.dataset.get("title", self.name)
+        out = {
+            "short": given.get("short", self.name), "long": given.get("long", title),
+            "agency": given.get("agency", ""), "about": given.get("about", ""),
+            "source": given.get("source", ""), "design": given.get("design", ""),
+            "used_for": given.get("used_for", ""),
+            # why prediction from these data matters: what it serves, who acts on it and when (a question
+            # may say it for its own outcome: questions[].purpose, actors, decision_time)
+            "purpose": given.get("purpose", ""), "actors": given.get("actors", ""),
+            "decision_time": given.get("decision_time", ""),
+            "measures": given.get("measures", ""), "collected_for": given.get("collected_for", ""),
+            "question_prose": {str(q["id"]): {k: q[k] for k in QUESTION_PROSE if q.get(k)}
+                               for q in self.questions if q.get("id") and any(q.get(k) for k in QUESTION_PROSE)},
+            "unit": given.get("unit", "student"), "units": given.get("units", given.get("unit", "student") + "s"),
+            "weights_note": given.get("weights_note", ""),
+            "waves": {w["key"]: w.get("prose", w.get("label", w["key"])) for w in self.waves},
+            "wave_labels": {w["key"]: w.get("label", w.get("prose", w["key"])) for w in self.waves},
+            "wave_order": [w["key"] for w in sorted(self.waves, key=lambda w: int(w["order"]))],
+            "group_phrases": dict(given.get("group_phrases") or {}),
+            "expected_groups": list(given.get("expected_groups") or []),
+            "study_topics": list((self.dataset.get("literature") or {}).get("study_topics") or []),
+            "topic": given.get("topic", self.dataset.get("literature", {}).get("topic", self.name)),
+            "grouping": self.grouping,
+        }
+        return out
+
+    @property
+    def limitations(self) -> list[str]:
+        """Limitations every study of this data set carries (stated in each specification)."""
+        return [" ".join(str(t).split()) for t in self.dataset.get("limitations", [])]
+
+    # ---- waves -------------------------------------------------------------------------
+    @property
+    def waves(self) -> list[dict[str, Any]]:
+        return list(self.dataset.get("waves") or [])
+
+    @property
+    def has_waves(self) -> bool:
+        """False for a single cross-section: the registry records no time order to check."""
+        return bool(self.waves)
+
+    @cached_property
+    def wave_order(self) -> dict[str, int]:
+        return {w["key"]: int(w["order"]) for w in self.waves}
+
+    @cached_property
+    def _prefix_wave(self) -> dict[str, str]:
+        return {p.upper(): w["key"] for w in self.waves for p in w.get("prefixes", [])}
+
+    def wave(self, key: str) -> dict[str, Any]:
+        for w in self.waves:
+            if w["key"] == key:
+                return w
+        raise KeyError(key)
+
+    # ---- units and groups --------------------------------------------------------------
+    @property
+    def grouping(self) -> dict[str, Any]:
+        """How students are clustered: {unit, columns, reconstructed}. `columns` name the cluster: one
+        identifier column, or a fingerprint of cluster-level variables (`reconstructed: true`)."""
+        g = self.dataset.get("grouping")
+        if g:
+            return {"unit": g.get("unit", "school"), "columns": list(g.get("columns", [])),
+                    "reconstructed": bool(g.get("reconstructed", False))}
+        fingerprint = self.dataset.get("school_fingerprint") or []
+        return {"unit": "school", "columns": list(fingerprint), "reconstructed": bool(fingerprint)}
+
+    @property
+    def id_columns(self) -> list[str]:
+        ids = self.dataset.get("id_column")
+        return [ids] if isinstance(ids, str) else list(ids or [])
+
+    @property
+    def protected_default(self) -> list[str]:
+        return list(self.dataset.get("protected_default") or [])
+
+    @property
+    def protected_intersections(self) -> list[tuple[str, str]]:
+        return [tuple(pair) for pair in self.dataset.get("protected_intersections") or []]
+
+    # ---- variables ---------------------------------------------------------------------
+    def variable(self, name: str) -> dict[str, Any] | None:
+        """The curated (Tier 1) or generated (Tier 2) record of a variable, or None."""
+        return self.tier1.get(name) or self.tier2.get(name)
+
+    def knows(self, name: str) -> bool:
+        return self.variable(name) is not None
+
+    @property
+    def layout_path(self) -> Path | None:
+        if self.root is None or not self.dataset.get("layout_file"):
+            return None
+        return self.root / self.dataset["layout_file"]
+
+    @property
+    def sentinel_codes(self) -> list[float]:
+        return [float(c) for c in (self.dataset.get("sentinels") or {}).get("numeric", [])]
+
+    @property
+    def sentinel_labels(self) -> list[str]:
+        return [str(t) for t in (self.dataset.get("sentinels") or {}).get("labels", [])]
+
+
+FOLDER_FILES = {"dataset": "dataset.yaml", "variables": "tier1.yaml", "tier3": "tier3.yaml",
+                "pitfalls": "pitfalls.yaml", "questions": "canonical_questions.yaml"}
+
+
+def _yaml(path: Path) -> Any:
+    try:
+        return load_yaml(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise EdmArsError(f"registry {path}: not valid YAML at {yaml_problem(exc)}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EdmArsError(f"registry {path}: cannot be read ({' '.join(str(exc).split())})") from exc
+
+
+def registry_sections(path: str | Path) -> dict[str, Any]:
+    """The sections of a registry file or folder, as plain data."""
+    path = Path(path)
+    if path.is_file() and path.name != FOLDER_FILES["dataset"]:
+        doc = _yaml(path) or {}
+        if not isinstance(doc, dict) or not isinstance(doc.get("dataset"), dict):
+            raise EdmArsError(f"registry {path}: expected a YAML mapping with a 'dataset' section")
+        unknown = sorted(set(doc) - set(FOLDER_FILES))
+        if unknown:
+            raise EdmArsError(f"registry {path}: unknown section(s) {unknown} (known: {sorted(FOLDER_FILES)})")
+        return {"root": path.parent, **{k: doc.get(k) for k in FOLDER_FILES}}
+    root = path.parent if path.is_file() else path
+    if not (root / FOLDER_FILES["dataset"]).exists():
+        raise EdmArsError(f"registry not found: {path} is neither a registry file nor a folder with dataset.yaml")
+    sections: dict[str, Any] = {"root": root}
+    for key, name in FOLDER_FILES.items():
+        doc = _yaml(root / name) if (root / name).exists() else None
+        # the folder's files wrap their lists in one key (variables:, pitfalls:, questions:)
+        sections[key] = doc.get(key) if isinstance(doc, dict) and key in doc else doc
+    return sections
+
+
+def load_registry(path: str | Path, tier2: dict[str, Any] | None = None) -> Registry:
+    """Load a registry file or folder; `tier2` is the parsed output/registry/tier2.json when available."""
+    sec = registry_sections(path)
+    variables = sec["variables"] or []
+    if not isinstance(variables, list) or not all(isinstance(v, dict) and v.get("name") for v in variables):
+        raise EdmArsError(f"registry {path}: 'variables' must be a list of mappings, each with a 'name'")
+    t2 = (tier2 or {}).get("variables", {}) if tier2 else {}
+    return Registry(
+        dataset=sec["dataset"] or {},
+        tier1={str(v["name"]): v for v in variables},
+        tier3=sec["tier3"] or {},
+        pitfalls=sec["pitfalls"] or [],
+        questions=sec["questions"] or [],
+        tier2=t2,
+        root=Path(sec["root"]),
+    )
+
+
+TASK_TYPES = {"continuous": "regression", "binary": "binary_classification"}
+#: What the rows of a data set are (`dataset.provenance.kind`): stated in the paper's abstract, data section,
+#: limitations and availability statement.
+PROVENANCE_KINDS = ("public_use_file", "restricted_use_file", "generated", "package_export", "local_file")
+
+
+def provenance_problems(reg: Registry) -> list[str]:
+    """What is wrong with `dataset.provenance` (absent is allowed: the source kind then decides), naming the key."""
+    prov = reg.dataset.get("provenance")
+    if prov is None:
+        return []
+    if not isinstance(prov, dict):
+        return ["dataset.provenance must be a mapping with kind (and optional citation, statement)"]
+    errors = []
+    if prov.get("kind") not in PROVENANCE_KINDS:
+        errors.append(f"dataset.provenance.kind {prov.get('kind')!r} is not one of {list(PROVENANCE_KINDS)}")
+    for key in ("citation", "statement"):
+        if prov.get(key) is not None and not isinstance(prov.get(key), str):
+            errors.append(f"dataset.provenance.{key} must be text (got {type(prov.get(key)).__name__})")
+    unknown = sorted(set(prov) - {"kind", "citation", "statement"})
+    if unknown:
+        errors.append(f"dataset.provenance: unknown key(s) {unknown} (known: kind, citation, statement)")
+    return errors
+
+#: The literal prefix `edm-ars init-registry` puts on every placeholder it drafts (prose, labels, questions,
+#: rationales, value labels, the provenance statement). A registry that still holds it anywhere is refused by
+#: validate_registry (so by the `dataset` rule and `edm-ars validate-registry`), naming each key to edit.
+DRAFT_MARKER = "[DRAFT]"
+
+
+def _marker_paths(node: Any, path: str) -> list[str]:
+    if isinstance(node, str):
+        return [path] if DRAFT_MARKER in node else []
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _marker_paths(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _marker_paths(v, f"{path}[{i}]")]
+    return []
+
+
+def draft_marker_keys(reg: Registry) -> list[str]:
+    """The keys of a registry whose text still holds :data:`DRAFT_MARKER` (a placeholder init-registry drafted),
+    in file order: `dataset.prose.short`, `variables[sex].values.0`, `questions[passed_prediction].predictors.x`."""
+    keys = _marker_paths(reg.dataset, "dataset")
+    for name, rec in reg.tier1.items():
+        keys += [f"variables[{name}]" + p[len("v"):] for p in _marker_paths(rec, "v")]
+    for q in reg.questions:
+        keys += [f"questions[{q.get('id', '?')}]" + p[len("q"):] for p in _marker_paths(q, "q")]
+    keys += _marker_paths(reg.pitfalls, "pitfalls") + _marker_paths(reg.tier3, "tier3")
+    return keys
+
+
+def code_key(value: Any) -> str:
+    """A value code as text, float-coded integers normalised ('1.0', 1.0 and 1 all give '1'), so that value labels
+    match whatever type the data were read as and '0.0/1.0' never reaches the paper."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    text = str(value).strip()
+    if re.fullmatch(r"[+-]?\d+\.0*", text):
+        return str(int(float(text)))
+    return text
+
+
+def value_labels(reg: Registry, name: str) -> dict[str, str]:
+    """The readable labels of a variable's codes (`values: {code: label}` in the registry), keyed by code_key."""
+    values = (reg.variable(name) or {}).get("values") or {}
+    return {code_key(k): " ".join(str(v).split()) for k, v in values.items()} if isinstance(values, dict) else {}
+
+
+# ---- timing words: the one rule the paper's "early", "prior" and "before the outcome" follow ----------------
+
+EARLY, PRIOR = "early", "prior"
+
+
+def timing_class(wave_order: list[str], predictor_wave: Any, outcome_wave: Any) -> str | None:
+    """How a predictor's wave stands to the outcome's, in the words the paper may use: 'early' when it is in
+    the first wave or at least two waves before the outcome; 'prior' when it is in any earlier wave; None for
+    the same wave, a later one, an unknown wave or data without waves (no timing word may be used)."""
+    if predictor_wave not in wave_order or outcome_wave not in wave_order:
+        return None
+    p, o = wave_order.index(predictor_wave), wave_order.index(outcome_wave)
+    if p >= o:
+        return None
+    return EARLY if p == 0 or o - p >= 2 else PRIOR
+
+
+def common_timing(classes: list[str | None]) -> str | None:
+    """The timing word that holds for every one of several predictors: 'early' only if all are early, 'prior' if
+    all are at least prior, else None (also for none at all)."""
+    if not classes or any(c is None for c in classes):
+        return None
+    return EARLY if all(c == EARLY for c in classes) else PRIOR
+
+
+def early_warning_waves(question: dict[str, Any] | None) -> list[str] | None:
+    """The waves an early-warning question restricts its predictors to (`early_warning: {waves: [...]}`), or None."""
+    ew = (question or {}).get("early_warning")
+    if not ew:
+        return None
+    return [str(w) for w in (ew.get("waves") if isinstance(ew, dict) else ew) or []]
+
+
+def validate_registry(reg: Registry) -> list[str]:
+    """Every inconsistency inside a registry, each naming the wave, variable or question (empty: valid)."""
+    errors = []
+    for key in ("name", "title"):
+        if not reg.dataset.get(key):
+            errors.append(f"dataset.{key} is missing")
+    keys = [w.get("key") for w in reg.waves]
+    if len(set(keys)) != len(keys) or any(w.get("order") is None for w in reg.waves):
+        errors.append(f"waves: every wave needs a unique key and an order (got {keys})")
+    ids = set(reg.id_columns)
+    for name, rec in reg.tier1.items():
+        if reg.has_waves and rec.get("wave") and rec["wave"] not in reg.wave_order:
+            errors.append(f"variable {name}: wave '{rec['wave']}' is not one of the waves {keys}")
+        if reg.has_waves and not wave_of(reg, name) and rec.get("role") in ("outcome", "predictor"):
+            errors.append(f"variable {name}: no wave (the registry has waves, so every variable needs one)")
+        if name in ids and rec.get("role") in ("outcome", "predictor"):
+            errors.append(f"variable {name} is the identifier column and cannot be a {rec['role']}")
+        if rec.get("derive") and not rec["derive"].get("from"):
+            errors.append(f"variable {name}: derive needs 'from' (the source column)")
+        if rec.get("derived_from") is not None and str(rec["derived_from"]) not in reg.tier1:
+            errors.append(f"variable {name}: derived_from {rec['derived_from']} is not a variable of the registry")
+        if rec.get("values") is not None and not (isinstance(rec["values"], dict) and rec["values"]):
+            errors.append(f"variable {name}: values must be a mapping of codes to labels ({{code: label}})")
+    for attr in reg.protected_default + [a for pair in reg.protected_intersections for a in pair]:
+        if attr not in reg.tier1:
+            errors.append(f"protected attribute {attr} is not a variable of the registry")
+    for name in reg.dataset.get("prior_achievement") or []:  # the one-predictor baseline's candidates
+        if (reg.tier1.get(name) or {}).get("role") != "predictor":
+            errors.append(f"prior_achievement: {name} is not a predictor variable of the registry")
+    for col in reg.grouping["columns"]:
+        if col in reg.tier1 and reg.tier1[col].get("role") == "outcome":
+            errors.append(f"grouping column {col} is an outcome")
+    for q in reg.questions:
+        qid = q.get("id", "?")
+        out = q.get("outcome")
+        orec = reg.tier1.get(out) if out else None
+        if orec is None:
+            errors.append(f"question {qid}: outcome {out} is not a variable of the registry")
+        elif orec.get("type") not in TASK_TYPES:
+            errors.append(f"question {qid}: outcome {out} has type {orec.get('type')} (binary or continuous)")
+        for pred in (q.get("predictors") or {}):
+            if pred in ids:
+                errors.append(f"question {qid}: predictor {pred} is the identifier column")
+            elif pred not in reg.tier1:
+                errors.append(f"question {qid}: predictor {pred} is not a variable of the registry")
+            elif is_excluded(reg, pred):
+                errors.append(f"question {qid}: predictor {pred} is excluded (Tier 3: weights, IDs, flags)")
+            elif out and orec is not None and not is_temporally_valid(reg, pred, out):
+                errors.append(f"question {qid}: predictor {pred} ({wave_of(reg, pred)}) does not strictly "
+                              f"precede outcome {out} ({wave_of(reg, out)})")
+        if q.get("at_risk") is not None and q["at_risk"] not in (0, 1):
+            errors.append(f"question {qid}: at_risk must be 0 or 1 (the outcome class a school acts on), got "
+                          f"{q['at_risk']!r}")
+        for attr in q.get("subgroups") or []:
+            if attr not in reg.tier1:
+                errors.append(f"question {qid}: subgroup attribute {attr} is not a variable of the registry")
+        allowed = early_warning_waves(q)
+        if allowed is not None:
+            unknown = [w for w in allowed if w not in reg.wave_order]
+            if not allowed or unknown:
+                errors.append(f"question {qid}: early_warning.waves {allowed} must name waves of the registry "
+                              f"({keys})")
+            for pred in (q.get("predictors") or {}):
+                if pred in reg.tier1 and wave_of(reg, pred) not in allowed:
+                    errors.append(f"question {qid}: predictor {pred} ({wave_of(reg, pred)}) is not from the "
+                                  f"early-warning waves {allowed}")
+    if not reg.questions:
+        errors.append("questions: the registry has no research question (the offline formulator needs one)")
+    errors += provenance_problems(reg)
+    for key in draft_marker_keys(reg):
+        errors.append(f"{key}: still the {DRAFT_MARKER} text init-registry drafted; replace it with what is true "
+                      "of your data")
+    return errors
+
+
+# ---- pure functions over a registry --------------------------------------------------------
+
+
+def wave_of(reg: Registry, name: str) -> str | None:
+    """The survey wave of a variable: curated wave first, else inferred from the name prefix."""
+    rec = reg.variable(name)
+    if rec and rec.get("wave"):
+        return rec["wave"]
+    return reg._prefix_wave.get(name[:2].upper())
+
+
+def is_temporally_valid(reg: Registry, predictor: str, outcome: str) -> bool:
+    """True when the predictor's wave is strictly earlier than the outcome's (same wave = leakage).
+
+    A registry without waves (one cross-section) records no order to check: every predictor passes,
+    except one the registry marks as measured after the outcome (`after_outcome: true`); the
+    specification then carries `temporal_order_note` and the paper states it."""
+    if not reg.has_waves:
+        return not (reg.variable(predictor) or {}).get("after_outcome", False)
+    pw, ow = wave_of(reg, predictor), wave_of(reg, outcome)
+    if pw not in reg.wave_order or ow not in reg.wave_order:
+        return False  # an unknown wave is never valid
+    return reg.wave_order[pw] < reg.wave_order[ow]
+
+
+def is_excluded(reg: Registry, name: str, category: str | None = None) -> bool:
+    """Tier 3: weights, IDs, flags and design variables. A curated Tier 1 name always wins."""
+    if name in reg.id_columns:
+        return True
+    if name in reg.tier1:
+        return bool(reg.tier1[name].get("role") in ("identifier", "weight", "flag", "design"))
+    upper = name.upper()
+    t3 = reg.tier3
+    if upper in {e.upper() for e in t3.get("exact", [])}:
+        return True
+    if any(re.match(p, upper) for p in t3.get("prefix_patterns", [])):
+        return True
+    if any(re.search(p, upper) for p in t3.get("suffix_patterns", [])):
+        return True
+    return category is not None and category in t3.get("categories", [])
+
+
+def is_protected(reg: Registry, name: str) -> bool:
+    rec = reg.tier1.get(name)
+    return bool(rec and rec.get("protected"))
+
+
+def sentinels(reg: Registry) -> tuple[frozenset[float], frozenset[str]]:
+    """The numeric reserve codes and text missing labels that mean 'missing' in this data set."""
+    return frozenset(reg.sentinel_codes), frozenset(reg.sentinel_labels)
+
+
+def is_sentinel(reg: Registry, value: Any) -> bool:
+    codes, labels = sentinels(reg)
+    if isinstance(value, str):
+        text = value.strip()
+        if text in labels:
+            return True
+        try:
+            return float(text) in codes
+        except ValueError:
+            return False
+    if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return float(value) in codes
+    return False
+
+
+def outcomes(reg: Registry) -> list[str]:
+    return [n for n, v in reg.tier1.items() if v.get("role") == "outcome"]
+
+
+def temporal_order_note(reg: Registry) -> str | None:
+    """What the temporal gate could not check, in words (None when the registry has waves)."""
+    if reg.has_waves:
+        return None
+    return (reg.dataset.get("time_order_note") or
+            f"The {reg.name} data have no wave structure: predictors and outcome come from one cross-section, "
+            "so the temporal gate could not establish that every predictor was measured before the outcome.")
+
+
+def rules_text(reg: Registry | None) -> str:
+    """The data set's rules in words, for the agents' prompts (time order, excluded variables, missing
+    codes, clusters, weights); the same rules are enforced in code at the stage boundaries."""
+    if reg is None:
+        return "- (no registry given)"
+    lines = []
+    if reg.has_waves:
+        order = " < ".join(f"{w['key']} ({w.get('label', w['key'])})" for w in sorted(reg.waves, key=lambda w: w["order"]))
+        lines.append(f"- Time order of the waves: {order}. Every predictor must come from a wave STRICTLY EARLIER "
+                     "than the outcome's wave; a predictor from the same wave as the outcome is leakage.")
+    else:
+        lines.append("- The data have no wave structure (one cross-section): temporal precedence cannot be checked; "
+                     "never use a variable measured after the outcome or a component of the outcome.")
+    t3 = reg.tier3
+    excluded = reg.id_columns + list(t3.get("exact", []))[:12]
+    patterns = list(t3.get("prefix_patterns", [])) + list(t3.get("suffix_patterns", []))
+    lines.append("- Never predictors: identifiers, weights and flags"
+                 + (f" ({', '.join(dict.fromkeys(excluded))}" if excluded else "")
+                 + (f"; names matching {', '.join(patterns)}" if patterns else "")
+                 + (")" if excluded else "") + ".")
+    codes, labels = reg.sentinel_codes, reg.sentinel_labels
+    if codes or labels:
+        lines.append("- Missing data are coded as reserve codes (" + ", ".join(f"{c:g}" for c in codes)
+                     + (") and labels such as " + ", ".join(f'"{t}"' for t in labels[:4]) if labels else ")")
+                     + "; the data engineer recodes them.")
+    g = reg.grouping
+    if g["columns"] and g["reconstructed"]:
+        lines.append(f"- {g['unit'].capitalize()} identifiers are not in the data; {g['unit']}s are reconstructed from "
+                     f"{g['unit']}-level variables and the split keeps every reconstructed {g['unit']} on one side.")
+    elif g["columns"]:
+        lines.append(f"- {reg.prose['units'].capitalize()} are nested in {g['unit']}s ({', '.join(g['columns'])}); the "
+                     f"split keeps every {g['unit']} on one side.")
+    if "survey" in str(reg.prose["design"]).lower():
+        lines.append("- Analyses are unweighted: they describe the analytic sample, not the population the survey "
+                     "represents.")
+    return "\n".join(lines)
+
+
+def find_question(reg: Registry, question_id: str) -> dict[str, Any]:
+    for q in reg.questions:
+        if q["id"] == question_id:
+            return q
+    raise EdmArsError(f"unknown canonical question '{question_id}' (known: {[q['id'] for q in reg.questions]})")
