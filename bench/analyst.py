@@ -30,8 +30,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from edm_ars.analysis.models import BINARY, fit_stacking, predict, tune  # noqa: E402
 from edm_ars.data.datasets.synthetic import generate  # noqa: E402
-from edm_ars.data.engineer import Protocol, prepare  # noqa: E402
+from edm_ars.data.engineer import prepare  # noqa: E402
 from edm_ars.data.layout import load_layout  # noqa: E402
+from edm_ars.data.protocol import Protocol  # noqa: E402
 from edm_ars.data.registry import load_registry  # noqa: E402
 from edm_ars.formulate.spec import offline_spec  # noqa: E402
 

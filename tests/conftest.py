@@ -12,6 +12,18 @@ sys.path.insert(0, str(ROOT / "scripts"))
 BASE_RUN_UMASK = 0o002
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n`, set in pyproject.toml), the tests of a shared finished run stay on one worker: the
+    tests that use the small run (`base_run`, with the fixtures built on it) go together, so the run is made once
+    and no two Snakemake processes work in its directory at once; the other end-to-end tests go by module, so a
+    module's own finished runs (module-scoped fixtures) are made once too. Unit tests are spread one by one."""
+    for item in items:
+        if "base_run" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("base_run"))
+        elif item.get_closest_marker("workflow"):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 @pytest.fixture(scope="module")
 def reg():
     """The HSLS:09 registry (one per test module, so a module that changes it touches no other)."""

@@ -11,10 +11,12 @@ import pandas as pd
 import pytest
 from test_critic import ScriptedCritic, good, model_answer, prompts  # noqa: F401  (fixtures; reg: conftest)
 
-from edm_ars.data.engineer import Protocol, fit_imputer
+from edm_ars.data.impute import fit_imputer
+from edm_ars.data.protocol import Protocol
 from edm_ars.formulate.spec import offline_spec, validate_spec
 from edm_ars.review import actions
-from edm_ars.review.critic import review, review_with_model
+from edm_ars.review.critic import review
+from edm_ars.review.model_critic import review_with_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

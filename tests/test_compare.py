@@ -17,7 +17,8 @@ from edm_ars.analysis.evaluation import (
     resample_counts,
     select_best,
 )
-from edm_ars.review.consistency import check_consistency, comparison_evidence, evidence_for
+from edm_ars.review.consistency import check_consistency
+from edm_ars.review.evidence import comparison_evidence, evidence_for
 
 BINARY = "binary_classification"
 

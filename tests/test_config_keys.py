@@ -1,5 +1,6 @@
-"""The configuration's keys: the schema knows exactly the keys the code reads, the README's table lists exactly the
-schema's keys, and an unknown key (a typo on the command line, in a --configfile) stops the run with one line.
+"""The configuration's keys: the schema knows exactly the keys the code reads, the table of docs/configuration.md
+lists exactly the schema's keys, and an unknown key (a typo on the command line, in a --configfile) stops the run
+with one line.
 
 What the static walk over the code covers (`code_paths`), without running the workflow:
 
@@ -381,10 +382,10 @@ def test_every_section_a_user_sets_is_closed():
     assert {("llm", "agents", "*"), ("llm", "prices", "*")} <= set(schema_paths(SCHEMA))
 
 
-def readme_keys() -> set[str]:
-    """The keys in the README's configuration table (first column: `a`, `b.c`, `d.*`)."""
-    text = (ROOT / "README.md").read_text()
-    table = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+def docs_keys() -> set[str]:
+    """The keys in the configuration table of docs/configuration.md (first column: `a`, `b.c`, `d.*`)."""
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    table = text.split("\n| key | default | meaning |\n", 1)[1].split("\n\n", 1)[0]
     keys = set()
     for line in table.splitlines():
         if line.startswith("| `"):
@@ -392,21 +393,21 @@ def readme_keys() -> set[str]:
     return keys
 
 
-def test_the_readme_table_lists_exactly_the_schema_keys():
+def test_the_docs_table_lists_exactly_the_schema_keys():
     """Each schema key is in the table, by itself or under a `section.*` row; each row names a schema key."""
     schema = [".".join(p) for p in schema_paths(SCHEMA)]
-    rows = readme_keys()
+    rows = docs_keys()
     covered = set()
     for row in rows:
         if row.endswith(".*"):
             hits = [k for k in schema if k.startswith(row[:-1])]
         else:
             hits = [k for k in schema if k == row or k.startswith(f"{row}.*")]
-        assert hits, f"README configuration row `{row}` is not a key of config/config.schema.yaml"
+        assert hits, f"docs/configuration.md: row `{row}` is not a key of config/config.schema.yaml"
         covered.update(hits)
     sections = {k for k in schema if any(o.startswith(f"{k}.") for o in schema)}
     missing = sorted(k for k in schema if k not in covered and k not in sections)
-    assert not missing, f"schema keys missing from the README's configuration table: {missing}"
+    assert not missing, f"schema keys missing from the configuration table of docs/configuration.md: {missing}"
 
 
 def test_the_default_and_test_configurations_are_known():

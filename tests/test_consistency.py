@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 
 from edm_ars.review.claims import code_claims, document
-from edm_ars.review.consistency import (
-    check_consistency,
-    claim_problems,
-    comparison_evidence,
-    evidence_for,
-    stacking_base,
-)
+from edm_ars.review.consistency import check_consistency, claim_problems
+from edm_ars.review.evidence import comparison_evidence, evidence_for, stacking_base
 
 ROOT = Path(__file__).resolve().parents[1]
 

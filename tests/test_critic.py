@@ -15,23 +15,24 @@ from edm_ars.core.artifacts import validate
 from edm_ars.core.errors import EdmArsError, SchemaError
 from edm_ars.formulate.spec import offline_spec
 from edm_ars.llm import load_prompt, placeholders
+from edm_ars.review.checks import CHECKS, Artifacts
 from edm_ars.review.critic import (
-    CHECKS,
     DIMENSIONS,
-    KEY_FIGURES,
-    MODEL_REVIEW_SCHEMA,
-    SCORE_RULE,
     STAGES,
-    Artifacts,
     compute_verdict,
     dimension_scores,
-    figure_blocks,
-    key_figure_paths,
     load_rubric,
     rerun_from,
     review,
-    review_with_model,
     rubric_checks,
+)
+from edm_ars.review.model_critic import (
+    KEY_FIGURES,
+    MODEL_REVIEW_SCHEMA,
+    SCORE_RULE,
+    figure_blocks,
+    key_figure_paths,
+    review_with_model,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -817,8 +818,8 @@ def test_the_model_critic_sees_the_png_renderings_of_the_key_figures(good, reg, 
     from fakes.llm_servers import FakeAnthropic
 
     from edm_ars.analysis import figures
-    from edm_ars.analysis.explain import summary_figure
-    from edm_ars.analysis.fairness import fairness_figure
+    from edm_ars.analysis.explain_figures import summary_figure
+    from edm_ars.analysis.fairness_figures import fairness_figure
 
     for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                 "http_proxy", "https_proxy", "all_proxy"):

@@ -5,8 +5,11 @@ import pandas as pd
 import pytest
 
 from edm_ars.core.errors import DataError
-from edm_ars.data.engineer import MISSING_CATEGORY, Protocol, build_outcome, fit_imputer, prepare, reconstruct_schools
+from edm_ars.data.engineer import build_outcome, prepare
+from edm_ars.data.impute import MISSING_CATEGORY, fit_imputer
+from edm_ars.data.protocol import Protocol
 from edm_ars.data.raw import recode_sentinels
+from edm_ars.data.split import reconstruct_schools
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECT = ["Complete a Bachelor's degree", "High school diploma or GED", "Complete a Master's degree"]
@@ -185,7 +188,7 @@ def test_school_reconstruction_counts_clusters():
 def test_a_column_identical_to_an_earlier_one_on_training_rows_is_found_and_named():
     import pandas as pd
 
-    from edm_ars.data.engineer import duplicated_columns
+    from edm_ars.data.impute import duplicated_columns
 
     frame = pd.DataFrame({"a__Missing": [1.0, 0.0, 1.0], "x": [0.5, 0.2, 0.1], "b__Missing": [1.0, 0.0, 1.0],
                           "c": [0.0, 1.0, 1.0]})

@@ -18,18 +18,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from test_figures import assert_whole_or_cut_by_the_rule
 
-from edm_ars.analysis.explain import (
+from edm_ars.analysis.explain import ExplainSkipped, as_matrix, grouped, shap_values, top_features
+from edm_ars.analysis.explain_figures import (
     LABEL_LINES,
     LABEL_WIDTH,
-    ExplainSkipped,
-    as_matrix,
-    grouped,
     importance_figure,
     importance_plot,
-    shap_values,
     summary_figure,
     summary_plot,
-    top_features,
 )
 from edm_ars.analysis.figures import ELLIPSIS, texts_outside
 

@@ -7,7 +7,9 @@ from sklearn.metrics import confusion_matrix, roc_auc_score
 from test_figures import assert_whole_or_cut_by_the_rule
 
 import edm_ars.analysis.fairness as fa
-from edm_ars.analysis.fairness import audit, disparity_flagged, fairness_figure
+import edm_ars.analysis.fairness_figures as ff
+from edm_ars.analysis.fairness import audit, disparity_flagged
+from edm_ars.analysis.fairness_figures import fairness_figure
 from edm_ars.analysis.figures import ELLIPSIS, texts_outside
 from edm_ars.core.frames import read_labels, write_frame
 
@@ -215,7 +217,7 @@ def test_grades_and_numbered_groups_keep_their_natural_order():
     res = audit("binary_classification", y, prob, pd.DataFrame({"grade": grade}), ["grade"], n_resamples=20)
     rec = res["attributes"]["grade"]
     assert [g["group"] for g in rec["groups"]] == ["K", "1", "2", "3", "10"] and rec["ordered"]
-    fig = fa.fairness_plot(res)
+    fig = ff.fairness_plot(res)
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert [t.split("\n")[0] for t in ticks] == ["K", "1", "2", "3", "10"]
     assert all(t.endswith(f"(n = {g['n']:,})") for t, g in zip(ticks, rec["groups"], strict=True))
@@ -259,9 +261,9 @@ def test_the_group_calibration_figure_names_every_group_with_its_size(tmp_path):
 
     y, prob, prot = _binary_data(seed=13)
     res = audit("binary_classification", y, prob, prot, ["X1RACE", "X1SEX"], n_resamples=20)
-    curves = fa.group_calibration_curves(y, prob, prot, res)
+    curves = ff.group_calibration_curves(y, prob, prot, res)
     assert [c["group"] for c in curves["X1SEX"]] == [g["group"] for g in res["attributes"]["X1SEX"]["groups"]]
-    drawn = fa.calibration_group_figure(curves, res, tmp_path / "cal.pdf")
+    drawn = ff.calibration_group_figure(curves, res, tmp_path / "cal.pdf")
     assert (tmp_path / "cal.png").exists()
     legends = ["".join(e.split()) for ax in drawn["axes"] for e in (ax.get("legend") or {}).get("entries") or []]
     for rec in res["attributes"].values():
@@ -409,20 +411,20 @@ def test_fairness_figure_keeps_every_title_and_group_label_inside_and_whole(tmp_
         "X4LONG": ("X4 A protected attribute whose survey label is so long that even two lines of the panel's width "
                    "cannot hold it, so that it has to end with an ellipsis", ["Yes", LONG_GROUP]),
     }
-    fig = fa.fairness_plot(_audit_with(panels))
+    fig = ff.fairness_plot(_audit_with(panels))
     assert texts_outside(fig) == []  # nothing sticks out of the figure (a plain savefig would cut it)
     axes = fig.axes
     assert len(axes) == len(panels) and len({round(ax.get_position().x0, 4) for ax in axes}) == 1  # aligned panels
     for ax, (label, groups) in zip(axes, panels.values(), strict=True):
         title = ax.get_title(loc="left")
-        assert_whole_or_cut_by_the_rule(title, label, fa.TITLE_WIDTH, fa.TITLE_LINES)
+        assert_whole_or_cut_by_the_rule(title, label, ff.TITLE_WIDTH, ff.TITLE_LINES)
         assert title.endswith(ELLIPSIS) == label.startswith("X4 A protected")  # the HSLS labels are whole
         ticks = [t.get_text() for t in ax.get_yticklabels()]
         assert len(ticks) == len(groups)
         for shown, group in zip(ticks, groups, strict=True):
-            assert_whole_or_cut_by_the_rule(shown, group, fa.LABEL_WIDTH, fa.LABEL_LINES)
+            assert_whole_or_cut_by_the_rule(shown, group, ff.LABEL_WIDTH, ff.LABEL_LINES)
             assert shown.endswith(ELLIPSIS) == (group == LONG_GROUP)  # only a label past three lines is cut
-    fa.fairness_figure(_audit_with(panels), tmp_path / "fairness.png")
+    ff.fairness_figure(_audit_with(panels), tmp_path / "fairness.png")
     assert (tmp_path / "fairness.png").stat().st_size > 1000
 
 
@@ -449,7 +451,7 @@ def test_groups_are_named_by_the_registry_value_labels_and_never_as_float_codes(
     assert "African-American x Female" in groups["ethnicity x gender"]
     text = json.dumps(res)
     assert "afam" not in text and "cauc" not in text and "0.0" not in json.dumps(groups)
-    fig = fa.fairness_plot(res)
+    fig = ff.fairness_plot(res)
     ticks = [t.get_text().split("\n(n = ")[0] for ax in fig.axes for t in ax.get_yticklabels()]
     assert "African-American" in ticks and not {"afam", "cauc", "0.0", "1.0"} & set(ticks)
 
@@ -457,7 +459,7 @@ def test_groups_are_named_by_the_registry_value_labels_and_never_as_float_codes(
 def test_a_numeric_attribute_read_as_text_with_many_values_is_binned_into_quintiles():
     import pandas as pd
 
-    from edm_ars.analysis.fairness import _grouping
+    from edm_ars.analysis.fairness_groups import _grouping
 
     s = pd.Series([str(v) for v in range(10, 51, 2)] * 5)  # 21 distinct scores, read from CSV as text
     rows, order, binning = _grouping(s)

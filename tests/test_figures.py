@@ -96,8 +96,10 @@ def _small_run(out):
     import pandas as pd
 
     import edm_ars.analysis.figures as figures
-    from edm_ars.analysis.explain import importance_figure, summary_figure, top_features
-    from edm_ars.analysis.fairness import audit, fairness_figure
+    from edm_ars.analysis.explain import top_features
+    from edm_ars.analysis.explain_figures import importance_figure, summary_figure
+    from edm_ars.analysis.fairness import audit
+    from edm_ars.analysis.fairness_figures import fairness_figure
 
     rng = np.random.default_rng(5)
     n = 2000
@@ -136,7 +138,7 @@ def _small_run(out):
 
 
 def test_every_figure_is_written_as_pdf_and_a_png_next_to_it_byte_identical_on_a_rerun(tmp_path):
-    from edm_ars.review.critic import MAX_IMAGE_BYTES
+    from edm_ars.review.model_critic import MAX_IMAGE_BYTES
 
     first, second = _small_run(tmp_path / "a"), _small_run(tmp_path / "b")
     assert first == second  # the same record of what each figure shows
@@ -220,7 +222,7 @@ def test_figures_kept_from_the_previous_round_bring_their_png(tmp_path):
     previous round's folder: the PNG renderings come along, and the record of what each figure shows."""
     import pandas as pd
 
-    from edm_ars.analysis.explain import explain_models
+    from edm_ars.analysis.explain_phase import explain_models
 
     earlier_dir, fig_dir = tmp_path / "round_0", tmp_path / "round_1"
     earlier_dir.mkdir()

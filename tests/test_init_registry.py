@@ -11,7 +11,8 @@ from edm_ars.cli import main
 from edm_ars.data.datasets.adapters import data_problems
 from edm_ars.data.datasets.draft import draft_registry, render_yaml
 from edm_ars.data.raw import read_raw
-from edm_ars.data.registry import DRAFT_MARKER, draft_marker_keys, load_registry, validate_registry
+from edm_ars.data.registry import DRAFT_MARKER, draft_marker_keys, load_registry
+from edm_ars.data.registry_validation import validate_registry
 from edm_ars.formulate.spec import offline_spec, validate_spec
 
 

@@ -12,9 +12,12 @@ from test_adapters import small_frame, small_registry, write_registry
 from test_critic import good  # noqa: F401  (fixture: artifacts that pass every code check; reg: conftest)
 
 from edm_ars.analysis.evaluation import flags_for, thresholds_for
-from edm_ars.data.engineer import Protocol, outcome_proxies, prepare
+from edm_ars.data.checks import outcome_proxies
+from edm_ars.data.engineer import prepare
+from edm_ars.data.protocol import Protocol
 from edm_ars.formulate.spec import offline_spec
-from edm_ars.review.critic import CHECKS, review
+from edm_ars.review.checks import CHECKS
+from edm_ars.review.critic import review
 from edm_ars.writer.verify import verify_paper
 
 # ---- the DataEngineer's data check ------------------------------------------------------------------
@@ -110,7 +113,7 @@ def test_a_regression_above_the_r2_ceiling_cannot_pass(good, reg):  # noqa: F811
 
 
 def _artifacts(a: dict, registry):
-    from edm_ars.review.critic import Artifacts
+    from edm_ars.review.checks import Artifacts
 
     return Artifacts(spec=a["spec"], report=a["report"], results=a["results"], reg=registry, claims=a.get("claims"),
                      manifest=a.get("manifest"), dgp=a.get("dgp"))

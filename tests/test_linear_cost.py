@@ -21,7 +21,8 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from edm_ars.data.datasets.synthetic import generate
-from edm_ars.data.engineer import Protocol, needed_columns, prepare
+from edm_ars.data.engineer import needed_columns, prepare
+from edm_ars.data.protocol import Protocol
 from edm_ars.formulate.spec import offline_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,9 +84,9 @@ def test_the_growth_measure_flags_a_quadratic_step(study, reg, layout, monkeypat
     the benchmark (bench/large_data.py), which measures at 250,000 and 1,000,000 rows."""
     import numpy as np
 
-    import edm_ars.data.engineer as engineer
+    import edm_ars.data.split as split
 
-    linear = engineer.fingerprint_ids
+    linear = split.fingerprint_ids
 
     def pairwise(frame):
         ids = linear(frame)
@@ -96,7 +97,7 @@ def test_the_growth_measure_flags_a_quadratic_step(study, reg, layout, monkeypat
         return ids
 
     spec, raws = study
-    monkeypatch.setattr(engineer, "fingerprint_ids", pairwise)
+    monkeypatch.setattr(split, "fingerprint_ids", pairwise)
     ratio, t = growth(lambda n: prepare(raws[n], spec, reg, layout, Protocol(seed=42)), repeats=1)
     print(f"with a quadratic step: growth {ratio:.2f}; CPU s per size {t}")
     assert ratio > MAX_GROWTH, f"a quadratic step grew only {ratio:.1f}x; CPU s per size {t}"
@@ -128,7 +129,7 @@ def test_generator_memory_per_student_is_bounded(reg, layout):
 def test_fingerprint_ids_number_groups_as_the_text_groupby_did():
     import numpy as np
 
-    from edm_ars.data.engineer import fingerprint_ids
+    from edm_ars.data.split import fingerprint_ids
 
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -148,7 +149,7 @@ def test_stratified_group_fold0_is_scikit_learns_first_fold():
     import numpy as np
     from sklearn.model_selection import StratifiedGroupKFold
 
-    from edm_ars.data.engineer import stratified_group_fold0
+    from edm_ars.data.split import stratified_group_fold0
 
     rng = np.random.default_rng(1)
     for trial in range(120):

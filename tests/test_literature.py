@@ -24,20 +24,9 @@ from fakes.scholar_servers import (
 
 from edm_ars.core.artifacts import validate
 from edm_ars.formulate.bibliography import parse_bibtex
-from edm_ars.formulate.literature import (
-    CrossRef,
-    RetrievalError,
-    SemanticScholar,
-    bib_key,
-    bibtex_name,
-    build_query,
-    retrieve,
-    search_queries,
-    title_similarity,
-    to_bibtex,
-    topics_of,
-    verify,
-)
+from edm_ars.formulate.literature import build_query, retrieve, search_queries, topics_of, verify
+from edm_ars.formulate.metadata import bib_key, bibtex_name, title_similarity, to_bibtex
+from edm_ars.formulate.scholarly import CrossRef, RetrievalError, SemanticScholar
 from edm_ars.formulate.spec import CORE_TOPICS, curated_literature
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -343,7 +332,7 @@ def test_cached_rerun_makes_no_request(tmp_path):
 def test_api_key_sent_as_header_never_cached_or_logged(tmp_path, monkeypatch, caplog):
     secret = "s2-SECRET-key-0123456789"
     monkeypatch.setenv("S2_API_KEY", secret)
-    caplog.set_level(logging.DEBUG, logger="edm_ars.formulate.literature")
+    caplog.set_level(logging.DEBUG, logger="edm_ars.formulate.scholarly")
     cache = tmp_path / "cache"
     with FakeSemanticScholar(S2_PAPERS, script=[{"status": 429, "retry_after": "0"}]) as s2, \
             FakeCrossRef(CROSSREF_WORKS) as cr:

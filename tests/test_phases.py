@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures
 
-from edm_ars.analysis.explain import explain_models
+from edm_ars.analysis.explain_phase import explain_models
 from edm_ars.analysis.models import BINARY, tune
 from edm_ars.analysis.stability import refit
 from edm_ars.core.errors import AnalysisLimitation, SingleClass

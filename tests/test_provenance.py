@@ -17,7 +17,8 @@ from test_critic import good  # noqa: F401  (fixture: artifacts that pass every 
 from edm_ars.analysis.recovery import group_recovery, predictor_recovery, recovery_check, strong_effects
 from edm_ars.core.errors import DataError, EdmArsError
 from edm_ars.data.datasets.adapters import adapter, check_raw, resolve_provenance
-from edm_ars.data.registry import PROVENANCE_KINDS, Registry, load_registry, validate_registry
+from edm_ars.data.registry import PROVENANCE_KINDS, Registry, load_registry
+from edm_ars.data.registry_validation import validate_registry
 from edm_ars.review.critic import compute_verdict, review
 from edm_ars.run.runinfo import (
     NOT_UNDER_VERSION_CONTROL,

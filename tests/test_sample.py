@@ -14,7 +14,9 @@ import pytest
 from test_engineer import make_raw, spec_for  # noqa: F401  (reg, layout: conftest)
 
 from edm_ars.core.artifacts import validate
-from edm_ars.data.engineer import MISSING_CATEGORY, Protocol, fit_imputer, prepare
+from edm_ars.data.engineer import prepare
+from edm_ars.data.impute import MISSING_CATEGORY, fit_imputer
+from edm_ars.data.protocol import Protocol
 from edm_ars.data.sample import OTHER_LEVELS, describe_sample, describe_variable, sample_flow, table_rows
 
 ROOT = Path(__file__).resolve().parents[1]

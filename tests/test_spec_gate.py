@@ -134,7 +134,7 @@ def test_early_warning_offline_pick_drops_a_planted_late_predictor(tmp_path):
     q["early_warning"] = {"waves": ["kindergarten"]}
     path = tmp_path / "star_ew.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    from edm_ars.data.registry import validate_registry
+    from edm_ars.data.registry_validation import validate_registry
 
     star = load_registry(path)
     problems = validate_registry(star)

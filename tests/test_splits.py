@@ -5,7 +5,8 @@ import pytest
 from test_engineer import make_raw, spec_for  # noqa: F401  (reg, layout: conftest)
 
 from edm_ars.analysis.splits import extra_splits, refit_models, split_facts, split_seed, spread, summarize
-from edm_ars.data.engineer import Protocol, prepare
+from edm_ars.data.engineer import prepare
+from edm_ars.data.protocol import Protocol
 
 
 def test_split_seeds_are_deterministic_distinct_and_split_zero_is_the_main_one():
@@ -147,7 +148,7 @@ def _with_splits(res: dict, values: dict[str, list[float]], clusters=(14, 17)) -
             for m, rec in models.items()}
     report = {"train_n": 16000, "test_n": 4000, "split": {"seed": 42, "train_clusters": 700, "test_clusters": 15,
                                                           "clustered": True, "group_overlap": 0, "method": "g"}}
-    from edm_ars.jobs.analysis import _split_spread
+    from edm_ars.jobs.analysis.analyze import _split_spread
 
     doc = summarize(evaluation | {"models": main}, report, runs, k)
     return res | {"models": main, "splits": _split_spread(doc)}

@@ -6,7 +6,7 @@ import pytest
 
 from edm_ars.core.texescape import escape_latex
 from edm_ars.formulate.bibliography import parse_bibtex
-from edm_ars.formulate.literature import to_bibtex
+from edm_ars.formulate.metadata import to_bibtex
 
 
 def test_specials():

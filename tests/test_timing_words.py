@@ -14,8 +14,8 @@ from edm_ars.writer import narrative
 from edm_ars.writer.common import timing, timing_adjective
 from edm_ars.writer.context import Citations, Ctx
 from edm_ars.writer.macros import MacroTable
+from edm_ars.writer.methods_data import predictor_table
 from edm_ars.writer.phrases import Phrases
-from edm_ars.writer.sections.methods import predictor_table
 
 ROOT = Path(__file__).resolve().parents[1]
 HSLS = load_registry(ROOT / "registry" / "hsls09")

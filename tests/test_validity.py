@@ -13,8 +13,9 @@ from edm_ars.analysis.explain import shap_values, top_features
 from edm_ars.analysis.fairness import audit, disparity_flagged
 from edm_ars.analysis.models import BINARY, predict, tune
 from edm_ars.data.datasets.synthetic import generate
-from edm_ars.data.engineer import Protocol, prepare
+from edm_ars.data.engineer import prepare
 from edm_ars.data.layout import load_layout
+from edm_ars.data.protocol import Protocol
 from edm_ars.data.registry import load_registry
 from edm_ars.formulate.spec import offline_spec, validate_spec
 

@@ -16,6 +16,10 @@ from edm_ars.formulate.spec import validate_spec
 from edm_ars.run.gates import MODES, approve, latest_round, pending, reject
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+#: the end of `edm-ars --help`: where the documentation is
+EPILOG = """documentation: docs/README.md in the repository (one page per topic: data sets and registries,
+configuration, language models, human gates, candidate studies, large data, clusters and containers, after a
+crash, outputs, research-agent metrics, benchmarks); `edm-ars COMMAND --help` for a command's options."""
 
 
 def find_registry(dataset: str | None, explicit: str | None) -> Path:
@@ -56,7 +60,7 @@ def cmd_validate_spec(args: argparse.Namespace) -> int:
 def cmd_validate_registry(args: argparse.Namespace) -> int:
     from edm_ars.data.datasets.adapters import data_problems
     from edm_ars.data.raw import read_raw
-    from edm_ars.data.registry import validate_registry
+    from edm_ars.data.registry_validation import validate_registry
 
     reg = load_registry(args.registry)
     problems = validate_registry(reg)
@@ -199,7 +203,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="edm-ars", description=__doc__)
+    parser = argparse.ArgumentParser(prog="edm-ars", description=__doc__, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("validate-spec", help="check a research specification against the registry")
     p.add_argument("spec")

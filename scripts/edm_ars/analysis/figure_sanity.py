@@ -1,7 +1,7 @@
 """Figure sanity on the facts a drawn figure recorded (edm_ars.analysis.figures.figure_facts, kept in each figure's entry of
 results.json under `drawn`): every numeric axis named, a legend wherever more than one series is plotted, and the
 categories of an ordered categorical axis (quintiles, grades, waves, ordinal labels) in their order. Pure functions
-over plain data (no matplotlib): the Critic's code check (critic.check_figure_sanity) and the fairness figure (the
+over plain data (no matplotlib): the Critic's code check (review.checks.check_figure_sanity) and the fairness figure (the
 order of an ordered attribute's groups) share them."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "
 _NUMBER = re.compile(r"^[\u2212-]?\d+(\.\d+)?$")
 _Q = re.compile(r"^q(\d+)\b")  # Q1 (lowest), Q2, ...
 _NTH = re.compile(r"^(\d+)(st|nd|rd|th)\b")  # 1st grade, 2nd grade, ...
-_N_SUFFIX = re.compile(r"\(n=[\d,]+\)$")  # a group's size after its name (fairness.n_suffix), squashed
+_N_SUFFIX = re.compile(r"\(n=[\d,]+\)$")  # a group's size after its name (fairness_figures.n_suffix), squashed
 _KINDERGARTEN = ("k", "kg", "kindergarten")  # the grade before grade 1
 RANKING = "ranking"  # the panel (axes gid) of a figure whose categories are ranked (the SHAP figures)
 

@@ -33,7 +33,7 @@ NAME = re.compile(r"[a-z][a-z0-9_]{1,39}")
 _STANDALONE_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?![A-Za-z0-9_])")
 FIGURE_SUFFIXES = (".pdf", ".png")
 
-#: What a script may read and must write. The model is shown this text; the README quotes it.
+#: What a script may read and must write. The model is shown this text; docs/supplementary.md quotes it.
 CONTRACT = """\
 Contract for a supplementary analysis script (Python 3.11; numpy, pandas, pyarrow, scipy, scikit-learn, matplotlib):
 - The working folder holds `inputs/` (read-only) and `out/` (empty, the only writable place). Use these relative

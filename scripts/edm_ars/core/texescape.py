@@ -1,6 +1,6 @@
 """Escaping text for LaTeX: one table of specials for the paper's text and the BibTeX fields alike.
 
-Standard library only: edm_ars.formulate.literature (envs/agents.yaml) writes BibTeX fields with it and edm_ars.writer
+Standard library only: edm_ars.formulate.metadata (envs/agents.yaml) writes BibTeX fields with it and edm_ars.writer
 (envs/writer.yaml) the paper's text.
 """
 

@@ -11,7 +11,8 @@ from edm_ars.jobs.rule_io import log, registry_of
 
 
 def _model_literature(smk: Any, spec: dict[str, Any], fallback: Any, dataset_literature: Any) -> dict[str, Any]:
-    from edm_ars.formulate.literature import CrossRef, SemanticScholar, retrieve
+    from edm_ars.formulate.literature import retrieve
+    from edm_ars.formulate.scholarly import CrossRef, SemanticScholar
 
     cfg = smk.params.literature
     cache = Path(smk.params.cache_dir) / "literature"
@@ -121,7 +122,7 @@ def debate(smk: Any) -> None:
         from edm_ars.formulate.lessons import load, relevant, render
         from edm_ars.llm import load_prompt
         from edm_ars.llm.rule_client import client_for_job
-        from edm_ars.review.critic import results_summary
+        from edm_ars.review.model_critic import results_summary
 
         lessons = render(relevant(load(Path(smk.params.lessons_store)), datetime.now(UTC), stage="analyze",
                                   k=smk.params.lessons_k))
@@ -142,7 +143,7 @@ def _model_review(smk: Any, code_review: dict[str, Any], spec: dict[str, Any], r
     from edm_ars.formulate.lessons import load, relevant, render
     from edm_ars.llm import load_prompt
     from edm_ars.llm.rule_client import client_for_job
-    from edm_ars.review.critic import key_figure_paths, review_with_model
+    from edm_ars.review.model_critic import key_figure_paths, review_with_model
 
     client = client_for_job(smk)
     figures = key_figure_paths(results, Path(smk.input.results).parent)

@@ -44,7 +44,7 @@ def dataset(smk: Any) -> None:
     from edm_ars.core.errors import DataError
     from edm_ars.data.datasets.adapters import check_raw
     from edm_ars.data.raw import read_raw
-    from edm_ars.data.registry import validate_registry
+    from edm_ars.data.registry_validation import validate_registry
 
     reg = registry_of(smk)
     problems = validate_registry(reg)

@@ -35,7 +35,7 @@ def plan_supplementary(smk: Any) -> None:
     from edm_ars.codegen.supplementary import analysis_context, model_plan, offline_plan
     from edm_ars.core.frames import frame_columns
     from edm_ars.llm import load_prompt
-    from edm_ars.review.critic import results_summary
+    from edm_ars.review.model_critic import results_summary
 
     Path(smk.output.transcripts).mkdir(parents=True, exist_ok=True)
     atomic_write_text(smk.output.ledger, "")

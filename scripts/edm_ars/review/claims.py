@@ -112,7 +112,7 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                                f"lower interval bound {ci[0]:.3f} against the floor {floor:g}"),
                    "methodologist": _design(results, "evaluate")},
                   evidence + [b.ev("results.json", "thresholds.quality_floor")])
-        from edm_ars.review.consistency import comparison_evidence, evidence_for
+        from edm_ars.review.evidence import comparison_evidence, evidence_for
 
         compared = comparison_evidence(results)
         for other, orec in models.items():
@@ -140,7 +140,7 @@ def code_claims(results: dict[str, Any], report: dict[str, Any] | None = None) -
                             "evidence": ev.source if ev else None})
     gain = (results.get("selection_evidence") or {}).get("stacking_minus_selected")
     if isinstance(gain, dict) and is_number(gain.get("mean")) and _ci(gain.get("ci")):
-        from edm_ars.review.consistency import comparison_evidence, evidence_for, stacking_base
+        from edm_ars.review.evidence import comparison_evidence, evidence_for, stacking_base
 
         lo, hi = gain["ci"]
         base = stacking_base(results) or best

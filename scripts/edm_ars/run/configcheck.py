@@ -6,7 +6,7 @@ file) and the closest known key.
 The schema is closed (`additionalProperties: false`) wherever a user sets keys; maps whose keys are data (the
 per-agent model settings `llm.agents`, the prices `llm.prices` keyed by model id) are open but their values are
 closed objects. `schema_paths` lists every key path the schema knows (a map's data key as `*`), for the tests that
-compare it with the keys the code reads and with the README's configuration table."""
+compare it with the keys the code reads and with the configuration table of docs/configuration.md."""
 
 from __future__ import annotations
 

@@ -65,7 +65,8 @@ def check(ctx: Ctx, section: str, text: str) -> tuple[str | None, str]:
 def _inconsistent_claims(ctx: Ctx, text: str) -> list[str]:
     """The comparisons of a model-written section that name one model only, contradict each other or the evidence
     of results.json (writer.consistency, on this section alone; the whole paper is checked again by verify-paper)."""
-    from edm_ars.review.consistency import ConsistencyReport, check_claims, parse
+    from edm_ars.review.consistency import ConsistencyReport, check_claims
+    from edm_ars.review.paper_doc import parse
 
     report = ConsistencyReport(paper="model text")
     check_claims(parse("\\begin{document}\n" + text + "\n\\end{document}\n"), ctx.results, report, ctx.claims_doc)

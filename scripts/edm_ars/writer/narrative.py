@@ -177,14 +177,14 @@ def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
         if other not in ctx.results["models"]:
             return None
         from edm_ars.core.conventions import STACKING
-        from edm_ars.review.consistency import stacking_base
+        from edm_ars.review.evidence import stacking_base
 
         if (ctx.best == STACKING and other == stacking_base(ctx.results)
                 and ctx.claim("stacking_improves") == ctx.claim(cid)):
             return None  # the same comparison as stacking_improves, stated there
         return ctx.ph("narrative.claim_outperforms", best=best, other=ctx.model_phrase(other))
     if cid == "stacking_improves":
-        from edm_ars.review.consistency import stacking_base
+        from edm_ars.review.evidence import stacking_base
 
         base = stacking_base(ctx.results)
         return ctx.ph("narrative.claim_stacking_improves", base=ctx.model_phrase(base)) if base else None

@@ -13,9 +13,10 @@ from edm_ars.core.errors import EdmArsError
 from edm_ars.core.text import word_count
 from edm_ars.review.claims import code_claims, document
 from edm_ars.writer import branches, outline, provenance, splits, supplementary
-from edm_ars.writer.context import Citations, Ctx, Figure, register_numbers
+from edm_ars.writer.context import Citations, Ctx, Figure
 from edm_ars.writer.integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from edm_ars.writer.macros import MacroTable, template_macros
+from edm_ars.writer.numbers import register_numbers
 from edm_ars.writer.phrases import Phrases
 from edm_ars.writer.sections import (
     abstract,

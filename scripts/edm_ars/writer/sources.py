@@ -1,7 +1,7 @@
 """Evaluate the source a number macro records (numbers.json / numbers.tex), so that `verify-paper` can check the
 printed value against the value the source denotes.
 
-A source is a small expression over artifact paths. The forms the Writer emits (writer/context.py, common.py,
+A source is a small expression over artifact paths. The forms the Writer emits (writer/numbers.py, common.py,
 narrative.py and sections/*), each evaluated here:
 
 ==========================  ===============================================================================

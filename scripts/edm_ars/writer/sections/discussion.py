@@ -5,16 +5,8 @@ from __future__ import annotations
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
-from edm_ars.review.consistency import (
-    BETTER,
-    INDISTINCT,
-    WORSE,
-    comparison_evidence,
-    evidence_for,
-    record_comparison,
-    record_promise,
-    stacking_base,
-)
+from edm_ars.review.consistency import record_comparison, record_promise
+from edm_ars.review.evidence import BETTER, INDISTINCT, WORSE, comparison_evidence, evidence_for, stacking_base
 from edm_ars.writer import narrative, provenance, splits
 from edm_ars.writer.common import (
     CI_LEVEL,
@@ -72,7 +64,7 @@ def write(ctx: Ctx) -> str:
     add("performance", splits.discussion(ctx))  # how far the estimate depends on the split
     fam = model_family(best)
     # the selected model against the best model of the other family: the sentence follows the comparison evidence
-    # of the two (consistency.comparison_evidence), and a gain is stated only when the debate supports it
+    # of the two (evidence.comparison_evidence), and a gain is stated only when the debate supports it
     evidence = comparison_evidence(ctx.results)
     contrast = evidence_for(evidence, best, n["contrast"]) if "contrast" in n else None
     # a linear model "matched or exceeded" a tree model only when its point estimate is not lower

@@ -1,4 +1,5 @@
-"""Methods: data, outcome and predictors, preprocessing and split, models and tuning, evaluation, fairness audit, stability."""
+"""Methods: the subsections in order (data, outcome and predictors, preprocessing and split from
+writer.methods_data), then models and tuning, evaluation, fairness audit, stability, automation."""
 
 from __future__ import annotations
 
@@ -7,205 +8,25 @@ from typing import Any
 
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.texescape import escape_latex
-from edm_ars.core.text import cap_first, clean_label, isnum, join_list, lc_first, model_family, sentence
-from edm_ars.review.consistency import record_promise
-from edm_ars.writer import branches, large_data, narrative, provenance, splits, table_one
+from edm_ars.core.text import cap_first, clean_label, isnum, join_list, lc_first, model_family
+from edm_ars.writer import branches, large_data, narrative, provenance, splits
 from edm_ars.writer.common import (
     CI_LEVEL,
     at_risk_phrase,
     attr_label,
     automation_note,
-    data_name,
     floor_macro,
-    has_reserve_codes,
     metric_name,
     model_np,
     model_the,
     n_perturbations,
-    outcome_sentence_np,
     perturbation_kinds,
     stability_rule,
 )
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name
+from edm_ars.writer.methods_data import data_text, outcome_text, preprocessing_text, wave_label
 from edm_ars.writer.phrases import plural
-
-
-def wave_label(ctx: Ctx, key: object) -> str:
-    """A wave as Table 1 prints it: the registry's label (`waves[].label`, else its prose), never its key."""
-    if not key:
-        return "--"
-    labels = (ctx.dataset or {}).get("wave_labels") or {}
-    text = labels.get(str(key)) or (ctx.dataset or {}).get("waves", {}).get(str(key))
-    return escape_latex(" ".join(str(text).split())) if text else ctx.wave(key)
-
-
-def predictor_table(ctx: Ctx) -> str:
-    # with Table 1 (sample.json) the missing shares are there, in its missing-share column
-    with_missing = not (ctx.sample and ctx.sample.get("predictors"))
-    rows = []
-    for i, p in enumerate(ctx.spec.get("predictors", [])):
-        name = p["name"]
-        label = ctx.t(clean_label(p.get("label") or ctx.var_label(name)),
-                      f"research_spec.json:predictors.{i}.label")
-        wave = wave_label(ctx, p.get("wave"))
-        miss = f" & {ctx.n.get(f'miss:{name}', '--')}" if with_missing else ""
-        rows.append(f"\\texttt{{{escape_latex(name)}}} & {label} & {wave}{miss} \\\\")
-    caption = ctx.ph("methods.predictor_table_caption") if with_missing else ctx.ph("common.sample_predictor_table_caption")
-    return (f"\\begin{{table}}[tbp]\n\\caption{{{caption}}}\n"
-            "\\label{tab:predictors}\n"
-            "\\small\n\\begin{tabularx}{\\columnwidth}{@{}lYZ" + ("r" if with_missing else "") + "@{}}\n\\toprule\n"
-            "Variable & Label & Wave" + (" & Missing" if with_missing else "") + " \\\\\n\\midrule\n" + "\n".join(rows)
-            + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
-
-
-_KFOLD = re.compile(r"^\s*Stratified(Group)?KFold\(n_splits=(\d+)\)\s*fold\s*\d+", re.I)
-
-
-def split_method(ctx: Ctx) -> str:
-    """How the test set was drawn, in words ('one fold of a stratified, school-grouped 5-fold partition')."""
-    method = str(ctx.data["split"].get("method", "") or "")
-    m = _KFOLD.match(method)
-    if m:
-        k = ctx.m.count("SplitFolds", int(m.group(2)), "data_report.json:split.method (n_splits)")
-        if m.group(1) and ctx.school_split_ok:
-            kind = ctx.ph("methods.kfold_cluster_grouped", cluster=ctx.cluster)
-        else:
-            kind = ctx.ph("methods.kfold_grouped") if m.group(1) else ctx.ph("methods.kfold_stratified")
-        return ctx.ph("methods.split_kfold", kind=kind, k=k)
-    return ctx.t(method.replace("_", " "), "data_report.json:split.method")
-
-
-def split_sentences(ctx: Ctx, method: str) -> str:
-    """How clusters (schools) were kept on one side of the split: reconstructed from a fingerprint, given by an
-    identifier column, absent from the data, or not formed."""
-    n, g, unit, units = ctx.n, ctx.grouping, ctx.cluster, ctx.units
-    share = ctx.ph("methods.split_share", pct=n["TestFractionPct"], seed=n["SplitSeed"])
-    row = units[:-1] if units.endswith("s") else units
-    if ctx.school_split_ok:
-        leak = cap_first(ctx.ph("methods.cluster_leak", units=units, unit=unit, row=row, short=data_name(ctx)))
-        if g["reconstructed"]:
-            count = (" " + ctx.ph("methods.n_clusters", n=n["NClusters"])) if "NClusters" in n else ""
-            how = (ctx.ph("methods.split_reconstructed", unit=unit) + count + " "
-                   + ctx.ph("methods.split_reconstructed_assigned", method=method, share=share,
-                            overlap=n["GroupOverlap"]))
-        else:
-            cols = ", ".join(f"\\texttt{{{escape_latex(c)}}}" for c in g["columns"])
-            count = (" " + ctx.ph("methods.n_units", n=n["NClusters"], unit=unit)) if "NClusters" in n else ""
-            how = ctx.ph("methods.split_by_identifier", unit=unit, columns=cols, count=count, method=method,
-                         share=share, overlap=n["GroupOverlap"])
-        return f"{leak} {how}"
-    if not g["columns"]:
-        return ctx.ph("methods.split_no_clusters", unit=unit, units=units, row=row, method=method, share=share)
-    status = escape_latex(str(ctx.data["split"]["school_reconstruction"].get("status", "unavailable")))
-    how = (ctx.ph("methods.clusters_not_reconstructed") if g["reconstructed"]
-           else ctx.ph("methods.clusters_not_formed"))
-    return cap_first(ctx.ph("methods.split_clusters_failed", unit=unit, how=how, status=status, row=row,
-                            method=method, share=share, units=units))
-
-
-def data_text(ctx: Ctx) -> str:
-    n, spec = ctx.n, ctx.spec
-    sents = provenance.data_sentences(ctx)  # what the rows are, who collected them, how they reached us
-    if sents is None:  # no provenance record: the registry's source alone
-        agency = (", " + ctx.ph("methods.collected_by", agency=ctx.ds["agency"])) if ctx.ds.get("agency") else ""
-        source = ctx.ds.get("source") or ctx.full_name
-        if not re.match(r"(the|a|an|these|this|our)\s", source, re.I):  # "We used {source}": the sentence's article
-            source = "the " + source
-        sents = [ctx.ph("methods.data_source", source=source, agency=agency)]
-    pop = (spec.get("population") or "").strip().rstrip(".")
-    if pop:
-        pop = lc_first(ctx.t(pop, "research_spec.json:population"))
-        sents.append(provenance.population(ctx, pop) or ctx.ph("methods.population", population=pop))
-    sents.append(ctx.ph("methods.analytic_sample", original=n["OriginalN"], units=ctx.units, analytic=n["AnalyticN"],
-                        pct=n["RetentionPct"]))
-    if ctx.binary and "NPositive" in n:
-        sents.append(ctx.ph("methods.positive_class", units=ctx.units,
-                            n=n["NPositive"] + (f" ({n['PositivePct']})" if "PositivePct" in n else ""))
-                     + (f" (\\emph{{{ctx.positive}}})." if spec["outcome"].get("positive_label") else "."))
-    elif not ctx.binary and "OutcomeMean" in n:
-        if "OutcomeSD" not in n:
-            sents.append(ctx.ph("methods.outcome_mean", mean=n["OutcomeMean"]))
-        elif "OutcomeMin" in n and "OutcomeMax" in n:
-            sents.append(ctx.ph("methods.outcome_mean_sd_range", mean=n["OutcomeMean"], sd=n["OutcomeSD"],
-                                low=n["OutcomeMin"], high=n["OutcomeMax"]))
-        else:
-            sents.append(ctx.ph("methods.outcome_mean_sd", mean=n["OutcomeMean"], sd=n["OutcomeSD"]))
-    pointer = table_one.data_sentence(ctx)  # the sample flow and Table 1
-    if pointer:
-        sents.append(pointer)
-    floats = "".join("\n\n" + t for t in (table_one.flow_table(ctx), table_one.sample_table(ctx)) if t)
-    return (f"\\subsection{{{ctx.ph('methods.data_title', units=cap_first(ctx.units))}}}\n" + " ".join(sents) + floats)
-
-
-def outcome_text(ctx: Ctx) -> str:
-    n, d, spec = ctx.n, ctx.data, ctx.spec
-    o = spec["outcome"]
-    outcome, wave = outcome_sentence_np(ctx), ctx.wave(o.get("wave"))
-    timing = ctx.ph("methods.timing_waves") if ctx.has_waves else ctx.ph("methods.timing_cross_section")
-    sents = [ctx.ph("methods.outcome_binary", outcome=outcome, wave=wave) if ctx.binary
-             else ctx.ph("methods.outcome_regression", outcome=outcome, wave=wave),
-             ctx.ph("methods.predictors_used", n=n["NPredictors"], timing=timing, features=n["NFeatures"])]
-    note = (spec.get("temporal_order_note") or "").strip()
-    if note:
-        sents.append(sentence(ctx.t(note, "research_spec.json:temporal_order_note")))
-    preds = spec.get("predictors", [])
-    if preds:
-        first = preds[0]
-        sents.append(ctx.ph("methods.predictor_rationale", name=escape_latex(first["name"]),
-                            rationale=lc_first(ctx.t(first["rationale"].strip().rstrip("."),
-                                                     "research_spec.json:predictors.0.rationale"))))
-    protected = d.get("protected") or []
-    if protected:
-        used = [p for p in protected if p in d["predictors_before"]]
-        labels = join_list([f"\\emph{{{lc_first(ctx.label_tex(p, 'registry label'))}}}" for p in protected])
-        if used and len(used) == len(protected):
-            sents.append(ctx.ph("methods.protected_all_used", attributes=labels))
-        elif used:
-            sents.append(ctx.ph("methods.protected_some_used", attributes=labels,
-                                used=join_list([lc_first(ctx.label_tex(p, "registry label")) for p in used])))
-        elif len(protected) > 1:
-            sents.append(ctx.ph("methods.protected_unused", attributes=labels, units=ctx.units))
-        else:
-            sents.append(ctx.ph("methods.protected_unused_one", attributes=labels, units=ctx.units))
-    return (f"\\subsection{{{ctx.ph('methods.outcome_title')}}}\n" + " ".join(sents) + "\n\n"
-            + predictor_table(ctx))
-
-
-def preprocessing_text(ctx: Ctx) -> str:
-    c, n, d = ctx.cites, ctx.n, ctx.data
-    sr_n = n.get("sentinel:n_values_recoded")
-    sr_v = n.get("sentinel:n_variables") or n.get("sentinel:n_variables_recoded")
-    if has_reserve_codes(ctx):
-        recoded = ""
-        if sr_n:
-            recoded = " " + (ctx.ph("methods.recoded_values_variables", values=sr_n, variables=sr_v) if sr_v
-                             else ctx.ph("methods.recoded_values", values=sr_n))
-        sents = [ctx.ph("methods.reserve_codes", short=ctx.short) + recoded + "."]
-    else:
-        sents = [ctx.ph("methods.no_reserve_codes")]
-    sents.append(split_sentences(ctx, split_method(ctx)))
-    sents.append(ctx.ph("methods.split_before_preprocessing", train=n["TrainN"], test=n["TestN"], units=ctx.units))
-    imp = (d.get("imputation_protocol") or "").strip()
-    if imp:
-        sents.append(ctx.t(imp, "data_report.json:imputation_protocol") + ("" if imp.endswith(".") else "."))
-    sents += [x for x in (table_one.structural_sentence(ctx), table_one.duplicated_sentence(ctx)) if x]
-    if "MaxMissingPct" in n:
-        sents.append(ctx.ph("methods.missing_values", k=n["NVarsMissing"], n=n["NPredictors"],
-                            pct=n["MaxMissingPct"], variable=escape_latex(n["MaxMissingVar"]),
-                            cite=c.citep("missing_data", limit=1)))
-    elif any(v in (d.get("missingness") or {}) for v in d.get("predictors_before") or []):
-        sents.append(ctx.ph("methods.no_missing_values"))
-    sents.append(ctx.ph("methods.validation_checks", n=n["NChecks"], passed=n["NChecksPassed"]))
-    failed = [ch["name"] for ch in d.get("checks", []) if not ch.get("passed")]
-    if failed:
-        checks = join_list([f"\\texttt{{{escape_latex(x)}}}" for x in failed])
-        sents.append(ctx.ph("methods.checks_failed_many", checks=checks) if len(failed) > 1
-                     else ctx.ph("methods.checks_failed_one", checks=checks))
-        # the Limitations name each failed check (limitations.failed_checks): a promise the consistency check holds
-        record_promise(ctx.outline, "sec:methods", "sec:limitations", [str(x) for x in failed],
-                       "methods.checks_failed_many" if len(failed) > 1 else "methods.checks_failed_one")
-    return f"\\subsection{{{ctx.ph('methods.preprocessing_title')}}}\n" + " ".join(sents)
 
 
 def evaluation_text(ctx: Ctx) -> str:
