@@ -142,3 +142,25 @@ def test_cluster_bootstrap_draws_whole_clusters():
     per_cluster = counts[:, [0, 3, 4]]
     assert (per_cluster.sum(axis=1) == 3).all()
     assert (cluster_bootstrap_counts(groups, 200, seed=3) == counts).all()
+
+
+def test_a_fit_written_before_the_stage_layout_still_loads(tmp_path, monkeypatch):
+    """A run made before the package was laid out by stage goes on with its fits: their pickles name the old
+    modules (edm_ars.baselines, edm_ars.models), and load_fitted finds the classes in the new ones."""
+    import pickle
+    import sys
+
+    import joblib
+
+    from edm_ars.analysis.baselines import ConstantModel
+    from edm_ars.analysis.models import load_fitted
+
+    old = pickle.dumps({"base_rate": ConstantModel(0.25)}, protocol=2)  # protocol 2 names the class as text
+    assert b"cedm_ars.analysis.baselines\nConstantModel\n" in old
+    path = tmp_path / "baselines.joblib"
+    path.write_bytes(old.replace(b"cedm_ars.analysis.baselines\n", b"cedm_ars.baselines\n"))
+    monkeypatch.delitem(sys.modules, "edm_ars.baselines", raising=False)
+    with pytest.raises(ModuleNotFoundError):
+        joblib.load(path)
+    fitted = load_fitted(str(path))
+    assert isinstance(fitted["base_rate"], ConstantModel) and fitted["base_rate"].value == 0.25

@@ -336,3 +336,22 @@ def fit_stacking(task: str, oof: dict[str, np.ndarray], y: np.ndarray, groups: n
         "cv_metric": "auc" if task == BINARY else "r2",
         "search": "meta-learner fitted on the base models' out-of-fold predictions (no base model refitted)",
     }
+
+
+#: the modules that held the classes of fitted models before the package was laid out by stage (2026-11-27); a fit
+#: written then names them, and its classes are found in their new modules
+MOVED_MODULES = {"edm_ars.models": "edm_ars.analysis.models", "edm_ars.baselines": "edm_ars.analysis.baselines"}
+
+
+def load_fitted(path: str) -> Any:
+    """A fitted model, or the baselines, as fit_model, fit_stacking and fit_baselines wrote it (joblib). A run made
+    before the stage layout keeps its fits when it goes on (code changes rerun nothing): they load too."""
+    import importlib
+    import sys
+
+    import joblib
+
+    for old, new in MOVED_MODULES.items():
+        if old not in sys.modules:
+            sys.modules[old] = importlib.import_module(new)
+    return joblib.load(path)

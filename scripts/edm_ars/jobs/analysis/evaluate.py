@@ -14,23 +14,20 @@ def _baseline_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], 
     """Test predictions of the baselines (none when the rule gave no baselines input)."""
     if "baselines" not in smk.input.keys():
         return {}, {}
-    import joblib
-
     from edm_ars.analysis.baselines import predict
+    from edm_ars.analysis.models import load_fitted
     from edm_ars.core.errors import DataError
 
     info = read_json(smk.input.baselines_meta)
     if info["features"] != list(X.columns):
         raise DataError(f"the baselines were trained on other columns than {smk.input.test_X}")
-    fitted = joblib.load(smk.input.baselines)
+    fitted = load_fitted(smk.input.baselines)
     return {n: predict(m, task, X) for n, m in fitted.items()}, info["baselines"]
 
 
 def _test_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """Test predictions of every fitted model; stacking combines the base models' predictions."""
-    import joblib
-
-    from edm_ars.analysis.models import predict
+    from edm_ars.analysis.models import load_fitted, predict
     from edm_ars.core.conventions import STACKING
     from edm_ars.core.errors import DataError, MissingPredictions
     from edm_ars.core.phases import recorded
@@ -48,7 +45,7 @@ def _test_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict
         if name != STACKING and info["features"] != list(X.columns):
             raise DataError(f"model {name} was trained on other columns than {smk.input.test_X}")
         with recorded(errors, "evaluate", name):
-            model = joblib.load(smk.input[name])
+            model = load_fitted(smk.input[name])
             if name == STACKING:
                 missing = [b for b in model.base_names if b not in preds]
                 if missing:
