@@ -1,5 +1,5 @@
 # EDM-ARS: educational data mining research as a Snakemake workflow.
-# Wiring only: helpers and input functions live in rules/common.smk.
+# Wiring only: shared helpers are in rules/common.smk, each stage's input functions in rules/<stage>_inputs.smk.
 import os
 import sys
 

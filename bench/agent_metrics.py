@@ -25,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from edm_ars.run.agent_metrics import aggregate, collect, render, render_many  # noqa: E402
+from edm_ars.run.agent_metrics import aggregate, collect  # noqa: E402
+from edm_ars.run.metrics_text import render, render_many  # noqa: E402
 
 TEST_CONFIG = ROOT / "tests" / "workflow_config.yaml"
 

@@ -32,7 +32,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from edm_ars.codegen.sandbox import Limits, _child_env, run_sandboxed, sandbox_available  # noqa: E402
+from edm_ars.codegen.bwrap import _child_env, sandbox_available  # noqa: E402
+from edm_ars.codegen.limits import Limits  # noqa: E402
+from edm_ars.codegen.sandbox import run_sandboxed  # noqa: E402
 from edm_ars.core.frames import write_frame  # noqa: E402
 
 EMPTY = """\

@@ -1,3 +1,7 @@
+# The input functions of the rules below; helpers shared by several stages are in common.smk.
+include: "analyze_inputs.smk"
+
+
 # Stacking is a model of the others, the baselines are not tuned: their own rules, never fit_model jobs.
 ruleorder: fit_stacking > fit_model
 ruleorder: fit_baselines > fit_model

@@ -1,3 +1,7 @@
+# The input functions of the rules below; helpers shared by several stages are in common.smk.
+include: "critique_inputs.smk"
+
+
 checkpoint critique:
     input:
         unpack(spec_for),

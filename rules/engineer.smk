@@ -1,3 +1,7 @@
+# The input functions of the rules below; helpers shared by several stages are in common.smk.
+include: "engineer_inputs.smk"
+
+
 rule engineer:
     input:
         unpack(spec_for),

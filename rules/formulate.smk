@@ -1,3 +1,7 @@
+# The input functions of the rules below; helpers shared by several stages are in common.smk.
+include: "formulate_inputs.smk"
+
+
 rule draft_studies:
     input:
         tier2="output/registry/tier2.json",

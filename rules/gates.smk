@@ -1,3 +1,7 @@
+# The input functions of the rules below; helpers shared by several stages are in common.smk.
+include: "gates_inputs.smk"
+
+
 rule gate:
     input:
         unpack(gate_subject),

@@ -1,3 +1,7 @@
+# The input functions of the rules below; helpers shared by several stages are in common.smk.
+include: "select_inputs.smk"
+
+
 # Breadth (edm_ars.formulate.branches): every branch is reviewed, then `select` ranks the branches by the stated rule; the
 # paper output/paper.pdf is written for the chosen one. `findings` keeps the run's studies in the findings store.
 

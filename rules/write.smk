@@ -1,3 +1,7 @@
+# The input functions of the rules below; helpers shared by several stages are in common.smk.
+include: "write_inputs.smk"
+
+
 rule provenance:
     input:
         manifest="output/data/dataset.json",

@@ -7,6 +7,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+# The tests mirror the package (tests/<stage>/test_*.py); some build on another module's fixtures and builders
+# (`import test_writer`), so every folder of tests is importable from the start, whatever is collected first.
+for _folder in sorted((ROOT / "tests").iterdir()):
+    if _folder.is_dir() and any(_folder.glob("test_*.py")):
+        sys.path.insert(1, str(_folder))
 
 #: the umask of the shared small run: group-writable, so its files must come out 0664 (not mkstemp's 0600)
 BASE_RUN_UMASK = 0o002

@@ -183,7 +183,8 @@ def cmd_verify_paper(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from edm_ars.run.agent_metrics import NotARun, aggregate, collect, render, render_many
+    from edm_ars.run.agent_metrics import NotARun, aggregate, collect
+    from edm_ars.run.metrics_text import render, render_many
 
     try:
         runs = [collect(d) for d in args.run_dir or ["."]]

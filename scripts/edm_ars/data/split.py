@@ -71,7 +71,7 @@ def stratified_group_fold0(y: np.ndarray, groups: np.ndarray, n_splits: int, see
     random_state=seed): the same groups, assigned by the same greedy rule in the same order, with the class counts
     per group counted at once and the greedy pass in plain Python over a handful of numbers per group (scikit-learn
     loops over the rows in Python and makes a dozen numpy calls per group: a tenth of the DataEngineer's time).
-    tests/test_engineer.py compares the two on many random inputs."""
+    tests/data/test_engineer.py compares the two on many random inputs."""
     y, groups = np.asarray(y), np.asarray(groups)
     _, y_inv, y_cnt = np.unique(y, return_inverse=True, return_counts=True)
     if np.all(n_splits > y_cnt):

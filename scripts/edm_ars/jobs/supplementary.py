@@ -68,7 +68,7 @@ def plan_supplementary(smk: Any) -> None:
 def supplementary(smk: Any) -> None:
     """One supplementary analysis: its attempts in the sandbox (repaired by the model, when there is one) and its
     record, "ok" with the numbers its script wrote, or "dropped" with why."""
-    from edm_ars.codegen.sandbox import Limits, memory_for
+    from edm_ars.codegen.limits import Limits, memory_for
     from edm_ars.codegen.supplementary import model_repair, run_analysis
     from edm_ars.core.frames import frame_columns, frame_rows
     from edm_ars.llm import load_prompt

@@ -256,7 +256,7 @@ def plain_words(tex: str) -> int:
 def causal_wording(text: str) -> list[tuple[str, str]]:
     """(causal verb, sentence) of every causal verb of `text` (:data:`CAUSAL`) that is not negated shortly before
     it (:data:`NEGATED`) in a sentence that does not state the predictive framing itself (:data:`FRAMING`). The
-    lint flags these in result sentences; tests/test_phrases.py holds every fixed phrase to it."""
+    lint flags these in result sentences; tests/writer/test_phrases.py holds every fixed phrase to it."""
     return [(verb, " ".join(sentence.split())) for sentence in _sentences(text) for verb in causal_phrases(sentence)]
 
 

@@ -73,7 +73,7 @@ def fit_stacking(smk: Any) -> None:
 
 def fit_baselines(smk: Any) -> None:
     """The baselines (edm_ars.analysis.baselines) on the training rows: base rate or mean, one prior-achievement predictor,
-    a plain linear model on a small core set. Revision rounds reuse them like the other fits (rules/common.smk)."""
+    a plain linear model on a small core set. Revision rounds reuse them like the other fits (rules/analyze_inputs.smk)."""
     import joblib
 
     from edm_ars.analysis.baselines import fit_baselines as fit
