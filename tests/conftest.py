@@ -17,6 +17,7 @@ for _folder in sorted((ROOT / "tests").iterdir()):
 BASE_RUN_UMASK = 0o002
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`-n`, set in pyproject.toml), the tests of a shared finished run stay on one worker: the
     tests that use the small run (`base_run`, with the fixtures built on it) go together, so the run is made once

@@ -522,6 +522,7 @@ def import_runs():
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", ENVS, ids=[e.stem for e in ENVS])
 def test_rule_modules_import_with_only_their_env(env, import_runs):
     users, failures = import_runs[env]

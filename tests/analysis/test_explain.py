@@ -282,6 +282,7 @@ def test_stacking_is_never_explained(data):
 # --- figures --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_figures_are_written_and_reproducible(data, fitted, tmp_path):
     X, _, sources, labels = data
     values, rows, _ = shap_values(fitted["xgboost"], "xgboost", BINARY, X, X, max_samples=500)

@@ -401,6 +401,7 @@ def _audit_with(panels: dict[str, tuple[str, list[str]]]) -> dict:
     return {"primary_metric": "auc", "overall": {"auc": 0.7}, "attributes": attrs}
 
 
+@pytest.mark.slow
 def test_fairness_figure_keeps_every_title_and_group_label_inside_and_whole(tmp_path):
     panels = {
         "X1SEX": ("X1 Student's sex", ["Female", "Male"]),

@@ -137,6 +137,7 @@ def _small_run(out):
     return {"figures": entries, "top_features": top, "fairness": result}
 
 
+@pytest.mark.slow
 def test_every_figure_is_written_as_pdf_and_a_png_next_to_it_byte_identical_on_a_rerun(tmp_path):
     from edm_ars.review.model_critic import MAX_IMAGE_BYTES
 
@@ -152,6 +153,7 @@ def test_every_figure_is_written_as_pdf_and_a_png_next_to_it_byte_identical_on_a
         assert b"CreationDate" not in pdf.read_bytes() and b"Software" not in png.read_bytes()
 
 
+@pytest.mark.slow
 def test_the_figures_of_a_small_run_record_what_they_show_and_pass_the_sanity_check(tmp_path):
     import json
 

@@ -145,6 +145,7 @@ def test_above_it_tuned_on_the_subsample_and_refitted_on_all_training_rows(data)
     assert facts["oof_from_subsample_fit"] == (~mask).sum()
 
 
+@pytest.mark.slow
 def test_the_random_forest_draws_a_fixed_number_of_rows_per_tree_above_the_threshold(data):
     X, y, groups = data
     policy = large_data.policy_of({"rows": 1000, "tune_rows": 2000})

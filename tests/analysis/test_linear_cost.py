@@ -69,6 +69,7 @@ def growth(run, repeats: int = 3) -> tuple[float, dict[int, float]]:
     return t[SIZES[1]] / t[SIZES[0]], t
 
 
+@pytest.mark.slow
 def test_data_engineer_cost_grows_linearly_with_the_rows(study, reg, layout):
     spec, raws = study
     ratio, t = growth(lambda n: prepare(raws[n], spec, reg, layout, Protocol(seed=42)))
@@ -77,6 +78,7 @@ def test_data_engineer_cost_grows_linearly_with_the_rows(study, reg, layout):
                                 f"(linear below 4, quadratic up to 16); CPU s per size {t}")
 
 
+@pytest.mark.slow
 def test_the_growth_measure_flags_a_quadratic_step(study, reg, layout, monkeypatch):
     """The measure above can fail: a step whose cost grows with the square of the rows (every pair of students
     compared for a shared school, a block of rows at a time) is flagged at these sizes once it costs about as much
@@ -145,6 +147,7 @@ def test_fingerprint_ids_number_groups_as_the_text_groupby_did():
         assert (fingerprint_ids(frame) == expected).all()
 
 
+@pytest.mark.slow
 def test_stratified_group_fold0_is_scikit_learns_first_fold():
     import numpy as np
     from sklearn.model_selection import StratifiedGroupKFold

@@ -201,6 +201,7 @@ def _planned(result) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 def test_candidates_are_screened_unless_screening_is_off(tmp_path):
     """With several branches, the plan before the selection is the screening of each candidate (the screening
     families, no stacking, stability or repeated-split jobs); with screening off, every candidate's full analysis."""

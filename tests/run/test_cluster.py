@@ -171,6 +171,7 @@ def load(workdir: Path, *methods: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_container_image_from_the_workflow_folder_and_latex_local_without_apptainer(tmp_path):
     plain = load(tmp_path)
     image = str(ROOT / "containers" / "edm-ars.sif")
