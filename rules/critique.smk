@@ -44,6 +44,7 @@ checkpoint critique:
         prices=lookup(dpath="llm/prices", within=config),
         cache_dir=lookup(dpath="llm/cache_dir", within=config),
         min_analytic_n=lookup(dpath="critic/abort_below_n", within=config),
+        min_test_n=lookup(dpath="critic/min_test_n", within=config),
         lessons_store=lessons_store(),
         lessons_k=lookup(dpath="lessons/k", within=config),
     script:

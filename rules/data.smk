@@ -61,6 +61,7 @@ rule dataset:
     params:
         dataset=lookup(dpath="dataset", within=config),
         min_rows=lookup(dpath="engineer/min_analytic_n", within=config),
+        abort_below_n=lookup(dpath="critic/abort_below_n", within=config),
         source=ADAPTER.provenance_source,
     script:
         "../scripts/dataset.py"

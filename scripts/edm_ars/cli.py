@@ -65,7 +65,8 @@ def cmd_validate_registry(args: argparse.Namespace) -> int:
     reg = load_registry(args.registry)
     problems = validate_registry(reg)
     if args.data:
-        problems += [f"data {args.data}: {p}" for p in data_problems(read_raw(args.data), reg, args.min_rows)]
+        found = data_problems(read_raw(args.data), reg, args.min_rows, args.abort_below_n)
+        problems += [f"data {args.data}: {p}" for p in found]
     if problems:
         print(f"{args.registry}: {len(problems)} problem(s)")
         for p in problems:
@@ -130,7 +131,7 @@ def _round_line(r: int, path: Path) -> str:
         line += f"; review {rv['verdict']} (score {rv['overall_score']}, {len(rv['issues'])} issues)"
         if rv.get("rerun_from"):
             line += f"; next round re-runs from {rv['rerun_from']}"
-        if rv.get("unverified"):
+        if rv.get("unverified") and rv["verdict"] != "UNVERIFIED":
             line += "; UNVERIFIED"
     else:
         line += "; review pending"
@@ -217,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("registry", help="a registry file (REG.yaml) or folder")
     r.add_argument("--data", help="a CSV to check against the registry, column by column")
     r.add_argument("--min-rows", type=int, default=1000, help="the floor of analytic cases (engineer.min_analytic_n)")
+    r.add_argument("--abort-below-n", type=int, default=1000,
+                   help="the Critic's floor of analytic cases (critic.abort_below_n), named beside --min-rows")
     r.set_defaults(func=cmd_validate_registry)
     i = sub.add_parser("init-registry", help="draft a registry for a CSV (printed; edit it before a run)")
     i.add_argument("data", help="the CSV file")

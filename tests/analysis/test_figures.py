@@ -245,3 +245,28 @@ def test_figures_kept_from_the_previous_round_bring_their_png(tmp_path):
     assert doc["figures"] == figs
     for name in ("shap_summary.pdf", "shap_summary.png", "shap_importance.pdf", "shap_importance.png"):
         assert (fig_dir / name).read_bytes() == (earlier_dir / name).read_bytes()
+
+
+def test_shap_captions_name_all_predictors_when_there_are_fewer_than_ten(tmp_path):
+    """With three predictors the SHAP figures show all three: their captions say so, never "the ten most
+    important predictors" (issue 33)."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    from edm_ars.analysis.explain_phase import explain_models
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(120, 3)), columns=["a", "b", "c"])
+    y = (X["a"] + 0.5 * X["b"] + rng.normal(size=120) > 0).astype(int)
+    model = LogisticRegression().fit(X, y)
+    cfg = {"background": 20, "max_samples": 40, "other_samples": 20, "kernel_samples": 20, "timeout_s": 60}
+    evaluation = {"interpreted_model": "logistic", "task": "binary_classification", "above_floor": ["logistic"],
+                  "models": {"logistic": {"label": "Logistic regression"}}}
+    fig_dir = tmp_path / "explain"
+    fig_dir.mkdir()
+    doc = explain_models(evaluation, {"logistic": "m.joblib"}, lambda f: model, X, X, {c: c for c in X}, {}, cfg, 0,
+                         fig_dir)
+    captions = [f["caption"] for f in doc["figures"]]
+    assert len(captions) == 2, doc.get("errors")
+    assert all("all 3 predictors" in c and "ten most important" not in c for c in captions)

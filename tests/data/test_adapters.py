@@ -170,6 +170,23 @@ def test_fewer_rows_than_the_floor(tmp_path):
     assert any("300 rows, fewer than the floor of 1000" in p for p in problems)
 
 
+def floor_lines(message):
+    """The --configfile YAML a refusal for too few rows offers (the indented lines after "holding the lines")."""
+    text = message.split("holding the lines\n", 1)[1]
+    return yaml.safe_load("\n".join(line[6:] for line in text.splitlines() if line.startswith("      ")))
+
+
+def test_a_refusal_for_too_few_rows_names_both_floors_and_the_configfile_lines_that_lower_them(tmp_path):
+    reg = write_registry(tmp_path, small_registry())
+    frame = small_frame(n=55)
+    frame.loc[:4, "final_score"] = np.nan  # 50 rows with a valid outcome: the lines lower the floors to 50
+    [message] = [p for p in data_problems(frame, reg, min_rows=1000, abort_below_n=800) if "floor" in p]
+    assert "55 rows" in message and "engineer.min_analytic_n = 1000" in message
+    assert "critic.abort_below_n = 800" in message and "ABORT" in message and "--configfile" in message
+    assert floor_lines(message) == {"engineer": {"min_analytic_n": 50}, "critic": {"abort_below_n": 50}}
+    assert not [p for p in data_problems(frame, reg, min_rows=50, abort_below_n=50) if "floor" in p]
+
+
 def test_an_id_column_offered_as_predictor_is_refused(tmp_path):
     doc = small_registry()
     doc["questions"][0]["predictors"]["student_id"] = "a row number"

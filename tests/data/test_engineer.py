@@ -161,8 +161,12 @@ def test_high_missingness_uses_iterative_and_missing_category():
 
 def test_too_few_cases_abort(reg, layout):
     raw = make_raw(n=900)
-    with pytest.raises(DataError, match="at least 1000"):
+    with pytest.raises(DataError, match="fewer than the floor of 1000") as refused:
         prepare(raw, spec_for(), reg, layout, Protocol())
+    message = str(refused.value)
+    assert "engineer.min_analytic_n = 1000" in message and "critic.abort_below_n" in message
+    n = int(message.split("only ")[1].split(" rows")[0])
+    assert f"min_analytic_n: {n}\n" in message and f"abort_below_n: {n}\n" in message
 
 
 def test_missing_column_is_named(reg, layout):

@@ -108,6 +108,25 @@ def test_model_actions_are_validated(good, reg, prompts):  # noqa: F811
     assert any("svm" in n and "not kept" in n for n in out["notes"])
 
 
+def test_model_actions_that_together_would_leave_an_invalid_specification_are_not_kept(good, reg, prompts):  # noqa: F811
+    spec = copy.deepcopy(good["spec"])
+    spec["predictors"] = spec["predictors"][:4]
+    names = [p["name"] for p in spec["predictors"]]
+    assert validate_spec(spec, reg) == []
+    code = review(spec, good["report"], good["results"], reg, round_=0, max_revisions=2)
+    answer = model_answer("REVISE", 8.0, issues=[{"id": "sv_proxy", "severity": "critical", "category": "analysis",
+                                                  "description": "two proxies", "recommendation": "drop them",
+                                                  "target_stage": "formulate"}])
+    answer["revision_actions"] = [{"action": "drop_predictor", "value": names[0], "reason": "proxy"},
+                                  {"action": "drop_predictor", "value": names[1], "reason": "proxy"}]
+    out = review_with_model(ScriptedCritic(answer), prompts, spec, good["report"], good["results"], None,
+                            code, max_revisions=2, reg=reg)
+    assert [a["value"] for a in out["revision_actions"]] == [names[0]]  # the first alone leaves 3: kept
+    assert any(names[1] in n and "would leave an invalid specification" in n and "2 predictors" in n
+               for n in out["notes"])
+    assert validate_spec(actions.apply_to_spec(spec, out["revision_actions"], reg), reg) == []
+
+
 def test_imputation_strategies():
     rng = np.random.default_rng(0)
     train = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200), "c": rng.choice(["x", "y"], 200)})

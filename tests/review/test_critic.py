@@ -13,8 +13,10 @@ import yaml
 
 from edm_ars.core.artifacts import validate
 from edm_ars.core.errors import EdmArsError, SchemaError
-from edm_ars.formulate.spec import offline_spec
+from edm_ars.data.registry_rules import MIN_PREDICTORS
+from edm_ars.formulate.spec import offline_spec, validate_spec
 from edm_ars.llm import load_prompt, placeholders
+from edm_ars.review import actions as act
 from edm_ars.review.checks import CHECKS, Artifacts
 from edm_ars.review.critic import (
     DIMENSIONS,
@@ -169,7 +171,7 @@ def test_an_issue_that_caps_the_verdict_never_passes_whatever_its_severity_and_t
     assert mid["verdict"] == "REVISE"
     assert any("cap the verdict dp_data_checks" in n for n in mid["notes"])
     last = compute_verdict(capped, 9.9, round_=2, max_revisions=2)
-    assert (last["verdict"], last["unverified"]) == ("PASS", True)
+    assert (last["verdict"], last["unverified"]) == ("UNVERIFIED", True)
 
 
 def test_a_failed_data_check_caps_the_offline_review(good, reg):
@@ -197,7 +199,7 @@ def test_model_pass_with_a_critical_is_overruled_then_unverified_in_the_last_rou
     assert mid["verdict"] == "REVISE" and not mid["unverified"]
     assert any("model verdict PASS overruled" in n and "an_test_rows_only" in n for n in mid["notes"])
     last = compute_verdict(critical, 8.0, round_=2, max_revisions=2, model_verdict="PASS")
-    assert last["verdict"] == "PASS" and last["unverified"] and last["rubric_verdict"] == "REVISE"
+    assert last["verdict"] == "UNVERIFIED" and last["unverified"] and last["rubric_verdict"] == "REVISE"
     assert any("UNVERIFIED" in n for n in last["notes"])
 
 
@@ -299,6 +301,7 @@ FAILURES = {
     "cases_per_predictor": lambda a: a["report"].update(analytic_n=100),
     "model_count": lambda a: [a["results"]["models"].pop(m) for m in ("xgboost", "random_forest")],
     "test_rows_only": lambda a: a["results"].update(test_n=1200),
+    "test_n": lambda a: (a["results"].update(test_n=11), a["report"].update(test_n=11)),
     "intervals": lambda a: a["results"]["models"]["xgboost"]["ci"].pop("auc"),
     "quality_floor": lambda a: a["results"]["models"]["logistic"]["metrics"].update(auc=0.55),
     "shap_figures": lambda a: a["results"].update(figures=[f for f in a["results"]["figures"]
@@ -618,6 +621,102 @@ def test_offline_review_min_models_override_and_abort(good, reg):
     validate(aborted, "review_report")
     assert aborted["verdict"] == "ABORT" and "800 analytic cases" in aborted["abort_reason"]
     assert aborted["rerun_from"] is None
+    # the abort names both floors and the --configfile lines that lower them
+    reason = aborted["abort_reason"]
+    assert "critic.abort_below_n = 1000" in reason and "engineer.min_analytic_n" in reason
+    assert "--configfile" in reason and "min_analytic_n: 800\n" in reason and "abort_below_n: 800\n" in reason
+    assert review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2, min_models=2,
+                  min_analytic_n=800)["verdict"] == "PASS"
+
+
+def test_a_test_set_under_the_floor_caps_the_verdict_without_a_revision_that_cannot_add_rows(good, reg):
+    a = copy.deepcopy(good)
+    FAILURES["test_n"](a)  # 11 test rows
+    rv = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2)
+    validate(rv, "review_report")
+    [issue] = rv["issues"]
+    assert issue["id"] == "an_test_n_min" and issue["target_stage"] == "write" and issue["caps_verdict"]
+    assert "11 test rows" in issue["description"] and "critic.min_test_n" in issue["description"]
+    # no stage can add rows: no revision round, the paper is written flagged UNVERIFIED in round 0
+    assert (rv["verdict"], rv["rubric_verdict"], rv["unverified"]) == ("UNVERIFIED", "REVISE", True)
+    assert rv["rerun_from"] is None and rv["revision_actions"] == []
+    lowered = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2, min_test_n=10)
+    assert (lowered["verdict"], lowered["unverified"], lowered["issues"]) == ("PASS", False, [])
+    # the default floor leaves a study of 200 or more test rows alone
+    assert review(good["spec"], good["report"], good["results"], reg, round_=0, max_revisions=2)["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize("round_", [0, 1, 2])
+@pytest.mark.parametrize("issues", [[], [("m", "major", False)], [("c", "critical", False)],
+                                    [("d", "minor", True)], [("m1", "major", False), ("m2", "major", False),
+                                                             ("m3", "major", False)]])
+def test_the_verdict_and_the_unverified_flag_never_contradict_each_other(issues, round_):
+    found = [issue(i, sev, caps_verdict=caps) if caps else issue(i, sev) for i, sev, caps in issues]
+    d = compute_verdict(found, 8.0, round_=round_, max_revisions=2)
+    assert d["unverified"] == (d["verdict"] == "UNVERIFIED")
+    assert (d["verdict"] == "UNVERIFIED") == (round_ == 2 and d["rubric_verdict"] == "REVISE")
+
+
+def _under_the_floor(a):
+    """Every model under the quality floor: the analysis interprets none by rule (no SHAP, no top features)."""
+    for k, rec in enumerate(a["results"]["models"].values()):
+        rec["metrics"]["auc"], rec["ci"]["auc"] = 0.55 - 0.01 * k, [0.52 - 0.01 * k, 0.58 - 0.01 * k]
+    a["results"].update(interpreted_model=None, top_features=[],
+                        figures=[f for f in a["results"]["figures"] if not f["kind"].startswith("shap")])
+    a["results"]["stability"] = {}
+    a["results"]["supplementary"] = {}
+
+
+def test_no_issue_or_action_asks_for_an_interpretation_the_quality_floor_skipped_by_rule(good, reg):
+    a = copy.deepcopy(good)
+    _under_the_floor(a)
+    rv = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2)
+    assert [i["id"] for i in rv["issues"]] == ["an_quality_floor"]  # the only issue a revision can act on
+    asked = json.dumps([rv["issues"], rv["revision_instructions"], rv["revision_actions"]])
+    assert "SHAP" not in asked and "top features" not in asked
+    skipped = {c["function"]: c for c in rv["checks"] if c.get("skipped")}
+    assert {"shap_figures", "top_features"} <= set(skipped)
+    assert "quality floor" in skipped["shap_figures"]["message"]
+    # one model above the floor is interpreted: its SHAP figures are required again
+    a["results"]["models"]["xgboost"]["metrics"]["auc"] = 0.65
+    a["results"]["interpreted_model"] = "xgboost"
+    again = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2)
+    assert {"an_shap_figures", "an_top_features"} <= {i["id"] for i in again["issues"]}
+
+
+def _three_predictors(a):
+    """A study of exactly MIN_PREDICTORS predictors, X1SES (the interpreted model's top feature) among them."""
+    keep = ["X1SES"] + [p["name"] for p in a["spec"]["predictors"] if p["name"] != "X1SES"][:MIN_PREDICTORS - 1]
+    a["spec"]["predictors"] = [p for p in a["spec"]["predictors"] if p["name"] in keep]
+    a["report"]["predictors_before"] = a["report"]["predictors_after"] = keep
+    a["report"]["feature_sources"] = {n: n for n in keep}
+
+
+def test_a_revision_that_would_leave_an_invalid_specification_ends_the_study_in_abort_naming_the_leak(good, reg):
+    a = copy.deepcopy(good)
+    _three_predictors(a)
+    assert validate_spec(a["spec"], reg) == []
+    FAILURES["leakage_auc"](a)  # xgboost AUC 0.97: the check would drop X1SES, leaving 2 of 3 predictors
+    rv = review(a["spec"], a["report"], a["results"], reg, round_=0, max_revisions=2)
+    validate(rv, "review_report")
+    assert rv["verdict"] == "ABORT" and rv["revision_actions"] == [] and rv["rerun_from"] is None
+    reason = rv["abort_reason"]
+    assert "xgboost 0.970" in reason and "drop_predictor X1SES" in reason
+    assert f"{MIN_PREDICTORS - 1} predictors; a specification needs {MIN_PREDICTORS}" in reason
+    # the same leak in a study with a predictor to spare is revised: the drop is asked for
+    b = copy.deepcopy(good)
+    FAILURES["leakage_auc"](b)
+    revised = review(b["spec"], b["report"], b["results"], reg, round_=0, max_revisions=2)
+    assert revised["verdict"] == "REVISE" and [x["value"] for x in revised["revision_actions"]] == ["X1SES"]
+
+
+def test_validate_refuses_an_action_that_would_leave_an_invalid_specification(good, reg):
+    a = copy.deepcopy(good)
+    _three_predictors(a)
+    kept, why = act.validate({"action": "drop_predictor", "value": "X1SES"}, reg=reg, spec=a["spec"])
+    assert kept is None and "would leave an invalid specification" in why and "needs 3" in why
+    assert act.spec_problems_after(good["spec"], [act.action("drop_predictor", "X1SES")], reg) == []
+    assert act.validate({"action": "drop_predictor", "value": "X1SES"}, reg=reg, spec=good["spec"])[1] is None
 
 
 def test_forced_revision_only_in_round_0(good, reg):
@@ -728,7 +827,7 @@ def test_write_only_revision_reruns_nothing_and_is_unverified(good, reg, prompts
                                                        [model_issue("sv_causal_language", "critical", "write")])),
                            prompts, good["spec"], good["report"], good["results"], None, code)
     validate(rv, "review_report")
-    assert rv["rubric_verdict"] == "REVISE" and rv["verdict"] == "PASS" and rv["unverified"]
+    assert rv["rubric_verdict"] == "REVISE" and rv["verdict"] == "UNVERIFIED" and rv["unverified"]
     assert rv["rerun_from"] is None and rv["revision_instructions"]["write"]
     assert any("no stage can be re-run" in n for n in rv["notes"])
 
@@ -739,7 +838,7 @@ def test_last_round_model_pass_with_a_critical_is_unverified(good, reg, prompts)
     code = review(a["spec"], a["report"], a["results"], reg, round_=2, max_revisions=2)
     rv = review_with_model(ScriptedCritic(model_answer("PASS", 9.5)), prompts, a["spec"], a["report"],
                            a["results"], None, code)
-    assert rv["verdict"] == "PASS" and rv["unverified"] and rv["rerun_from"] is None
+    assert rv["verdict"] == "UNVERIFIED" and rv["unverified"] and rv["rerun_from"] is None
 
 
 def test_figures_are_attached_as_png_images_only(good, reg, prompts, tmp_path):

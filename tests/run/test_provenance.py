@@ -242,6 +242,7 @@ def test_an_undisclosed_generated_data_set_caps_the_review(hsls, passing, manife
     assert issue["caps_verdict"] is True and message in issue["description"] and "dgp.json" in issue["description"]
     # the rubric says REVISE; no analysis stage can fix a manifest, so the paper is written flagged UNVERIFIED
     assert r["rubric_verdict"] == "REVISE" and r["unverified"] is True and r["overall_score"] >= 7
+    assert r["verdict"] == "UNVERIFIED"
     assert any("flagged UNVERIFIED" in n for n in r["notes"])
     assert compute_verdict(r["issues"], r["overall_score"], round_=0, max_revisions=2)["verdict"] == "REVISE"
 
@@ -400,3 +401,57 @@ def test_the_rubric_item_caps_the_verdict():
     items = {i["id"]: i for i in yaml.safe_load((ROOT / "config" / "rubric.yaml").read_text())["items"]}
     item = items["sv_generated_data_disclosed"]
     assert item["caps_verdict"] is True and item["check"] == "code" and item["function"] == "generated_data_disclosed"
+
+
+# ------------------------------------------------------------------------------------------ the registry's own citation
+OWN_ENTRY = ("@misc{paterson1991scots,\n  author = {Paterson, Lindsay},\n  title = {Scottish secondary school "
+             "attainment data},\n  year = {1991},\n  howpublished = {R package mlmRev, data set ScotsSec}\n}")
+
+
+def _own_registry(tmp_path: Path, citation) -> Path:
+    doc = yaml.safe_load(NAMED["star"].read_text())
+    doc["dataset"]["provenance"].pop("citation", None)
+    doc["dataset"]["citation"] = citation
+    path = tmp_path / "reg" / "star_copy.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("how", ["text", "file"])
+def test_a_registry_carries_its_own_data_citation_used_instead_of_the_curated_bibliography(tmp_path, how):
+    """dataset.citation as a BibTeX entry, or as the name of a .bib file beside the registry: the dataset rule's
+    provenance carries its key and entry, and the provenance record cites it although the project's curated
+    bibliography has no such entry; the paper then cites it and lists it among its references."""
+    if how == "file":
+        (tmp_path / "reg").mkdir()
+        (tmp_path / "reg" / "scots.bib").write_text(OWN_ENTRY + "\n")
+    reg = load_registry(_own_registry(tmp_path, OWN_ENTRY if how == "text" else "scots.bib"))
+    assert validate_registry(reg) == []
+    prov = resolve_provenance(reg, {"kind": "csv"})
+    assert prov["citation"] == "paterson1991scots" and prov["citation_bibtex"].startswith("@misc{paterson1991scots,")
+    assert "paterson1991scots" not in BIB.read_text()
+    rec = provenance_record({"dataset": "x", "n_rows": 3, "provenance": prov}, config={}, workflow_dir=tmp_path,
+                            bib_text=BIB.read_text())
+    assert rec["citation"]["key"] == "paterson1991scots" and rec["citation"]["year"] == 1991
+    assert rec["citation"]["status"] == "VERIFIED" and "Paterson" in rec["citation"]["bibtex"]
+    if how == "text":
+        record = _record("local_file", load_registry(NAMED["star"]))
+        record.update(data=prov, citation=rec["citation"])
+        out, _, _ = _paper(tmp_path, record, None)
+        assert "paterson1991scots" in (out / "paper.tex").read_text()
+        assert "@misc{paterson1991scots," in (out / "references.bib").read_text()
+
+
+@pytest.mark.parametrize("citation, problem", [
+    ("nowhere.bib", "dataset.citation names"),
+    ("Paterson 1991", "is neither a BibTeX entry"),
+    ("@misc{, title = {x}}", "no BibTeX entry with a key"),
+    ("@misc{a1, title = {A}, year = {1991}}\n@misc{b2, title = {B}, year = {1992}}", "holds 2 entries (a1, b2)"),
+    ("@misc{a1, title = {A}}", "entry a1 has no year"),
+])
+def test_a_bad_own_citation_is_named_by_validate_registry_and_stops_the_dataset_rule(tmp_path, citation, problem):
+    reg = load_registry(_own_registry(tmp_path, citation))
+    assert any(problem in p for p in validate_registry(reg)), validate_registry(reg)
+    with pytest.raises(DataError, match="registry star"):
+        resolve_provenance(reg, {"kind": "csv"})

@@ -287,7 +287,7 @@ def test_max_rounds_are_honoured_and_the_paper_is_flagged(base_run, tmp_path_fac
     out = workdir / "output"
     assert read(out / "branch_1" / "round_0" / "review_report.json")["verdict"] == "REVISE"
     last = read(out / "branch_1" / "round_1" / "review_report.json")
-    assert last["verdict"] == "PASS" and last["unverified"] and last["forced"]
+    assert last["verdict"] == "UNVERIFIED" and last["unverified"] and last["forced"]
     assert not (out / "branch_1" / "round_2").exists()
     assert not (out / "branch_1" / "round_1" / "data").exists()  # analyze was targeted: the data are reused by path
     # the revision refits only the family it adds (and stacking over it); the others are reused by path, and
@@ -448,6 +448,27 @@ def test_step_by_step_gates_every_stage_and_a_rejection_reaches_the_stage(tmp_pa
     assert "waiting for the researcher" not in _edm(tmp_path, "status")
 
 
+def test_a_small_sample_with_both_floors_lowered_is_written_unverified_and_says_so(tmp_path):
+    """Both floors lowered as the refusal says (issue 33, small samples): the run ends in a paper, not an ABORT;
+    the test set is under critic.min_test_n, which no revision can change, so round 0's review is UNVERIFIED
+    (rubric verdict REVISE, no revision round) and the abstract says the sample is small."""
+    overrides = ("synthetic: {n_students: 400, n_schools: 60}\n"
+                 "engineer: {test_fraction: 0.2, simple_below: 5.0, warn_above: 20.0, min_analytic_n: 100,"
+                 " min_retention: 0.6, max_categories: 100}\n"
+                 "critic: {min_models: 2, abort_below_n: 100}\n")
+    result = snakemake(tmp_path, "output/paper.pdf", overrides=overrides)
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = tmp_path / "output"
+    review = read(out / "branch_1" / "round_0" / "review_report.json")
+    assert (review["verdict"], review["rubric_verdict"], review["unverified"]) == ("UNVERIFIED", "REVISE", True)
+    assert "an_test_n_min" in {i["id"] for i in review["issues"]} and review["rerun_from"] is None
+    assert not (out / "branch_1" / "round_1").exists()
+    tex = " ".join((out / "paper" / "paper.tex").read_text().split())
+    assert "The sample is small: the held-out estimates rest on a test set of only \\TestN{}" in tex
+    test_n = read(out / "branch_1" / "round_0" / "results.json")["test_n"]
+    assert test_n < 200 and f"\\newcommand{{\\TestN}}{{{test_n}}}" in (out / "paper" / "numbers.tex").read_text()
+
+
 def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     """Too few analytic cases for a defensible study: the engineer's floor was lowered, the Critic's is not."""
     overrides = ("synthetic: {n_students: 1150, n_schools: 60}\n"
@@ -457,6 +478,9 @@ def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "the Critic aborted the study in round 0" in message and "analytic cases" in message
+    # the abort names both floors and the --configfile lines that lower them (issue 33, small samples)
+    assert "critic.abort_below_n = 1000" in message and "engineer.min_analytic_n" in message
+    assert "--configfile" in message and "abort_below_n: " in message
     report = read(tmp_path / "output" / "branch_1" / "abort_report.json")
     assert report["round"] == 0 and report["critical_issues"]
     assert not (tmp_path / "output" / "paper.pdf").exists()

@@ -25,6 +25,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from edm_ars.analysis.models import keep_range, outcome_range, within_range
 from edm_ars.core.conventions import BINARY
 
 CONSTANT, PRIOR, CORE = "baseline_constant", "baseline_prior", "baseline_core"
@@ -53,11 +54,16 @@ class ColumnsModel:
         self.columns, self.estimator = list(columns), estimator
 
 
-def predict(model: Any, task: str, X: pd.DataFrame) -> np.ndarray:
+def predict(model: Any, task: str, X: pd.DataFrame, *, clip: bool = True) -> np.ndarray:
+    """A baseline's predictions; a regression's kept within its training outcome's range like every model's
+    (edm_ars.analysis.models.within_range; clip=False: as the estimator gives them)."""
     if isinstance(model, ConstantModel):
         return model.predict(X)
     Z = X[model.columns]
-    return model.estimator.predict_proba(Z)[:, 1] if task == BINARY else model.estimator.predict(Z)
+    if task == BINARY:
+        return model.estimator.predict_proba(Z)[:, 1]
+    pred = model.estimator.predict(Z)
+    return within_range(pred, outcome_range(model))[0] if clip else np.asarray(pred)
 
 
 def associations(X: pd.DataFrame, y: np.ndarray) -> dict[str, float]:
@@ -99,7 +105,7 @@ def fit_baselines(task: str, X: pd.DataFrame, y: np.ndarray, sources: dict[str, 
     models: dict[str, Any] = {}
     meta: dict[str, dict[str, Any]] = {}
     value = float(y.mean())
-    models[CONSTANT] = ConstantModel(value)
+    models[CONSTANT] = keep_range(ConstantModel(value), task, y)  # the mean lies within the range: never clipped
     meta[CONSTANT] = {"label": "Base-rate baseline" if task == BINARY else "Training-mean baseline",
                       "kind": "constant", "predictors": [], "columns": [], "value": value,
                       "chosen_by": "training_rows"}
@@ -114,14 +120,14 @@ def fit_baselines(task: str, X: pd.DataFrame, y: np.ndarray, sources: dict[str, 
         label = "Single-predictor baseline"
     if var is not None:
         cols = groups[var]
-        models[PRIOR] = ColumnsModel(cols, _plain(task).fit(X[cols], y))
+        models[PRIOR] = keep_range(ColumnsModel(cols, _plain(task).fit(X[cols], y)), task, y)
         meta[PRIOR] = {"label": label, "kind": "one_predictor", "predictors": [var], "columns": cols,
                        "predictor_labels": [labels.get(var, var)], "chosen_by": how,
                        "declared": list(prior or []), "association": strength[var]}
     core = ranked[:k]
     if core:
         cols = [c for v in core for c in groups[v]]
-        models[CORE] = ColumnsModel(cols, _plain(task).fit(X[cols], y))
+        models[CORE] = keep_range(ColumnsModel(cols, _plain(task).fit(X[cols], y)), task, y)
         meta[CORE] = {"label": "Core logistic baseline" if task == BINARY else "Core linear baseline",
                       "kind": "core_linear", "predictors": core, "columns": cols, "k": k,
                       "predictor_labels": [labels.get(v, v) for v in core], "chosen_by": "training_association",

@@ -28,6 +28,13 @@ def overlaps(a: list[float], b: list[float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
+def split_grouped(split: dict[str, Any]) -> bool:
+    """Whether a split's groups (data_report.json:split; the test_groups file) are more than rows: clusters, or the
+    units of repeated records (`grouped`, written since the DataEngineer groups units; `clustered` in older
+    reports). The bootstrap then resamples them whole."""
+    return bool(split.get("grouped", split.get("clustered")))
+
+
 def resample_counts(n: int, n_resamples: int, seed: int, groups: np.ndarray | None = None,
                     clustered: bool = False) -> tuple[np.ndarray, dict[str, Any]]:
     """The (B x n) bootstrap count matrix every model is evaluated on, and how it was drawn.

@@ -83,13 +83,15 @@ def explain_models(evaluation: dict[str, Any], model_files: dict[str, str], load
                 summary = summary_figure(values, rows, feature_sources, labels, fig_dir / "shap_summary.pdf")
                 importance = importance_figure(top, fig_dir / "shap_importance.pdf")
                 label = evaluation["models"][name]["label"]
+                # the figures show the top ten sources, or every one when there are fewer
+                shown = "the ten most important predictors" if len(top) >= 10 else f"all {len(top)} predictors"
                 figs += [{"path": "figures/explain/shap_summary.pdf", "kind": "shap_summary",
                           "png": "figures/explain/shap_summary.png", "drawn": summary,
-                          "caption": f"SHAP values of the {label} model for the ten most important predictors "
+                          "caption": f"SHAP values of the {label} model for {shown} "
                                      "(one point per test student; colour: the predictor's value)."},
                          {"path": "figures/explain/shap_importance.pdf", "kind": "shap_importance",
                           "png": "figures/explain/shap_importance.png", "drawn": importance,
-                          "caption": f"Mean absolute SHAP value of the ten most important predictors ({label})."}]
+                          "caption": f"Mean absolute SHAP value of {shown} ({label})."}]
         if errors and errors[-1].get("what") == name:
             skipped[name] = errors[-1]["message"]
     return {

@@ -188,13 +188,53 @@ def fit(name: str, task: str, seed: int, params: dict[str, Any], X: pd.DataFrame
     if isinstance(params.get("max_samples"), int) and params["max_samples"] > len(y):
         # a random forest's rows per tree (the large-data policy) refitted on fewer rows (a stability resample)
         params = params | {"max_samples": None}
-    return family(name).build(task, seed, params).fit(X, y, **fit_params)
+    model = family(name).build(task, seed, params).fit(X, y, **fit_params)
+    return keep_range(model, task, y)
 
 
-def predict(model: Any, task: str, X: pd.DataFrame) -> np.ndarray:
+# ---- predictions within the training outcome's range -------------------------------------------------------------
+
+#: the attribute of a fitted regression (model, stacking, baseline) holding the observed (low, high) of its training
+#: outcome; every regression prediction is clipped to it (a fit made before it was recorded has none: not clipped)
+RANGE_ATTR = "outcome_range_"
+
+
+def keep_range(model: Any, task: str, y: Any) -> Any:
+    """Record on a fitted regression the observed range of the outcome it was fitted on; returns the model."""
+    if task != BINARY:
+        v = np.asarray(y, dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size:
+            setattr(model, RANGE_ATTR, (float(v.min()), float(v.max())))
+    return model
+
+
+def outcome_range(model: Any) -> tuple[float, float] | None:
+    """The (low, high) a fitted regression's predictions are kept within, or None."""
+    rng = getattr(model, RANGE_ATTR, None)
+    return None if rng is None else (float(rng[0]), float(rng[1]))
+
+
+def within_range(pred: Any, rng: tuple[float, float] | None) -> tuple[np.ndarray, int]:
+    """Predictions clipped to the range and how many were outside it. A non-finite prediction is left as it is, so
+    that :func:`score` still reports a diverged fit. The predictions keep their dtype (XGBoost's float32)."""
+    pred = np.asarray(pred)
+    if not np.issubdtype(pred.dtype, np.floating):
+        pred = pred.astype(float)
+    if rng is None:
+        return pred, 0
+    finite = np.isfinite(pred)
+    outside = finite & ((pred < rng[0]) | (pred > rng[1]))
+    return np.where(finite, np.clip(pred, rng[0], rng[1]), pred), int(outside.sum())
+
+
+def predict(model: Any, task: str, X: pd.DataFrame, *, clip: bool = True) -> np.ndarray:
+    """Predicted probabilities (binary) or values (regression), the latter kept within the observed range of the
+    training outcome (clip=False: as the model gives them)."""
     if task == BINARY:
         return model.predict_proba(X)[:, 1]
-    return model.predict(X)
+    pred = model.predict(X)
+    return within_range(pred, outcome_range(model))[0] if clip else np.asarray(pred)
 
 
 def _fit_fold(fam: Family, task: str, seed: int, params: dict[str, Any], X: pd.DataFrame, y: np.ndarray,
@@ -300,9 +340,14 @@ class StackedModel:
         Z = np.column_stack(cols)
         return _logit(Z) if self.task == BINARY else Z
 
-    def predict_from_base(self, base_predictions: dict[str, np.ndarray]) -> np.ndarray:
+    def predict_from_base(self, base_predictions: dict[str, np.ndarray], *, clip: bool = True) -> np.ndarray:
+        """The meta-learner's predictions; a regression's kept within its training outcome's range (unless clip is
+        False)."""
         Z = self._features(base_predictions)
-        return self.meta.predict_proba(Z)[:, 1] if self.task == BINARY else self.meta.predict(Z)
+        if self.task == BINARY:
+            return self.meta.predict_proba(Z)[:, 1]
+        pred = self.meta.predict(Z)
+        return within_range(pred, outcome_range(self))[0] if clip else np.asarray(pred)
 
 
 def fit_stacking(task: str, oof: dict[str, np.ndarray], y: np.ndarray, groups: np.ndarray, *, seed: int,
@@ -319,9 +364,13 @@ def fit_stacking(task: str, oof: dict[str, np.ndarray], y: np.ndarray, groups: n
     scores = []
     for train, valid in cv_folds(task, y, groups, n_folds, seed):
         meta = meta_of().fit(Z[train], y[train])
-        pred = meta.predict_proba(Z[valid])[:, 1] if task == BINARY else meta.predict(Z[valid])
+        if task == BINARY:
+            pred = meta.predict_proba(Z[valid])[:, 1]
+        else:
+            pred = within_range(meta.predict(Z[valid]), outcome_range(keep_range(meta, task, y[train])))[0]
         scores.append(score(task, y[valid], pred))
     stack.meta = meta_of().fit(Z, y)
+    keep_range(stack, task, y)
     coefs = np.ravel(stack.meta.coef_)
     _log_fit_time(STACKING, cpu, wall)
     return {

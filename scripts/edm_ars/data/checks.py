@@ -58,8 +58,11 @@ def outcome_proxies(train_X: pd.DataFrame, train_y: pd.Series, task: str, limit:
 
 def data_checks(train_X: pd.DataFrame, test_X: pd.DataFrame, train_y: pd.Series, test_y: pd.Series, task: str,
                 outcome: str, n_predictors: int, analytic_n: int, retention: float, overlap: int,
-                proto: Protocol, structural: bool, outcome_range: list[float] | None = None
-                ) -> list[dict[str, Any]]:
+                proto: Protocol, structural: bool, outcome_range: list[float] | None = None,
+                units_on_both_sides: int | None = None) -> list[dict[str, Any]]:
+    """The data checks, each {name, passed, detail}. `units_on_both_sides`: for repeated records of a unit
+    (dataset.repeated), the number of units with records in both the training and the test rows (the check
+    `no_unit_on_both_sides`, which the DataEngineer stops on); None: one row per unit, no such check."""
     checks = []
 
     def check(name: str, passed: bool, detail: Any) -> None:
@@ -85,6 +88,8 @@ def data_checks(train_X: pd.DataFrame, test_X: pd.DataFrame, train_y: pd.Series,
     check("events_per_predictor_10", analytic_n >= 10 * n_predictors, {"analytic_n": analytic_n,
                                                                        "predictors": n_predictors})
     check("zero_school_overlap", overlap == 0, overlap)
+    if units_on_both_sides is not None:
+        check("no_unit_on_both_sides", units_on_both_sides == 0, units_on_both_sides)
     check("train_test_sizes", len(train_y) > 0 and len(test_y) > 0,
           {"train": len(train_y), "test": len(test_y)})
     if task == "binary_classification":

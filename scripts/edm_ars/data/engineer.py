@@ -6,7 +6,8 @@ Order of operations (each step is a pure function, tested on small frames):
 3. build the outcome (explicit label mapping, derived outcomes) and drop rows whose outcome is
    missing (the outcome is never imputed);
 4. reconstruct schools from the fingerprint and split 80/20 before any encoding (stratified for
-   classification, grouped by school so no school is on both sides);
+   classification, grouped by school so no school is on both sides, and by the unit of repeated records,
+   dataset.repeated, so no unit is either; fewer clusters than engineer.min_clusters stop the run);
 5. impute per variable with imputers fitted on training rows only;
 6. one-hot encode with encoders fitted on training rows only (with a cardinality guard);
 7. run the data checks and write the report.
@@ -40,11 +41,18 @@ from edm_ars.data.impute import (
     variable_kinds,
 )
 from edm_ars.data.layout import Layout
-from edm_ars.data.protocol import Protocol
+from edm_ars.data.outcome_shape import outcome_shape
+from edm_ars.data.protocol import Protocol, too_few_cases
 from edm_ars.data.raw import recode_sentinels
 from edm_ars.data.registry import Registry, value_labels
 from edm_ars.data.sample import codebook_order, describe_sample, sample_flow
-from edm_ars.data.split import reconstruct_schools, split_train_test
+from edm_ars.data.split import (
+    connected_groups,
+    fingerprint_ids,
+    reconstruct_schools,
+    split_groups,
+    split_train_test,
+)
 
 log = logging.getLogger(__name__)
 
@@ -159,10 +167,104 @@ def outcome_source(reg: Registry, outcome: str) -> str:
 
 def needed_columns(spec: dict[str, Any], reg: Registry) -> list[str]:
     """The columns the protocol reads for a specification: predictors, the outcome's source column,
-    subgroup attributes and the grouping columns."""
+    subgroup attributes, the grouping columns and the unit identifier of repeated records (dataset.repeated.id)."""
     return list(dict.fromkeys([p["name"] for p in spec["predictors"]]
                               + [outcome_source(reg, spec["outcome"]["name"])]
-                              + list(spec.get("subgroups", [])) + reg.grouping["columns"]))
+                              + list(spec.get("subgroups", []))
+                              + [c for lv in reg.cluster_levels for c in lv["columns"]]
+                              + ([reg.repeated["id"]] if reg.repeated else [])))
+
+
+def repeated_units(raw: pd.DataFrame, reg: Registry, keep: np.ndarray) -> pd.Series | None:
+    """The unit id (dataset.repeated.id) of each kept row, as read (never recoded as a missing code); None when the
+    registry declares no repeated records. DataError naming the column when it is absent or has missing values
+    (a record without its unit could sit on both sides of the split)."""
+    rep = reg.repeated
+    if rep is None:
+        return None
+    col = rep["id"]
+    if col not in raw.columns:
+        raise DataError(f"column {col} (dataset.repeated.id, the {rep['unit']} identifier) is not in the data; "
+                        "add it or remove dataset.repeated from the registry")
+    units = raw[col].reset_index(drop=True).loc[keep].reset_index(drop=True)
+    if units.isna().any():
+        raise DataError(f"column {col} (dataset.repeated.id): {int(units.isna().sum())} analytic rows have no "
+                        f"{rep['unit']} identifier; fill or drop them, so that every record belongs to a "
+                        f"{rep['unit']}")
+    return units.rename(col)
+
+
+#: fewest clusters a grouped study can use: a test fold of whole clusters and grouped 5-fold tuning on the rest
+WORKABLE_CLUSTERS = 7
+
+
+def few_clusters_message(reg: Registry, n_clusters: int, floor: int) -> str:
+    """The one line that stops a study whose declared clusters are fewer than engineer.min_clusters: the count, the
+    floor, the --configfile line that lowers it (when the clusters can still carry a grouped split and grouped
+    tuning folds) and the registry change that drops the grouping."""
+    unit, columns = reg.grouping["unit"], ", ".join(reg.grouping["columns"])
+    head = (f"the data have {n_clusters} {unit} cluster{'s' if n_clusters != 1 else ''} ({columns}), fewer than the "
+            f"floor engineer.min_clusters = {floor}, so the split is not grouped by {unit}: ")
+    drop = f"remove dataset.grouping from the registry if the rows of one {unit} are independent"
+    if n_clusters >= WORKABLE_CLUSTERS:
+        return head + (f"to group by these {n_clusters} clusters, pass --configfile with a YAML file holding "
+                       f"`engineer: {{min_clusters: {n_clusters}}}`, or {drop}")
+    return head + (f"{n_clusters} clusters cannot hold a test set of whole clusters and grouped 5-fold tuning (at "
+                   f"least {WORKABLE_CLUSTERS} are needed); {drop}, or use data with more {unit}s")
+
+
+def merged_clusters_message(reg: Registry, units: pd.Series, clusters: pd.Series, n_groups: int, floor: int) -> str:
+    """The one line that stops a study whose units moved between clusters so often that the groups a split must
+    keep whole (clusters joined by the units they share) are fewer than engineer.min_clusters."""
+    rep, unit = reg.repeated or {}, reg.grouping["unit"]
+    movers = int((pd.DataFrame({"u": units.to_numpy(), "c": clusters.to_numpy()}).groupby("u")["c"].nunique()
+                  > 1).sum())
+    return (f"{movers} {rep.get('units', 'units')} ({rep.get('id')}) have records in more than one {unit}, which joins "
+            f"the {int(clusters.nunique())} {unit} clusters into {n_groups} group(s) that a split must keep whole, "
+            f"fewer than the floor engineer.min_clusters = {floor}; remove dataset.grouping from the registry to "
+            f"keep each {rep.get('unit', 'unit')}'s records together without the {unit}s, or lower the floor with "
+            f"--configfile (a YAML file holding `engineer: {{min_clusters: {max(n_groups, 2)}}}`)")
+
+
+def level_clusters(data: pd.DataFrame, reg: Registry, floor: int
+                   ) -> tuple[pd.Series, dict[str, Any], list[dict[str, Any]], list[pd.Series]]:
+    """The clusters of a registry with more than one cluster level (dataset.grouping.also): the connected
+    components of the rows sharing a cluster of any level the split keeps together (dataset.grouping.split_by: all,
+    or one level's unit), their summary as reconstruct_schools gives it, each level's record ({unit, columns,
+    n_clusters, kept_together}) and each level's cluster ids. DataError naming the levels and the fix when the
+    groups are fewer than engineer.min_clusters."""
+    split_by = reg.grouping.get("split_by", "all")
+    levels, ids = [], []
+    for lv in reg.cluster_levels:
+        present = [c for c in lv["columns"] if c in data.columns]
+        if not present:
+            raise DataError(f"the {lv['unit']} level's column(s) {lv['columns']} (dataset.grouping) are not in the "
+                            "data")
+        level_ids = pd.Series(fingerprint_ids(data[present]), index=data.index)
+        ids.append(level_ids)
+        levels.append({"unit": lv["unit"], "columns": present, "n_clusters": int(level_ids.nunique()),
+                       "kept_together": split_by in ("all", lv["unit"])})
+    kept = [i for i, lv in zip(ids, levels, strict=True) if lv["kept_together"]]
+    groups = pd.Series(connected_groups([k.to_numpy() for k in kept]), index=data.index, name="pseudo_school_id")
+    n = int(groups.nunique())
+    names = " and ".join(f"{lv['n_clusters']} {lv['unit']} clusters ({', '.join(lv['columns'])})"
+                         for lv in levels if lv["kept_together"])
+    if n < floor:
+        if split_by == "all":
+            fix = ("keep one level together instead: set dataset.grouping.split_by to the unit of one level ("
+                   + " or ".join(lv["unit"] for lv in levels) + "; the paper then states that the other level is "
+                   "not kept together)")
+        else:
+            fix = "use data with more clusters or remove dataset.grouping from the registry"
+        lower = (f", or lower the floor with --configfile (a YAML file holding `engineer: {{min_clusters: {n}}}`)"
+                 if n >= WORKABLE_CLUSTERS else "")
+        raise DataError(f"the {names} join into {n} group(s) that the split must keep whole (rows sharing a cluster "
+                        f"of any of these levels), fewer than the floor engineer.min_clusters = {floor}; {fix}{lower}")
+    sizes = groups.value_counts()
+    school = {"status": "success", "n_clusters": n,
+              "columns": [c for lv in levels if lv["kept_together"] for c in lv["columns"]],
+              "median_cluster_size": float(sizes.median()), "max_cluster_size": int(sizes.max())}
+    return groups, school, levels, ids
 
 
 def protocol(cfg: dict[str, Any], seed: int, imputation: str | None = None) -> Protocol:
@@ -173,7 +275,8 @@ def protocol(cfg: dict[str, Any], seed: int, imputation: str | None = None) -> P
                     min_retention=cfg["min_retention"], max_categories=cfg["max_categories"],
                     structural_above=cfg.get("structural_above", Protocol.structural_above),
                     imputation=imputation or cfg["imputation"],
-                    leakage_corr=float(cfg.get("leakage_corr", LEAKAGE_CORR)))
+                    leakage_corr=float(cfg.get("leakage_corr", LEAKAGE_CORR)),
+                    min_clusters=int(cfg.get("min_clusters", Protocol.min_clusters)))
 
 
 def read_needed(path: str | Path, spec: dict[str, Any], reg: Registry, available: Iterable[str]) -> pd.DataFrame:
@@ -209,7 +312,8 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     warnings_: list[str] = []
 
     # 1-2. select, then recode sentinels before anything else (including the outcome filter)
-    needed = list(dict.fromkeys(predictors + [source] + subgroups + fingerprint))
+    needed = list(dict.fromkeys(predictors + [source] + subgroups + fingerprint
+                                + [c for lv in reg.cluster_levels[1:] for c in lv["columns"]]))
     needed = [c for c in needed if c in raw.columns]
     absent_sub = [c for c in subgroups if c not in raw.columns]
     if absent_sub:
@@ -220,12 +324,14 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     y_all = build_outcome(data, reg, layout, outcome, task, spec["outcome"].get("positive_label"))
     keep = y_all.notna().to_numpy()
     data, y = data.loc[keep].reset_index(drop=True), y_all.loc[keep].reset_index(drop=True)
+    units = repeated_units(raw, reg, keep)  # the unit of each analytic row (long format), read before recoding
     analytic_n = len(y)
     retention = analytic_n / original_n if original_n else 0.0
     structural = is_structural(reg, outcome)
     if analytic_n < proto.min_analytic_n:
-        raise DataError(f"outcome {outcome}: only {analytic_n} students have a valid value; at least "
-                        f"{proto.min_analytic_n} analytic cases are required")
+        raise DataError(f"outcome {outcome}: only {analytic_n} rows have a valid value, fewer than the floor of "
+                        f"{proto.min_analytic_n} analytic cases; "
+                        + too_few_cases(analytic_n, "analytic cases", proto.min_analytic_n))
     if retention < proto.min_retention and not structural:
         raise DataError(f"outcome {outcome}: {analytic_n} of {original_n} students ({retention:.1%}) have a valid "
                         f"value, under the {proto.min_retention:.0%} retention floor, and the registry does not "
@@ -248,8 +354,15 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     X = coerce_types(data, kinds)
     complete_case_n = int(X.notna().all(axis=1).sum())
 
-    # 4. schools, then the split, before any encoding or imputation
-    groups, school = reconstruct_schools(data, fingerprint, proto.min_clusters)
+    # 4. schools, then the split, before any encoding or imputation; the split's groups keep every cluster and
+    # every unit's records (long format) on one side (edm_ars.data.split.split_groups)
+    levels, level_ids = None, []
+    if len(reg.cluster_levels) > 1:  # more than one cluster level (dataset.grouping.also)
+        clusters, school, levels, level_ids = level_clusters(data, reg, proto.min_clusters)
+    else:
+        clusters, school = reconstruct_schools(data, fingerprint, proto.min_clusters)
+    if school["status"] == "degenerate_few_clusters":
+        raise DataError(few_clusters_message(reg, school["n_clusters"], proto.min_clusters))
     use_groups = school["status"] == "success"
     if not use_groups and school["status"] != "no_grouping":
         warnings_.append(f"{reg.grouping['unit']} clusters: {school['status']} ({school['n_clusters']} clusters); "
@@ -257,15 +370,51 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     grouping = reg.grouping
     label = (f"reconstructed {grouping['unit']}" if grouping["reconstructed"]
              else f"{grouping['unit']} ({', '.join(grouping['columns'])})")
-    train_idx, test_idx, split = split_train_test(y, groups if use_groups else None, task, proto.test_fraction,
+    if levels:
+        label = " and ".join(f"{lv['unit']} ({', '.join(lv['columns'])})" for lv in levels if lv["kept_together"])
+    rep = reg.repeated
+    if units is not None:
+        label = (f"{label} and {rep['unit']} ({rep['id']})" if use_groups
+                 else f"{rep['unit']} ({rep['id']})")
+        groups = pd.Series(split_groups(clusters.to_numpy() if use_groups else None, units.to_numpy()),
+                           index=data.index, name="pseudo_school_id")
+        n_groups = int(groups.nunique())
+        if use_groups and n_groups < proto.min_clusters:
+            raise DataError(merged_clusters_message(reg, units, clusters, n_groups, proto.min_clusters))
+    else:
+        groups = clusters
+    grouped = bool(use_groups or units is not None)
+    train_idx, test_idx, split = split_train_test(y, groups if grouped else None, task, proto.test_fraction,
                                                   proto.seed, group_label=label)
     split["school_reconstruction"] = school
     split["grouping"] = grouping
     split["clustered"] = bool(use_groups)
-    if not use_groups:
+    # the split's groups are not rows: the tuning folds and the bootstrap intervals resample them whole
+    split["grouped"] = grouped
+    split["grouped_by"] = ("cluster_and_unit" if use_groups and units is not None else "cluster" if use_groups
+                           else "unit" if units is not None else None)
+    split["n_groups"] = int(groups.nunique()) if grouped else len(data)
+    if not grouped:
         groups = pd.Series(np.arange(len(data)), index=data.index, name="pseudo_school_id")
-    split["train_clusters"] = int(groups.iloc[train_idx].nunique())
-    split["test_clusters"] = int(groups.iloc[test_idx].nunique())
+    counted = clusters if use_groups else groups  # clusters on each side: the clusters themselves, not merged
+    split["group_overlap"] = int(len(set(counted.iloc[train_idx]) & set(counted.iloc[test_idx])))
+    split["train_clusters"] = int(counted.iloc[train_idx].nunique())
+    split["test_clusters"] = int(counted.iloc[test_idx].nunique())
+    if levels:  # each cluster level: its clusters on each side, and those on both (none when kept together)
+        split["split_by"] = grouping.get("split_by", "all")
+        split["cluster_levels"] = [
+            {**lv, "train_clusters": int(ids.iloc[train_idx].nunique()),
+             "test_clusters": int(ids.iloc[test_idx].nunique()),
+             "on_both_sides": int(len(set(ids.iloc[train_idx]) & set(ids.iloc[test_idx])))}
+            for lv, ids in zip(levels, level_ids, strict=True)]
+        split_leak = [lv for lv in split["cluster_levels"] if lv["kept_together"] and lv["on_both_sides"]]
+        if split_leak:
+            raise DataError(f"the split put {split_leak[0]['on_both_sides']} {split_leak[0]['unit']} clusters on "
+                            "both sides although dataset.grouping keeps them together")
+    split["repeated"] = None if units is None else {
+        **rep, "train_units": int(units.iloc[train_idx].nunique()), "test_units": int(units.iloc[test_idx].nunique()),
+        "train_records": len(train_idx), "test_records": len(test_idx),
+        "units_on_both_sides": int(len(set(units.iloc[train_idx]) & set(units.iloc[test_idx])))}
     X_train, X_test = X.iloc[train_idx], X.iloc[test_idx]
 
     # 5. imputation fitted on training rows only
@@ -302,9 +451,13 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
     test_protected = data.iloc[test_idx][present_sub].reset_index(drop=True)
 
     checks = data_checks(train_X, test_X, train_y, test_y, task, outcome, len(kinds), analytic_n, retention,
-                         split["group_overlap"], proto, structural, rec.get("range"))
+                         split["group_overlap"], proto, structural, rec.get("range"),
+                         units_on_both_sides=None if units is None else split["repeated"]["units_on_both_sides"])
+    if units is not None and split["repeated"]["units_on_both_sides"]:
+        raise DataError(f"data check no_unit_on_both_sides failed: {split['repeated']['units_on_both_sides']} "
+                        f"{rep['units']} ({rep['id']}) have records in both the training and the test rows")
     analytic_missing = {c: round(float(X[c].isna().mean() * 100), 2) for c in kinds}
-    flow = sample_flow(original_n, analytic_n, analytic_n, X, train_idx, test_idx, groups, bool(use_groups),
+    flow = sample_flow(original_n, analytic_n, analytic_n, X, train_idx, test_idx, counted, bool(use_groups),
                        data[present_sub])
     described = list(kinds) + [c for c in present_sub if c not in kinds]
     sample = None if not describe else describe_sample(X, kinds, y, task, data[present_sub], flow,
@@ -328,6 +481,7 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
         "outcome_summary": (None if task == "binary_classification" else
                             {"mean": float(y.mean()), "sd": float(y.std()), "min": float(y.min()),
                              "max": float(y.max())}),
+        "outcome_shape": None if task == "binary_classification" else outcome_shape(train_y, outcome),
         "missingness": {c: {"pct_missing": analytic_missing[c], "pct_missing_train": imputer.pct_missing[c],
                             "method": imputer.methods[c], "kind": kinds[c],
                             "flagged": imputer.pct_missing[c] > proto.warn_above,

@@ -108,10 +108,36 @@ class Registry:
         identifier column, or a fingerprint of cluster-level variables (`reconstructed: true`)."""
         g = self.dataset.get("grouping")
         if g:
-            return {"unit": g.get("unit", "school"), "columns": list(g.get("columns", [])),
-                    "reconstructed": bool(g.get("reconstructed", False))}
+            out = {"unit": g.get("unit", "school"), "columns": list(g.get("columns", [])),
+                   "reconstructed": bool(g.get("reconstructed", False))}
+            if isinstance(g, dict) and g.get("also"):  # further cluster levels (cluster_levels): only when declared
+                out["also"] = [{"unit": str(lv.get("unit") or "cluster"), "columns": list(lv.get("columns") or []),
+                                "reconstructed": bool(lv.get("reconstructed", False))}
+                               for lv in (g["also"] if isinstance(g["also"], list) else []) if isinstance(lv, dict)]
+                out["split_by"] = str(g.get("split_by") or "all")
+            return out
         fingerprint = self.dataset.get("school_fingerprint") or []
         return {"unit": "school", "columns": list(fingerprint), "reconstructed": bool(fingerprint)}
+
+    @property
+    def cluster_levels(self) -> list[dict[str, Any]]:
+        """Every declared cluster level, the grouping's own first, then `dataset.grouping.also` (pupils in primary
+        AND secondary schools): [{unit, columns, reconstructed}]; empty when the registry declares no cluster."""
+        g = self.grouping
+        first = [{k: g[k] for k in ("unit", "columns", "reconstructed")}] if g["columns"] else []
+        return first + [lv for lv in g.get("also", []) if lv["columns"]]
+
+    @property
+    def repeated(self) -> dict[str, Any] | None:
+        """Repeated records of a unit (long format), `dataset.repeated`: {unit, units, id, time}; None when every
+        row is its own unit. `id` is the column identifying the unit (a child), `time` the column ordering a unit's
+        records (a year; None when not given). The split keeps a unit's records on one side."""
+        r = self.dataset.get("repeated")
+        if not r or not isinstance(r, dict):
+            return None
+        unit = str(r.get("unit") or "unit")
+        return {"unit": unit, "units": str(r.get("units") or f"{unit}s"),
+                "id": r.get("id"), "time": r.get("time")}
 
     @property
     def id_columns(self) -> list[str]:

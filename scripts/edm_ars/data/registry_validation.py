@@ -15,6 +15,7 @@ from edm_ars.data.registry import (
     is_temporally_valid,
     wave_of,
 )
+from edm_ars.data.registry_rules import predictor_minimum_problems, prose_problems, registry_citation
 
 TASK_TYPES = {"continuous": "regression", "binary": "binary_classification"}
 
@@ -35,6 +36,81 @@ def provenance_problems(reg: Registry) -> list[str]:
     unknown = sorted(set(prov) - {"kind", "citation", "statement"})
     if unknown:
         errors.append(f"dataset.provenance: unknown key(s) {unknown} (known: kind, citation, statement)")
+    return errors
+
+
+def cluster_level_problems(reg: Registry) -> list[str]:
+    """What is wrong with the further cluster levels, `dataset.grouping.also` (a list of {unit, columns,
+    reconstructed}), and `dataset.grouping.split_by` (all, or the unit of the one level the split keeps together),
+    naming the key."""
+    g = reg.dataset.get("grouping")
+    if not isinstance(g, dict) or ("also" not in g and "split_by" not in g):
+        return []
+    example = "also: [{unit: primary school, columns: [primary]}]"
+    also = g.get("also")
+    if not isinstance(also, list) or not also:
+        return [f"dataset.grouping.also must be a non-empty list of further cluster levels, e.g. {example} "
+                "(split_by needs it)"]
+    errors = []
+    for k, lv in enumerate(also):
+        if not isinstance(lv, dict):
+            errors.append(f"dataset.grouping.also[{k}] must be a mapping {{unit, columns}}, e.g. {example}")
+            continue
+        unknown = sorted(set(lv) - {"unit", "columns", "reconstructed"})
+        if unknown:
+            errors.append(f"dataset.grouping.also[{k}]: unknown key(s) {unknown} (known: unit, columns, "
+                          "reconstructed)")
+        if not lv.get("unit") or not isinstance(lv.get("unit"), str):
+            errors.append(f"dataset.grouping.also[{k}].unit must name the cluster level (e.g. primary school)")
+        cols = lv.get("columns")
+        if not isinstance(cols, list) or not cols or not all(isinstance(c, str) for c in cols):
+            errors.append(f"dataset.grouping.also[{k}].columns must list the column(s) identifying the cluster")
+            continue
+        for col in cols:
+            if col in reg.tier1 and reg.tier1[col].get("role") == "outcome":
+                errors.append(f"dataset.grouping.also[{k}] column {col} is an outcome")
+            if col in reg.grouping["columns"]:
+                errors.append(f"dataset.grouping.also[{k}] column {col} is already a column of the grouping")
+    units = [str(reg.grouping["unit"])] + [str(lv.get("unit")) for lv in also if isinstance(lv, dict)]
+    if len(set(units)) != len(units):
+        errors.append(f"dataset.grouping: the cluster levels' units {units} must differ (split_by names one)")
+    if not reg.grouping["columns"]:
+        errors.append("dataset.grouping.columns is empty: the first cluster level needs its column(s) before "
+                      "grouping.also adds more")
+    split_by = g.get("split_by", "all")
+    if split_by != "all" and split_by not in units:
+        errors.append(f"dataset.grouping.split_by is {split_by!r}: use all (keep together the rows that share "
+                      f"any level) or the unit of one level, one of {units}")
+    return errors
+
+
+def repeated_problems(reg: Registry) -> list[str]:
+    """What is wrong with `dataset.repeated` (repeated records of a unit, long format), naming the key: the id column
+    must be named and be no outcome or predictor; a time column, if given, is no outcome or predictor either."""
+    r = reg.dataset.get("repeated")
+    if r is None:
+        return []
+    if not isinstance(r, dict):
+        return ["dataset.repeated must be a mapping {unit: child, id: childid, time: year} (id: the column "
+                "identifying the unit; time: optional, the column ordering its records)"]
+    errors = []
+    unknown = sorted(set(r) - {"unit", "units", "id", "time"})
+    if unknown:
+        errors.append(f"dataset.repeated: unknown key(s) {unknown} (known: unit, units, id, time)")
+    if not isinstance(r.get("id"), str) or not r["id"].strip():
+        errors.append("dataset.repeated.id must name the column identifying the unit (e.g. id: childid)")
+    for key in ("unit", "units", "time"):
+        if r.get(key) is not None and not isinstance(r[key], str):
+            errors.append(f"dataset.repeated.{key} must be text (got {type(r[key]).__name__})")
+    for key in ("id", "time"):
+        col = r.get(key)
+        role = (reg.tier1.get(col) or {}).get("role") if isinstance(col, str) else None
+        if role in ("outcome", "predictor"):
+            errors.append(f"dataset.repeated.{key} column {col} is a{'n' if role == 'outcome' else ''} {role}; the "
+                          f"{'unit identifier' if key == 'id' else 'time column'} cannot be one (give it role: "
+                          f"{'identifier' if key == 'id' else 'design'})")
+        if key == "time" and isinstance(col, str) and any(col in (q.get("predictors") or {}) for q in reg.questions):
+            errors.append(f"dataset.repeated.time column {col} is a predictor of a question; remove it there")
     return errors
 
 
@@ -107,6 +183,9 @@ def validate_registry(reg: Registry) -> list[str]:
     if not reg.questions:
         errors.append("questions: the registry has no research question (the offline formulator needs one)")
     errors += provenance_problems(reg)
+    errors += repeated_problems(reg) + cluster_level_problems(reg)
+    errors += predictor_minimum_problems(reg) + prose_problems(reg)  # data/registry_rules.py: what a run applies
+    errors += registry_citation(reg)[2]
     for key in draft_marker_keys(reg):
         errors.append(f"{key}: still the {DRAFT_MARKER} text init-registry drafted; replace it with what is true "
                       "of your data")

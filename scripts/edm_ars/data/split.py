@@ -1,6 +1,7 @@
 """Step 4 of the DataEngineer (edm_ars.data.engineer): pseudo school ids reconstructed from the school-level
-fingerprint, and the train/test split (stratified for classification, grouped by school so no school is on both
-sides), made before any encoding or imputation.
+fingerprint, the groups a split keeps whole (clusters, the units of repeated records, or the connected components
+of both: split_groups), and the train/test split (stratified for classification, grouped so that no cluster and no
+unit is on both sides), made before any encoding or imputation.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _combine_codes(combined: np.ndarray, rank: np.ndarray, k: int) -> np.ndarray
     return combined * k + rank
 
 
-def reconstruct_schools(frame: pd.DataFrame, columns: list[str], min_clusters: int = 50
+def reconstruct_schools(frame: pd.DataFrame, columns: list[str], min_clusters: int = 10
                         ) -> tuple[pd.Series, dict[str, Any]]:
     """Pseudo school ids from the school-level fingerprint (missing values are part of it)."""
     present = [c for c in columns if c in frame.columns]
@@ -64,6 +65,55 @@ def reconstruct_schools(frame: pd.DataFrame, columns: list[str], min_clusters: i
         "status": status, "n_clusters": n, "columns": present,
         "median_cluster_size": float(sizes.median()), "max_cluster_size": int(sizes.max()),
     }
+
+
+def split_groups(clusters: np.ndarray | None, units: np.ndarray | None) -> np.ndarray:
+    """The groups a split keeps whole: the connected components of rows sharing a cluster or a unit id (a child who
+    changed schools merges those schools into one group), numbered 0, 1, ... in the order of their first row.
+    Without units the clusters themselves (unchanged, so a cluster-grouped split is the one it always was); without
+    clusters the units; with neither, each row its own group."""
+    if units is None:
+        if clusters is None:
+            raise ValueError("split_groups needs clusters or units")
+        return np.asarray(clusters)
+    unit_codes = pd.factorize(pd.Series(np.asarray(units, dtype=object)), use_na_sentinel=False)[0]
+    n = len(unit_codes)
+    if clusters is None:
+        return unit_codes.astype(np.int64)
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    cluster_codes = pd.factorize(pd.Series(np.asarray(clusters, dtype=object)), use_na_sentinel=False)[0]
+    n_units, n_clusters = int(unit_codes.max()) + 1 if n else 0, int(cluster_codes.max()) + 1 if n else 0
+    # a bipartite graph: unit nodes 0..U-1, cluster nodes U..U+C-1, one edge per row
+    graph = coo_matrix((np.ones(n), (unit_codes, n_units + cluster_codes)),
+                       shape=(n_units + n_clusters, n_units + n_clusters))
+    _, labels = connected_components(graph, directed=False)
+    component = labels[unit_codes]
+    return pd.factorize(component)[0].astype(np.int64)  # numbered by first row: deterministic
+
+
+def connected_groups(keys: list[np.ndarray]) -> np.ndarray:
+    """The connected components of rows sharing a value of any of `keys` (one id array per cluster level: a pupil
+    in primary school 3 and secondary school 7 joins the two, and every pupil of either), numbered 0, 1, ... in
+    the order of their first row. One key: its values numbered the same way."""
+    if not keys:
+        raise ValueError("connected_groups needs at least one key")
+    codes = [pd.factorize(pd.Series(np.asarray(k, dtype=object)), use_na_sentinel=False)[0].astype(np.int64)
+             for k in keys]
+    if len(codes) == 1:
+        return pd.factorize(codes[0])[0].astype(np.int64)
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    offsets = np.cumsum([0] + [int(c.max()) + 1 if len(c) else 0 for c in codes])
+    # one node per value of each key; each row links its value of the first key to its value of every other key
+    rows = np.concatenate([codes[0] for _ in codes[1:]])
+    cols = np.concatenate([c + offsets[i + 1] for i, c in enumerate(codes[1:])])
+    size = int(offsets[-1])
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size, size))
+    _, labels = connected_components(graph, directed=False)
+    return pd.factorize(labels[codes[0]])[0].astype(np.int64)
 
 
 def stratified_group_fold0(y: np.ndarray, groups: np.ndarray, n_splits: int, seed: int) -> np.ndarray:

@@ -20,12 +20,10 @@ from typing import Any
 from edm_ars.core.errors import EdmArsError
 from edm_ars.data.registry import (
     Registry,
-    early_warning_waves,
     find_question,
-    is_excluded,
-    is_temporally_valid,
     wave_of,
 )
+from edm_ars.data.registry_rules import predictor_shortfall, usable_predictors
 from edm_ars.formulate.spec import MIN_PREDICTORS, choose_question, task_of
 
 SAME_STUDY = 0.15
@@ -33,10 +31,10 @@ DEDUP_RULE = (f"two candidate studies are the same study when their distance is 
               "(distance = 0.5 x [different outcome] + 0.5 x (1 - Jaccard overlap of the predictor sets)); "
               "a later draft is dropped as a duplicate of an earlier one, and a draft that close to a study in the "
               "findings store from another run is dropped as already done")
-SELECTION_RULE = ("verdict (PASS before REVISE before ABORT), then the Critic's overall score, then the evidence "
+SELECTION_RULE = ("verdict (PASS before UNVERIFIED before REVISE before ABORT), then the Critic's overall score, then the evidence "
                   "strength of the claims (the share the results debate supported), then novelty against earlier "
                   "studies (distance to the nearest study in the findings store), then the branch number")
-VERDICT_ORDER = {"PASS": 0, "REVISE": 1, "ABORT": 2}
+VERDICT_ORDER = {"PASS": 0, "UNVERIFIED": 1, "REVISE": 2, "ABORT": 3}
 
 
 # ---- identity and distance ----------------------------------------------------------------------
@@ -67,16 +65,27 @@ def identity(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _usable(reg: Registry, q: dict[str, Any]) -> list[str]:
-    """The question's predictors that the rules allow (exclusions, time order, early-warning waves)."""
-    allowed = early_warning_waves(q)
-    out = []
-    for name in q["predictors"]:
-        if is_excluded(reg, name) or not is_temporally_valid(reg, name, q["outcome"]):
-            continue
-        if allowed is not None and wave_of(reg, name) not in allowed:
-            continue
-        out.append(name)
-    return out
+    """The question's predictors that the rules allow (exclusions, time order, early-warning waves): one rule with
+    `validate-registry` (data/registry_rules.py)."""
+    return usable_predictors(reg, q)[0]
+
+
+def _no_candidate_reasons(reg: Registry) -> list[str]:
+    """Why each question of the registry yields no candidate study: too few usable predictors (naming those counted
+    and why the others are not usable), an outcome type the formulator cannot model, or not a prediction."""
+    reasons = []
+    for q in reg.questions:
+        shortfall = predictor_shortfall(reg, q)
+        if q.get("kind", "prediction") != "prediction":
+            reasons.append(f"question {q.get('id', '?')}: kind {q.get('kind')!r}, not a prediction question")
+        elif shortfall:
+            reasons.append(shortfall)
+        else:
+            try:
+                task_of(reg, q["outcome"])
+            except EdmArsError as exc:
+                reasons.append(f"question {q.get('id', '?')}: {exc}")
+    return reasons or ["the registry has no question (questions: [])"]
 
 
 def _label(reg: Registry, name: str) -> str:
@@ -219,7 +228,9 @@ def draft_offline(reg: Registry, *, n: int, prompt: str | None, question_id: str
     candidates = offline_candidates(reg, prompt, question_id)
     if not candidates:
         raise EdmArsError(f"the registry of {reg.name} supports no candidate study (no prediction question with "
-                          f"at least {MIN_PREDICTORS} usable predictors)")
+                          f"at least {MIN_PREDICTORS} usable predictors and a binary or continuous outcome): "
+                          + "; ".join(_no_candidate_reasons(reg))
+                          + ". `edm-ars validate-registry REG.yaml --data DATA.csv` checks this before a run")
     if n == 1:
         drafts, skipped = pick_drafts(candidates[:1], 1, earlier, avoid_earlier=False)
         drafts[0]["source"] = "configured"

@@ -18,9 +18,10 @@ from edm_ars.data.registry import (
     temporal_order_note,
     wave_of,
 )
+from edm_ars.data.registry_rules import MIN_PREDICTORS
 from edm_ars.formulate.bibliography import parse_bibtex
 
-MIN_PREDICTORS, MAX_PREDICTORS, MIN_NOVELTY = 3, 30, 3.0
+MAX_PREDICTORS, MIN_NOVELTY = 30, 3.0
 
 
 def allowed_waves(spec: dict[str, Any], reg: Registry) -> list[str] | None:

@@ -170,6 +170,7 @@ def critique(smk: Any) -> None:
                     max_revisions=smk.params.max_revisions, force_revise=smk.params.force_revise or None,
                     force_rounds=smk.params.force_revise_rounds,
                     min_models=smk.params.critic["min_models"], min_analytic_n=smk.params.min_analytic_n,
+                    min_test_n=smk.params.min_test_n,
                     rubric=rubric, claims=read_json(smk.input.claims, "claims"), manifest=read_json(smk.input.manifest),
                     dgp=read_json(smk.input.dgp, "dgp") if "dgp" in smk.input.keys() else None)
     if smk.params.llm["backend"] != "offline":

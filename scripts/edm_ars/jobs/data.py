@@ -52,7 +52,8 @@ def dataset(smk: Any) -> None:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise DataError(f"registry {reg.root} ({reg.name}) is inconsistent ({len(problems)} problem(s)):\n{lines}")
     frame = read_raw(smk.input.raw)
-    manifest = (check_raw(frame, reg, smk.input.raw, smk.params.min_rows, source=dict(smk.params.source))
+    manifest = (check_raw(frame, reg, smk.input.raw, smk.params.min_rows, source=dict(smk.params.source),
+                          abort_below_n=smk.params.abort_below_n)
                 | {"dataset": smk.params.dataset})
     log.info("%s: %d rows, %d columns, %d curated variables present; provenance %s", smk.input.raw,
              manifest["n_rows"], manifest["n_columns"], manifest["tier1_present"], manifest["provenance"]["kind"])

@@ -26,7 +26,7 @@ from typing import Any
 from edm_ars.codegen.supplementary import LIBRARY
 from edm_ars.core.conventions import MODEL_ORDER, STACKING
 from edm_ars.data.registry import Registry, is_excluded, is_temporally_valid, wave_of
-from edm_ars.formulate.spec import allowed_waves
+from edm_ars.formulate.spec import allowed_waves, validate_spec
 
 ACTIONS = {"drop_predictor": "formulate", "add_predictor": "formulate", "tighten_question": "formulate",
            "change_imputation": "engineer", "add_model": "analyze", "add_analysis": "analyze"}
@@ -56,6 +56,8 @@ def validate(raw: Any, *, reg: Registry | None = None, spec: dict[str, Any] | No
             return None, f"{kind} {value}: not a variable of the registry"
         if kind == "drop_predictor" and spec is not None and value not in {p["name"] for p in spec["predictors"]}:
             return None, f"drop_predictor {value}: not a predictor of the specification"
+        if spec is not None and reg is not None and (left := spec_problems_after(spec, [out], reg)):
+            return None, f"{kind} {value}: would leave an invalid specification ({'; '.join(left)})"
     elif kind == "change_imputation" and value not in IMPUTATIONS:
         return None, f"change_imputation {value!r}: `value` must be one of {', '.join(IMPUTATIONS)}"
     elif kind == "add_model" and value not in families:
@@ -164,6 +166,17 @@ def apply_to_spec(spec: dict[str, Any], actions: list[dict[str, Any]], reg: Regi
     if dropped:
         out["dropped_on_revision"] = list(spec.get("dropped_on_revision") or []) + dropped
     return out
+
+
+def spec_problems_after(spec: dict[str, Any], actions: list[dict[str, Any]], reg: Registry) -> list[str]:
+    """What the specification gate (edm_ars.formulate.spec.validate_spec) would refuse in the specification the
+    formulate `actions` leave (e.g. a drop_predictor leaving 2 predictors where 3 are needed), beyond what it
+    already refuses in `spec`: the revision's formulate job would fail on it, so the Critic never asks for it."""
+    acts = [a for a in actions if a.get("stage") == "formulate"]
+    if not acts:
+        return []
+    before = set(validate_spec(spec, reg))
+    return [v for v in validate_spec(apply_to_spec(spec, acts, reg), reg) if v not in before]
 
 
 def describe(a: dict[str, Any]) -> str:

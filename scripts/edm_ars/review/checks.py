@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edm_ars.core.conventions import REGRESSION, STACKING, applied_threshold
+from edm_ars.data.protocol import too_few_cases
 from edm_ars.data.registry import DRAFT_MARKER, Registry, draft_marker_keys
 from edm_ars.formulate.spec import validate_spec
 from edm_ars.review import actions as act
@@ -138,7 +139,8 @@ def check_school_overlap(a: Artifacts, p: dict[str, Any]) -> Finding:
 def check_analytic_n(a: Artifacts, p: dict[str, Any]) -> Finding:
     n, least = int(a.report.get("analytic_n") or 0), int(p.get("min_analytic_n", 1000))
     return Finding(n >= least, {"analytic_n": n, "minimum": least},
-                   f"Only {n} analytic cases; at least {least} are required.")
+                   f"Only {n} analytic cases; at least {least} are required (critic.abort_below_n); "
+                   + too_few_cases(n, "analytic cases", None, least) + ".")
 
 
 @code_check("cases_per_predictor")
@@ -169,6 +171,21 @@ def check_test_rows_only(a: Artifacts, p: dict[str, Any]) -> Finding:
                    f"Held-out metrics were computed on {got} rows, but the split has {expected} test rows.")
 
 
+@code_check("test_n")
+def check_test_n(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """The held-out metrics and their intervals rest on at least `min_test_n` test rows (critic.min_test_n):
+    fewer cannot support the intervals. No revision can add rows, so the rubric item targets the Writer (the
+    abstract says the sample is small) and caps the verdict: the paper is flagged UNVERIFIED."""
+    n = a.results.get("test_n", a.report.get("test_n"))
+    least = int(p.get("min_test_n", 200))
+    if n is None:
+        return Finding(None, {"minimum": least}, "skipped: neither results.json nor the data report records test_n")
+    return Finding(int(n) >= least, {"test_n": int(n), "minimum": least},
+                   f"The held-out metrics rest on {int(n)} test rows, fewer than the {least} "
+                   "(critic.min_test_n) that support their 95% intervals; no revision can add rows, so the paper "
+                   "must say in its abstract that the sample is small and every held-out estimate imprecise.")
+
+
 def _valid_interval(ci: Any) -> bool:
     return (isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci)
             and all(math.isfinite(v) for v in ci) and ci[0] <= ci[1])
@@ -196,8 +213,28 @@ def check_quality_floor(a: Artifacts, p: dict[str, Any]) -> Finding:
                    f"{floor:g}: its interpretation means little.")
 
 
+def interpretation_skipped(results: dict[str, Any]) -> str | None:
+    """Why the analysis interpreted no model by rule (None when it did, or when nothing says it skipped by
+    rule): no individual model reaches the quality floor (core/conventions.py QUALITY_FLOOR, as applied in
+    results.json thresholds), so results.json names no interpreted model and no SHAP figure or top feature is
+    drawn. No revision of the analysis can make them; the quality-floor check asks for what can change."""
+    if results.get("interpreted_model"):
+        return None
+    primary = results.get("primary_metric")
+    floor = applied_threshold(results, "quality_floor", file=RESULTS)
+    values = {m: (r.get("metrics") or {}).get(primary) for m, r in (results.get("models") or {}).items()
+              if m != STACKING}
+    if floor is None or not values or any(not isinstance(v, (int, float)) or v >= floor for v in values.values()):
+        return None
+    return (f"skipped by rule: no model reaches the quality floor ({primary} {floor:g}; the best "
+            f"{max(values.values()):.3f}), so no model is interpreted")
+
+
 @code_check("shap_figures")
 def check_shap_figures(a: Artifacts, p: dict[str, Any]) -> Finding:
+    skipped = interpretation_skipped(a.results)
+    if skipped:
+        return Finding(None, {"skipped": "quality_floor"}, skipped)
     missing = sorted({"shap_summary", "shap_importance"} - _figure_kinds(a.results))
     note = _explain_failed(a.results)
     return Finding(not missing, {"missing": missing, "explain_errors": len(_phase_errors(a.results, "explain"))},
@@ -206,6 +243,9 @@ def check_shap_figures(a: Artifacts, p: dict[str, Any]) -> Finding:
 
 @code_check("top_features")
 def check_top_features(a: Artifacts, p: dict[str, Any]) -> Finding:
+    skipped = interpretation_skipped(a.results)
+    if skipped:
+        return Finding(None, {"skipped": "quality_floor"}, skipped)
     top = a.results.get("top_features") or []
     note = _explain_failed(a.results)
     return Finding(bool(top), len(top), f"No top features are reported for the interpreted model "

@@ -23,7 +23,10 @@ from edm_ars.review.checks import CHECKS, Artifacts
 STAGES = ["formulate", "engineer", "analyze"]  # the stages a review can re-run, in order
 TARGETS = [*STAGES, "write"]  # write-targeted issues go to the Writer and re-run nothing
 SEVERITIES = ("critical", "major", "minor")
-VERDICTS = ("PASS", "REVISE", "ABORT")
+VERDICTS = ("PASS", "REVISE", "ABORT")  # a model Critic's verdicts, and the rubric's
+#: the verdict of a REVISE that no revision can act on (no round left, or no stage to re-run): the paper is written
+#: flagged UNVERIFIED. The review's `unverified` flag is true exactly when its verdict is UNVERIFIED.
+UNVERIFIED = "UNVERIFIED"
 DIMENSIONS = {"problem_formulation": 0.25, "data_preparation": 0.25, "analysis": 0.30,
               "substantive_validity": 0.20}
 STAGE_DIMENSION = {"formulate": "problem_formulation", "engineer": "data_preparation", "analyze": "analysis",
@@ -136,14 +139,40 @@ def run_checks(rubric: dict[str, Any], artifacts: Artifacts, overrides: dict[str
     return checks, issues
 
 
+def unrevisable(issues: list[dict[str, Any]], spec: dict[str, Any], reg: Registry | None) -> list[dict[str, Any]]:
+    """The issues, with those whose formulate actions would leave a specification the gate refuses (e.g. dropping a
+    leaking predictor from a study of 3 predictors, where 3 are needed) made unfixable and critical, without
+    those actions and naming why: the study ends through the abort report (ABORT) instead of a revision round
+    whose formulate job fails (edm_ars.review.actions.spec_problems_after)."""
+    if reg is None:
+        return issues
+    asked = [a for i in issues for a in i.get("actions") or [] if a.get("stage") == "formulate"]
+    left = act.spec_problems_after(spec, asked, reg) if asked else []
+    if not left:
+        return issues
+    out = []
+    for i in issues:
+        mine = [a for a in i.get("actions") or [] if a.get("stage") == "formulate"]
+        if not mine:
+            out.append(i)
+            continue
+        what = ", ".join(act.describe(a) for a in mine)
+        out.append(dict(i, severity="critical", unfixable=True,
+                        actions=[a for a in i.get("actions") or [] if a.get("stage") != "formulate"],
+                        description=f"{i['description'].rstrip()} No revision can remove it: {what} would leave "
+                                    f"a specification the gate refuses ({'; '.join(left)}), so the study ends "
+                                    "here."))
+    return out
+
+
 def rubric_checks(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None,
                   *, min_models: int | None = None, min_analytic_n: int | None = None,
-                  rubric: dict[str, Any] | str | Path | None = None,
+                  min_test_n: int | None = None, rubric: dict[str, Any] | str | Path | None = None,
                   claims: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
                   dgp: dict[str, Any] | None = None) -> tuple[list[dict], list[dict]]:
     """Run the code-checked rubric items; return (checks, issues)."""
     return run_checks(_rubric(rubric), Artifacts(spec, report, results, reg, claims=claims, manifest=manifest, dgp=dgp),
-                      {"min_models": min_models, "min_analytic_n": min_analytic_n})
+                      {"min_models": min_models, "min_analytic_n": min_analytic_n, "min_test_n": min_test_n})
 
 
 # ==================================================================================== scores and verdict
@@ -183,8 +212,9 @@ def compute_verdict(issues: list[dict[str, Any]], overall: float, *, round_: int
                     model_verdict: str | None = None, forced: bool = False) -> dict[str, Any]:
     """PASS iff no critical issue, no issue that caps the verdict (`caps_verdict`: a failed data check, a
     leakage flag, an undisclosed generated data set, an inconsistent claim, whatever its severity), at most two
-    major and overall >= 7; ABORT only for an unfixable critical issue; REVISE otherwise. REVISE with no rounds left (round >= max_revisions) becomes PASS flagged
-    UNVERIFIED. A model's verdict is advisory: a disagreement is recorded in the notes, never followed."""
+    major and overall >= 7; ABORT only for an unfixable critical issue; REVISE otherwise. REVISE with no rounds
+    left (round >= max_revisions) becomes UNVERIFIED (`unverified` true): the paper is written and flagged. A
+    model's verdict is advisory: a disagreement is recorded in the notes, never followed."""
     critical = [i for i in issues if i["severity"] == "critical"]
     major = [i for i in issues if i["severity"] == "major"]
     unfixable = [i for i in critical if i.get("unfixable")]
@@ -213,7 +243,7 @@ def compute_verdict(issues: list[dict[str, Any]], overall: float, *, round_: int
     if verdict == "REVISE" and round_ >= max_revisions:
         notes.append(f"REVISE in round {round_} with no revision rounds left (max {max_revisions}): "
                      "the paper is written and flagged UNVERIFIED")
-        verdict, unverified = "PASS", True
+        verdict, unverified = UNVERIFIED, True
     return {"verdict": verdict, "rubric_verdict": rubric_verdict, "unverified": unverified, "notes": notes}
 
 
@@ -261,7 +291,7 @@ def _assemble(round_: int, issues: list[dict[str, Any]], checks: list[dict[str, 
     if verdict == "REVISE" and start is None:
         notes.append("REVISE without an issue targeting formulate, engineer or analyze: no stage can be re-run, "
                      "so the paper is written and flagged UNVERIFIED")
-        verdict, unverified = "PASS", True
+        verdict, unverified = UNVERIFIED, True
     write = [i["id"] for i in issues if i["target_stage"] == "write"]
     if write:
         notes.append(f"{len(write)} issue(s) target the write stage ({', '.join(write)}): they go to the Writer "
@@ -307,18 +337,21 @@ def forced_actions(stage: str, report: dict[str, Any], results: dict[str, Any]) 
 
 def review(spec: dict[str, Any], report: dict[str, Any], results: dict[str, Any], reg: Registry | None, *,
            round_: int, max_revisions: int, force_revise: str | None = None, min_models: int | None = None,
-           min_analytic_n: int | None = None, rubric: dict[str, Any] | str | Path | None = None,
-           force_rounds: int = 1, claims: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
+           min_analytic_n: int | None = None, min_test_n: int | None = None,
+           rubric: dict[str, Any] | str | Path | None = None, force_rounds: int = 1,
+           claims: dict[str, Any] | None = None, manifest: dict[str, Any] | None = None,
            dgp: dict[str, Any] | None = None) -> dict[str, Any]:
     """The offline Critic: the rubric's code checks, scores and the verdict by rule (model_verdict None).
 
-    `min_models` and `min_analytic_n` override the rubric's parameters when given; `force_revise` (in the
-    first `force_rounds` rounds, with revision rounds allowed) forces REVISE targeting that stage. `claims` is the
+    `min_models`, `min_analytic_n` and `min_test_n` override the rubric's parameters when given; `force_revise`
+    (in the first `force_rounds` rounds, with revision rounds allowed) forces REVISE targeting that stage. `claims` is the
     round's claims.json (the results debate), which the check of consistent claims reads. `manifest` (the data
     manifest) and `dgp` (the data-generating process of generated rows) feed the provenance check."""
     rub = _rubric(rubric)
     checks, issues = run_checks(rub, Artifacts(spec, report, results, reg, claims=claims, manifest=manifest, dgp=dgp),
-                                {"min_models": min_models, "min_analytic_n": min_analytic_n})
+                                {"min_models": min_models, "min_analytic_n": min_analytic_n,
+                                 "min_test_n": min_test_n})
+    issues = unrevisable(issues, spec, reg)
     forced = bool(force_revise) and round_ < force_rounds and max_revisions > 0
     if forced:
         issues.append(_issue("forced_revision", "major", STAGE_DIMENSION.get(force_revise, "analysis"),

@@ -286,10 +286,18 @@ def review_with_model(client: Any, prompts: dict[str, Any], spec: dict[str, Any]
     extra = {s: [t] if isinstance(t, str) else list(t) for s, t in (answer.get("revision_instructions") or {}).items()
              if s in TARGETS}
     proposed = []
+    # the formulate actions asked for so far: a model's action is kept only when, with them, the specification
+    # still passes the gate (each alone may: two drops from a study of 4 predictors leave 2)
+    asked = [a for i in issues for a in i.get("actions") or [] if a.get("stage") == "formulate"]
     for raw in answer.get("revision_actions") or []:
         valid, why = act.validate(raw, reg=reg, spec=spec)
+        if valid and reg is not None and valid["stage"] == "formulate" and (
+                left := act.spec_problems_after(spec, [*asked, valid], reg)):
+            valid, why = None, (f"{act.describe(valid)}: with the other revision actions it would leave an invalid "
+                                f"specification ({'; '.join(left)})")
         if valid:
             proposed.append(dict(valid, source="model"))
+            asked += [valid] if valid["stage"] == "formulate" else []
         else:
             notes.append(f"model revision action not kept: {why}")
     out = _assemble(round_, issues, code_review["checks"], scores, overall, decision, forced=forced,

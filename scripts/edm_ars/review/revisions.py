@@ -86,5 +86,6 @@ def render(rounds: list[dict[str, Any]]) -> str:
         (mb, metric, vb, cib), (ma, _, va, cia) = _best(prev["results"]), _best(cur["results"])
         lines += ["", f"**Effect**: best model {mb} {metric.upper()} {vb:.3f} [{cib[0]:.3f}, {cib[1]:.3f}] -> "
                   f"{ma} {va:.3f} [{cia[0]:.3f}, {cia[1]:.3f}] ({va - vb:+.3f}); verdict of round {cur['round']}: "
-                  f"{cur['review']['verdict']}" + (" (UNVERIFIED)" if cur["review"].get("unverified") else ""), ""]
+                  f"{cur['review']['verdict']}" + (" (UNVERIFIED)" if cur["review"].get("unverified")
+                                                  and cur["review"]["verdict"] != "UNVERIFIED" else ""), ""]
     return "\n".join(lines) + "\n"

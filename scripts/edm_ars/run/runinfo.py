@@ -93,16 +93,21 @@ def package_versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str | No
     return out
 
 
-def dataset_citation(bib_text: str, key: str | None, where: str = "registry/bibliography/references.bib"
-                     ) -> dict[str, Any] | None:
-    """The curated bibliography's entry for the data set's citation key, as a literature paper (VERIFIED: every
-    field of the curated bibliography is confirmed); a key that is not in it stops with the key and the file."""
+def dataset_citation(bib_text: str, key: str | None, where: str = "registry/bibliography/references.bib",
+                     own: str | None = None) -> dict[str, Any] | None:
+    """The entry for the data set's citation key, as a literature paper: the registry's own entry (`own`, the
+    BibTeX text of `dataset.citation`, the data owner's statement of how to cite the data) when it carries one,
+    else the curated bibliography's (VERIFIED: every field of the curated bibliography is confirmed); a key that is
+    in neither stops with the key and the file."""
     if not key:
         return None
-    entries = {e.key: e for e in parse_bibtex(bib_text)}
+    entries = {e.key: e for e in parse_bibtex(own or bib_text)}
+    if own:
+        where = "the registry's dataset.citation"
     if key not in entries:
         raise EdmArsError(f"dataset.provenance.citation {key!r} is not an entry of {where}: cite only entries of "
-                          "the curated bibliography (or leave the key out)")
+                          "the curated bibliography, or give the data set's own BibTeX entry in the registry's "
+                          "dataset.citation (or leave the key out)")
     e = entries[key]
     return {"key": key, "title": e.fields.get("title", "").replace("{", "").replace("}", ""),
             "authors": e.authors, "year": e.year, "venue": e.venue, "url": e.fields.get("url"),
@@ -120,7 +125,7 @@ def provenance_record(manifest: dict[str, Any], *, config: dict[str, Any], workf
     return {
         "dataset": manifest.get("dataset"),
         "data": {**prov, "n_rows": manifest.get("n_rows"), "sha256": manifest.get("sha256")},
-        "citation": dataset_citation(bib_text, prov.get("citation"), bib_path),
+        "citation": dataset_citation(bib_text, prov.get("citation"), bib_path, prov.get("citation_bibtex")),
         "workflow": workflow_commit(workflow_dir),
         "config_hash": config_hash(config),
         "config_hash_algorithm": "SHA-256",

@@ -120,6 +120,17 @@ PERTURBATION_KIND = {
 }
 
 
+def nothing_missing(ctx: Ctx) -> bool:
+    """True when the data report records no missing value of any predictor, in the analytic sample or its training
+    rows (data_report.json missingness; False when it records none): sentences about imputing missing values, or
+    about results that survive a change of imputation, are then left out."""
+    miss = ctx.data.get("missingness")
+    if not isinstance(miss, dict) or not miss:
+        return False
+    return all(isinstance(v, dict) and all(v.get(k) in (0, 0.0, None) for k in ("pct_missing", "pct_missing_train"))
+               for v in miss.values())
+
+
 def floor_macro(ctx: Ctx) -> str | None:
     """The quality floor of the primary metric that the analysis applied (results.json:thresholds)."""
     if "QualityFloor" not in ctx.n:
@@ -163,6 +174,17 @@ def model_the(ctx: Ctx, name: str) -> str:
     return "the " + text
 
 
+def perturbation_words(ctx: Ctx, kind: str) -> tuple[str, str]:
+    """(singular, plural) of a kind of stability perturbation; an imputation of data without a missing value says
+    that it changed no value (never "alternative imputation of the missing values" when none were missing)."""
+    if kind == "impute" and nothing_missing(ctx):
+        return ctx.ph("common.perturbation_impute_complete_one"), ctx.ph("common.perturbation_impute_complete_many")
+    if kind in PERTURBATION_KIND:
+        return PERTURBATION_KIND[kind]
+    return (ctx.ph("common.perturbation_other_one", kind=escape_latex(kind)),
+            ctx.ph("common.perturbation_other_many", kind=escape_latex(kind)))
+
+
 def perturbation_kinds(ctx: Ctx) -> str:
     runs = ctx.stability.get("runs") or []
     counts: dict[str, int] = {}
@@ -170,11 +192,7 @@ def perturbation_kinds(ctx: Ctx) -> str:
         counts[str(r.get("kind") or "other")] = counts.get(str(r.get("kind") or "other"), 0) + 1
     parts = []
     for kind, k in counts.items():
-        if kind in PERTURBATION_KIND:
-            one, many = PERTURBATION_KIND[kind]
-        else:
-            one = ctx.ph("common.perturbation_other_one", kind=escape_latex(kind))
-            many = ctx.ph("common.perturbation_other_many", kind=escape_latex(kind))
+        one, many = perturbation_words(ctx, kind)
         mac = ctx.m.count(macro_name("StabN", kind), k, f"count(results.json:stability.runs[kind={kind}])",
                           derived=True)
         parts.append(f"{mac} {one if k == 1 else many}")
@@ -219,6 +237,29 @@ def attr_label(ctx: Ctx, attr: str) -> str:
     if label == attr:
         return ctx.label_tex(attr, f"results.json:fairness.attributes.{attr}.label")
     return ctx.t(clean_label(label), f"results.json:fairness.attributes.{attr}.label")
+
+
+#: group names of a yes/no indicator (an attribute whose label names one group, not a characteristic)
+INDICATOR_VALUES = frozenset({"0", "1", "yes", "no", "true", "false", "y", "n"})
+
+
+def is_indicator(ctx: Ctx, attr: str) -> bool:
+    """True when the audited attribute is a yes/no indicator (label `black`, groups 0/1 or `black`/`not black`):
+    its label names one group, so "groups of <label>" would splice a group's name in as an attribute."""
+    rec = ctx.fairness.get("attributes", {}).get(attr) or {}
+    label = clean_label(str(rec.get("label") or ctx.var_label(attr))).strip().lower()
+    names = {str(g.get("group") if g.get("group") is not None else g.get("name") or "").strip().lower()
+             for g in rec.get("groups") or []}
+    if len(names) == 2 and (names <= INDICATOR_VALUES or label in names):
+        return True
+    values = {str(v).strip().lower() for v in (ctx.registry_values.get(attr) or {}).values()}
+    return len(values) == 2 and label in values
+
+
+def attribute_noun(ctx: Ctx, attr: str, label: str) -> str:
+    """The attribute's (escaped) label where a sentence says "groups of ...": the label itself, or for a yes/no
+    indicator "the indicator <label>" (never "between groups of black")."""
+    return ctx.ph("common.indicator_attribute", label=label) if is_indicator(ctx, attr) else label
 
 
 # -- the data set's own words (registry prose): why prediction matters and what the data record ------------

@@ -134,8 +134,24 @@ class Ctx:
 
     def claim(self, id_: str) -> str:
         """The results debate's status of a claim ('unsupported' when the debate did not make it): the
-        paper states supported claims, states inconclusive ones as such, and omits the rest."""
+        paper states supported claims, states inconclusive ones as such, and omits the rest. A robust ranking
+        judged by the top five of at most five features holds by construction: no finding, so omitted."""
+        if id_ == "ranking_robust" and self.all_in_top(5):
+            return "unsupported"
         return self.claims.get(id_, "unsupported")
+
+    @property
+    def n_ranked(self) -> int | None:
+        """How many variables the SHAP rankings rank: the predictors (the sources of the model features, one-hot
+        columns summed per source), from data_report.json predictors_before; None when not recorded."""
+        before = self.data.get("predictors_before")
+        return len(before) if isinstance(before, list) and before else None
+
+    def all_in_top(self, k: int) -> bool:
+        """True when there are at most `k` predictors: every top-k set then holds all of them, so an agreement
+        or overlap of top-k sets is true by construction and is not reported as a finding."""
+        n = self.n_ranked
+        return n is not None and n <= k
 
     # -- basic facts ---------------------------------------------------------------------
     @property
@@ -189,7 +205,40 @@ class Ctx:
 
     @property
     def cluster(self) -> str:
-        return self.grouping["unit"]
+        """The cluster the split kept together: the grouping's unit, or the one level it kept of several
+        (data_report.json:split.cluster_levels, registry dataset.grouping.split_by)."""
+        kept = [lv["unit"] for lv in self.kept_levels]
+        return kept[0] if len(kept) == 1 else self.grouping["unit"]
+
+    @property
+    def kept_levels(self) -> list[dict[str, Any]]:
+        """The cluster levels the split kept together when the registry declares more than one (empty: one)."""
+        return [lv for lv in (self.data.get("split") or {}).get("cluster_levels") or [] if lv.get("kept_together")]
+
+    @property
+    def repeated(self) -> dict[str, Any] | None:
+        """The unit whose repeated records the split kept together (data_report.json:split.repeated, from the
+        registry's dataset.repeated), its nouns and id column escaped; None when every row is its own unit."""
+        r = (self.data.get("split") or {}).get("repeated")
+        if not r:
+            return None
+        unit = str(r.get("unit") or "unit")
+        return {**r, "unit": escape_latex(unit), "units": escape_latex(str(r.get("units") or f"{unit}s")),
+                "id": escape_latex(str(r.get("id")))}
+
+    @property
+    def split_groups_kind(self) -> str:
+        """What the split's groups (the draws of the cluster bootstrap) are: 'cluster' (the clusters), 'unit' (the
+        units of repeated records, no cluster) or 'joined' (clusters joined by units who moved between them)."""
+        split = self.data.get("split") or {}
+        if split.get("grouped_by") == "unit":
+            return "unit"
+        if len(self.kept_levels) > 1:  # clusters of several levels joined by the rows they share
+            return "levels"
+        if (split.get("grouped_by") == "cluster_and_unit"
+                and split.get("n_groups") != (split.get("school_reconstruction") or {}).get("n_clusters")):
+            return "joined"
+        return "cluster"
 
     @property
     def split_by(self) -> str:
@@ -222,8 +271,21 @@ class Ctx:
     def waves_text(self) -> str:
         if not self.has_waves:
             return self.ph("common.waves_cross_section")
-        waves = join_list([self.wave(w) for w in self.predictor_waves])
+        waves = join_list([self.wave_of_predictors(w) for w in self.predictor_waves])
         return self.ph("common.waves_listed", waves=waves) if waves else self.ph("common.waves_unlisted")
+
+    def wave_of_predictors(self, key: str) -> str:
+        """A wave where a sentence says "N predictors from the <wave>": its prose (the occasion, as
+        registry/README.md documents it), unless the prose names a variable of the registry, when it would read
+        as the list of the predictors ("measures at entry (primary school attended and verbal reasoning score)"
+        with the school no predictor): then the wave's label ("the intake wave")."""
+        prose = str((self.dataset.get("waves") or {}).get(str(key)) or "").lower()
+        named = [lab for lab in self.registry_labels.values()
+                 if len(clean_label(lab)) >= 4 and re.search(r"\b" + re.escape(clean_label(lab).lower()) + r"\b", prose)]
+        if not named:
+            return self.wave(key)
+        label = (self.dataset.get("wave_labels") or {}).get(str(key)) or str(key).replace("_", " ")
+        return self.ph("common.wave_named", name=escape_latex(" ".join(str(label).split())))
 
     @property
     def offline(self) -> bool:

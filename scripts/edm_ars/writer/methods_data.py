@@ -9,8 +9,9 @@ from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import cap_first, clean_label, join_list, lc_first, sentence
 from edm_ars.review.consistency import record_promise
 from edm_ars.writer import provenance, table_one
-from edm_ars.writer.common import data_name, has_reserve_codes, outcome_sentence_np
+from edm_ars.writer.common import data_name, has_reserve_codes, nothing_missing, outcome_sentence_np
 from edm_ars.writer.context import Ctx
+from edm_ars.writer.phrases import plural
 
 
 def wave_label(ctx: Ctx, key: object) -> str:
@@ -25,19 +26,25 @@ def wave_label(ctx: Ctx, key: object) -> str:
 def predictor_table(ctx: Ctx) -> str:
     # with Table 1 (sample.json) the missing shares are there, in its missing-share column
     with_missing = not (ctx.sample and ctx.sample.get("predictors"))
+    # a Wave column only when some predictor has a wave (a registry without waves would fill it with "--")
+    with_wave = any(p.get("wave") for p in ctx.spec.get("predictors", []))
     rows = []
     for i, p in enumerate(ctx.spec.get("predictors", [])):
         name = p["name"]
         label = ctx.t(clean_label(p.get("label") or ctx.var_label(name)),
                       f"research_spec.json:predictors.{i}.label")
-        wave = wave_label(ctx, p.get("wave"))
+        wave = f" & {wave_label(ctx, p.get('wave'))}" if with_wave else ""
         miss = f" & {ctx.n.get(f'miss:{name}', '--')}" if with_missing else ""
-        rows.append(f"\\texttt{{{escape_latex(name)}}} & {label} & {wave}{miss} \\\\")
-    caption = ctx.ph("methods.predictor_table_caption") if with_missing else ctx.ph("common.sample_predictor_table_caption")
+        rows.append(f"\\texttt{{{escape_latex(name)}}} & {label}{wave}{miss} \\\\")
+    no_wave = "" if with_wave else "_no_wave"
+    caption = (ctx.ph(f"methods.predictor_table_caption{no_wave}") if with_missing
+               else ctx.ph(f"common.sample_predictor_table_caption{no_wave}"))
     return (f"\\begin{{table}}[tbp]\n\\caption{{{caption}}}\n"
             "\\label{tab:predictors}\n"
-            "\\small\n\\begin{tabularx}{\\columnwidth}{@{}lYZ" + ("r" if with_missing else "") + "@{}}\n\\toprule\n"
-            "Variable & Label & Wave" + (" & Missing" if with_missing else "") + " \\\\\n\\midrule\n" + "\n".join(rows)
+            "\\small\n\\begin{tabularx}{\\columnwidth}{@{}lY" + ("Z" if with_wave else "") + ("r" if with_missing else "")
+            + "@{}}\n\\toprule\n"
+            "Variable & Label" + (" & Wave" if with_wave else "") + (" & Missing" if with_missing else "")
+            + " \\\\\n\\midrule\n" + "\n".join(rows)
             + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
 
 
@@ -58,6 +65,53 @@ def split_method(ctx: Ctx) -> str:
     return ctx.t(method.replace("_", " "), "data_report.json:split.method")
 
 
+def repeated_sentences(ctx: Ctx, method: str, share: str) -> str:
+    """How the split kept each unit's repeated records together (data_report.json:split.repeated): alone, or nested
+    in its cluster (and, when units moved between clusters, the groups of clusters they joined)."""
+    rep, split = ctx.repeated, ctx.data["split"]
+    column = f"\\texttt{{{rep['id']}}}"
+    units_n = ctx.m.count("TestUnits", rep["test_units"], "data_report.json:split.repeated.test_units")
+    records = ctx.m.count("TestRecords", rep["test_records"], "data_report.json:split.repeated.test_records")
+    if not ctx.school_split_ok:
+        return ctx.ph("methods.split_repeated_only", unit=rep["unit"], units=rep["units"], column=column,
+                      method=method, share=share, records=records, units_n=units_n)
+    text = ctx.ph("methods.split_repeated_nested", unit=rep["unit"], units=rep["units"], column=column,
+                  cluster=ctx.cluster, records=records, units_n=units_n)
+    if ctx.split_groups_kind == "joined":
+        groups = ctx.m.count("SplitGroups", split["n_groups"], "data_report.json:split.n_groups")
+        text += " " + ctx.ph("methods.split_repeated_moved", units=rep["units"], cluster=ctx.cluster,
+                             clusters=plural(ctx.cluster), groups=groups)
+    return text
+
+
+def levels_sentence(ctx: Ctx, method: str, share: str) -> str:
+    """How a split of data with more than one cluster level (registry dataset.grouping.also;
+    data_report.json:split.cluster_levels) kept them together: every level (the groups of clusters the rows link),
+    or one level, the others counted on both sides."""
+    split, units = ctx.data["split"], ctx.units
+    levels = split["cluster_levels"]
+
+    def level(k: int, lv: dict) -> str:
+        cols = ", ".join(f"\\texttt{{{escape_latex(c)}}}" for c in lv["columns"])
+        count = ctx.m.count(f"Level{chr(65 + k)}Clusters", lv["n_clusters"],
+                            f"data_report.json:split.cluster_levels.{k}.n_clusters")
+        return ctx.ph("methods.level_named", n=count, clusters=plural(lv["unit"]), columns=cols)
+
+    named = join_list([level(k, lv) for k, lv in enumerate(levels)])
+    kept = [lv for lv in levels if lv["kept_together"]]
+    if len(kept) > 1:
+        groups = ctx.m.count("SplitGroups", split["n_groups"], "data_report.json:split.n_groups")
+        return ctx.ph("methods.split_levels_all", units=units, levels=named, groups=groups, method=method,
+                      share=share, cluster=join_list([lv["unit"] for lv in kept], "or"))
+    others = [(k, lv) for k, lv in enumerate(levels) if not lv["kept_together"]]
+    both = join_list([ctx.ph("methods.level_both_sides", clusters=plural(lv["unit"]), units=units,
+                             n=ctx.m.count(f"Level{chr(65 + k)}BothSides", lv["on_both_sides"],
+                                           f"data_report.json:split.cluster_levels.{k}.on_both_sides"))
+                      for k, lv in others])
+    return ctx.ph("methods.split_levels_one", units=units, levels=named, kept=plural(kept[0]["unit"]),
+                  method=method, share=share, both=both)
+
+
 def split_sentences(ctx: Ctx, method: str) -> str:
     """How clusters (schools) were kept on one side of the split: reconstructed from a fingerprint, given by an
     identifier column, absent from the data, or not formed."""
@@ -71,18 +125,29 @@ def split_sentences(ctx: Ctx, method: str) -> str:
             how = (ctx.ph("methods.split_reconstructed", unit=unit) + count + " "
                    + ctx.ph("methods.split_reconstructed_assigned", method=method, share=share,
                             overlap=n["GroupOverlap"]))
+        elif ctx.data["split"].get("cluster_levels"):  # more than one cluster level (dataset.grouping.also)
+            how = levels_sentence(ctx, method, share)
         else:
             cols = ", ".join(f"\\texttt{{{escape_latex(c)}}}" for c in g["columns"])
             count = (" " + ctx.ph("methods.n_units", n=n["NClusters"], unit=unit)) if "NClusters" in n else ""
             how = ctx.ph("methods.split_by_identifier", unit=unit, columns=cols, count=count, method=method,
                          share=share, overlap=n["GroupOverlap"])
-        return f"{leak} {how}"
+        return f"{leak} {how}" + (" " + repeated_sentences(ctx, method, share) if ctx.repeated else "")
+    if ctx.repeated:  # no cluster (none declared, or none in the data): the units of the repeated records are the groups
+        return repeated_sentences(ctx, method, share)
     if not g["columns"]:
         return ctx.ph("methods.split_no_clusters", unit=unit, units=units, row=row, method=method, share=share)
-    status = escape_latex(str(ctx.data["split"]["school_reconstruction"].get("status", "unavailable")))
+    # the split's status is an internal code (`degenerate_few_clusters`): it chooses the sentence, never printed
+    status = str(ctx.data["split"]["school_reconstruction"].get("status") or "")
+    if status == "degenerate_few_clusters":
+        if "NClusters" in n:
+            return ctx.ph("methods.split_clusters_too_few", n=n["NClusters"], unit=unit, row=row, method=method,
+                          share=share, units=units)
+        return ctx.ph("methods.split_clusters_too_few_uncounted", unit=unit, row=row, method=method, share=share,
+                      units=units)
     how = (ctx.ph("methods.clusters_not_reconstructed") if g["reconstructed"]
            else ctx.ph("methods.clusters_not_formed"))
-    return cap_first(ctx.ph("methods.split_clusters_failed", unit=unit, how=how, status=status, row=row,
+    return cap_first(ctx.ph("methods.split_clusters_failed", unit=unit, how=how, row=row,
                             method=method, share=share, units=units))
 
 
@@ -113,11 +178,35 @@ def data_text(ctx: Ctx) -> str:
                                 low=n["OutcomeMin"], high=n["OutcomeMax"]))
         else:
             sents.append(ctx.ph("methods.outcome_mean_sd", mean=n["OutcomeMean"], sd=n["OutcomeSD"]))
+    sents += bounded_outcome_sentences(ctx)
     pointer = table_one.data_sentence(ctx)  # the sample flow and Table 1
     if pointer:
         sents.append(pointer)
     floats = "".join("\n\n" + t for t in (table_one.flow_table(ctx), table_one.sample_table(ctx)) if t)
     return (f"\\subsection{{{ctx.ph('methods.data_title', units=cap_first(ctx.units))}}}\n" + " ".join(sents) + floats)
+
+
+def bounded_outcome_sentences(ctx: Ctx) -> list[str]:
+    """A discrete or bounded continuous outcome (data_report.json:outcome_shape, edm_ars.data.outcome_shape): its
+    range and shares at the bounds in the training rows, that every prediction was kept within the range (with the
+    selected model's count of test predictions outside it), and what the rows at a bound mean for R2 and RMSE."""
+    n, shape = ctx.n, ctx.data.get("outcome_shape") or {}
+    if "ShapeLow" not in n:
+        return []
+    units, low, high = ctx.units, n["ShapeLow"], n["ShapeHigh"]
+    sents = [ctx.ph("methods.outcome_discrete", n_values=n["ShapeValues"], low=low, high=high, units=units)
+             if shape.get("discrete") else ctx.ph("methods.outcome_observed_range", low=low, high=high, units=units)]
+    sents.append(ctx.ph("methods.outcome_at_bounds", ceiling=n["ShapeCeilingPct"], floor=n["ShapeFloorPct"],
+                        low=low, high=high, units=units))
+    kept = (ctx.results.get("models", {}).get(ctx.best) or {}).get("prediction_range")
+    if kept:
+        clipped = ctx.m.count("BestNClipped", kept["n_clipped"],
+                              f"results.json:models.{ctx.best}.prediction_range.n_clipped")
+        sents.append(ctx.ph("methods.outcome_kept_in_range", low=low, high=high, clipped=clipped,
+                            test_n=n["TestN"]))
+    if shape.get("ceiling_effect") or shape.get("floor_effect"):
+        sents.append(ctx.ph("methods.outcome_bounds_metrics", units=units))
+    return sents
 
 
 def outcome_text(ctx: Ctx) -> str:
@@ -169,7 +258,7 @@ def preprocessing_text(ctx: Ctx) -> str:
     sents.append(split_sentences(ctx, split_method(ctx)))
     sents.append(ctx.ph("methods.split_before_preprocessing", train=n["TrainN"], test=n["TestN"], units=ctx.units))
     imp = (d.get("imputation_protocol") or "").strip()
-    if imp:
+    if imp and not nothing_missing(ctx):  # how missing values were imputed: nothing to say when none were missing
         sents.append(ctx.t(imp, "data_report.json:imputation_protocol") + ("" if imp.endswith(".") else "."))
     sents += [x for x in (table_one.structural_sentence(ctx), table_one.duplicated_sentence(ctx)) if x]
     if "MaxMissingPct" in n:

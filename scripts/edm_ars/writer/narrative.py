@@ -13,6 +13,7 @@ from edm_ars.core.text import clean_label, join_list, lc_first
 from edm_ars.data.registry import EARLY, PRIOR
 from edm_ars.writer import provenance
 from edm_ars.writer.common import (
+    attribute_noun,
     data_name,
     feature_names,
     feature_timing,
@@ -69,7 +70,7 @@ def motivation(ctx: Ctx) -> str:
     a = archetype(ctx)
     if a == "fairness_audit":
         actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
-        labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+        labels = [attribute_noun(ctx, g, lc_first(ctx.label_tex(g, "research_spec.json:subgroups"))) for g in ctx.spec.get("subgroups") or []]
         groups = join_list(labels) if labels else ctx.ph("narrative.groups_default")
         return (ctx.ph("narrative.motivation_fairness_audit", actors=actors, units=ctx.units)
                 + f"{c.citep('fairness', limit=3)}. "
@@ -127,7 +128,8 @@ def gap(ctx: Ctx) -> str:
 
 def _subgroups(ctx: Ctx) -> str:
     """The study's subgroups by their labels ('students' when it names none)."""
-    labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+    labels = [attribute_noun(ctx, g, lc_first(ctx.label_tex(g, "research_spec.json:subgroups")))
+              for g in ctx.spec.get("subgroups") or []]
     return join_list(labels) if labels else ctx.ph("narrative.groups_default")
 
 
@@ -197,7 +199,8 @@ def _claim_text(ctx: Ctx, cid: str, open_: bool) -> str | None:
         rec = ctx.fairness.get("attributes", {}).get(attr)
         if not rec:
             return None
-        label = lc_first(ctx.t(clean_label(rec.get("label") or attr), f"results.json:fairness.attributes.{attr}.label"))
+        label = attribute_noun(ctx, attr, lc_first(ctx.t(clean_label(rec.get("label") or attr),
+                                                         f"results.json:fairness.attributes.{attr}.label")))
         audited = ctx.fairness.get("primary_metric")  # the audit's metric (RMSE for a continuous outcome)
         return ctx.ph("narrative.claim_subgroup_gap", metric=metric_name(ctx, audited) if audited else metric,
                       groups=label)
@@ -265,7 +268,9 @@ def practice(ctx: Ctx) -> str:
         return ctx.ph("narrative.practice_fairness_audit", groups=_subgroups(ctx),
                       actors=use["actors"] or ctx.ph("narrative.practice_default_actors"),
                       purpose=use["purpose"] or ctx.ph("narrative.practice_default_purpose"),
-                      units=ctx.units, unit=ctx.ds["unit"])
+                      units=ctx.units, unit=ctx.ds["unit"],
+                      check=ctx.ph(f"narrative.practice_fairness_check_{'binary' if ctx.binary else 'regression'}"),
+                      output=ctx.ph(f"narrative.practice_fairness_output_{'binary' if ctx.binary else 'regression'}"))
     use = use_prose(ctx)
     actors = use["actors"] or ctx.ph("narrative.practice_default_actors")
     purpose = use["purpose"] or ctx.ph("narrative.practice_default_purpose")
@@ -301,8 +306,7 @@ def future(ctx: Ctx) -> str:
     text += (" " + ctx.ph("narrative.future_transfer", units=ctx.units, short=data_name(ctx), top=top)
              + f"{c.citep('stability', limit=1)}.")
     if ctx.fairness:
-        labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
-        groups = join_list(labels) if labels else ctx.ph("narrative.groups_default")
+        groups = _subgroups(ctx)
         if ctx.binary and any("calibration_slope" in g for r in ctx.fairness["attributes"].values()
                               for g in r.get("groups") or []):  # the audit reports calibration per group already
             text += " " + ctx.ph("narrative.future_subgroups_decisions", units=ctx.units, groups=groups)

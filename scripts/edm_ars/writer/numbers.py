@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from edm_ars.core.text import model_family
+from edm_ars.data.outcome_shape import is_bounded
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import fmt_ci, fmt_metric, fmt_p, macro_name, spell_digits
 
@@ -72,6 +73,15 @@ def register_numbers(ctx: Ctx) -> None:
             if isinstance(osum.get(key), (int, float)):
                 n[name] = m.add(name, _two(osum[key]), float(osum[key]),
                                 f"data_report.json:outcome_summary.{key}")
+    shape = d.get("outcome_shape") or {}
+    if not ctx.binary and is_bounded(shape):  # a discrete or bounded score: its range and the shares at its bounds
+        src = "data_report.json:outcome_shape"
+        n["ShapeLow"] = m.add("OutcomeLow", _plain(shape["low"]), float(shape["low"]), f"{src}.low")
+        n["ShapeHigh"] = m.add("OutcomeHigh", _plain(shape["high"]), float(shape["high"]), f"{src}.high")
+        if shape.get("discrete"):
+            n["ShapeValues"] = m.count("OutcomeNValues", shape["n_distinct"], f"{src}.n_distinct")
+        n["ShapeFloorPct"] = m.pct("OutcomeFloorPct", 100 * shape["share_at_floor"], f"{src}.share_at_floor")
+        n["ShapeCeilingPct"] = m.pct("OutcomeCeilingPct", 100 * shape["share_at_ceiling"], f"{src}.share_at_ceiling")
     # missingness of predictors
     miss = d.get("missingness") or {}
     for p in ctx.spec.get("predictors", []):
@@ -178,6 +188,13 @@ def register_numbers(ctx: Ctx) -> None:
     excluded = [p for p in ctx.lit.get("papers", []) or [] if p.get("status") != "VERIFIED"]
     n["NExcludedRefs"] = m.count("NExcludedReferences", len(excluded),
                                  "count(literature_context.json:papers[status!=VERIFIED])", derived=True)
+
+
+def _plain(value: float) -> str:
+    """A bound of the outcome as its values are written: 10 for an integer, else two decimals."""
+    if not float(value).is_integer():
+        return _two(value)
+    return ("$-$" if value < 0 else "") + str(abs(int(value)))
 
 
 def _two(value: float) -> str:

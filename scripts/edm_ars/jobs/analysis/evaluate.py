@@ -10,8 +10,22 @@ from edm_ars.core.artifacts import read_json, write_csv, write_json
 from edm_ars.jobs.rule_io import log
 
 
+def _kept_in_range(model: Any, raw: Any, record: dict[str, Any]) -> Any:
+    """A regression's test predictions clipped to its training outcome's range; the record gets the range and how
+    many test predictions were outside it (a binary model's probabilities are returned as they are)."""
+    from edm_ars.analysis.models import outcome_range, within_range
+
+    rng = outcome_range(model)
+    if rng is None:
+        return raw
+    pred, n = within_range(raw, rng)
+    record["prediction_range"] = {"low": rng[0], "high": rng[1], "n_clipped": n}
+    return pred
+
+
 def _baseline_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Test predictions of the baselines (none when the rule gave no baselines input)."""
+    """Test predictions of the baselines (none when the rule gave no baselines input), a regression's kept within
+    the training outcome's range."""
     if "baselines" not in smk.input.keys():
         return {}, {}
     from edm_ars.analysis.baselines import predict
@@ -22,7 +36,8 @@ def _baseline_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], 
     if info["features"] != list(X.columns):
         raise DataError(f"the baselines were trained on other columns than {smk.input.test_X}")
     fitted = load_fitted(smk.input.baselines)
-    return {n: predict(m, task, X) for n, m in fitted.items()}, info["baselines"]
+    meta = {n: dict(info["baselines"][n]) for n in fitted}
+    return {n: _kept_in_range(m, predict(m, task, X, clip=False), meta[n]) for n, m in fitted.items()}, meta
 
 
 def _test_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
@@ -50,9 +65,10 @@ def _test_predictions(smk: Any, task: str, X: Any) -> tuple[dict[str, Any], dict
                 missing = [b for b in model.base_names if b not in preds]
                 if missing:
                     raise MissingPredictions(f"stacking needs predictions of {missing}, which failed")
-                preds[name] = model.predict_from_base({b: preds[b] for b in model.base_names})
+                raw = model.predict_from_base({b: preds[b] for b in model.base_names}, clip=False)
             else:
-                preds[name] = predict(model, task, X)
+                raw = predict(model, task, X, clip=False)
+            preds[name] = _kept_in_range(model, raw, info)
             meta[name] = info
     return preds, meta, errors
 
@@ -72,6 +88,7 @@ def evaluate(smk: Any) -> None:
         primary_metric,
         resample_counts,
         select_best,
+        split_grouped,
         thresholds_for,
     )
     from edm_ars.core.errors import DataError
@@ -88,7 +105,7 @@ def evaluate(smk: Any) -> None:
     base_preds, base_meta = _baseline_predictions(smk, task, X)
     primary = primary_metric(task)
     counts, resampling = resample_counts(len(y), smk.params.n_bootstrap, smk.params.seed, groups,
-                                         bool((report.get("split") or {}).get("clustered")))
+                                         split_grouped(report.get("split") or {}))
     log.info("intervals: %s over %s test clusters", resampling["interval_method"], resampling["test_clusters"])
     scored, dist = evaluate_models(task, y, preds | base_preds, n_resamples=smk.params.n_bootstrap,
                                    seed=smk.params.seed, counts=counts)
@@ -98,6 +115,8 @@ def evaluate(smk: Any) -> None:
         info = meta[name]
         m.update(label=info["label"], best_params=info["best_params"], cv_score=info["cv_score"],
                  search=info["search"])
+        if info.get("prediction_range"):  # a regression's predictions kept within the training outcome's range
+            m["prediction_range"] = info["prediction_range"]
         if info.get("large_data"):  # tuned on a subsample of the schools (edm_ars.analysis.large_data): the paper says so
             m["large_data"] = info["large_data"]
         log.info("%s: %s %.4f [%.4f, %.4f]", name, primary, m["metrics"][primary], *m["ci"][primary])

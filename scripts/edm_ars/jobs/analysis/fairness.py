@@ -48,6 +48,7 @@ def fairness(smk: Any) -> None:
     import numpy as np
     import pandas as pd
 
+    from edm_ars.analysis.evaluation import split_grouped
     from edm_ars.analysis.fairness import audit, decision_rule
     from edm_ars.analysis.fairness_figures import calibration_group_figure, fairness_figure, group_calibration_curves
     from edm_ars.core.frames import read_column, read_frame, read_labels
@@ -72,7 +73,7 @@ def fairness(smk: Any) -> None:
              if all(a in protected.columns for a in p)]
     split = report.get("split") or {}
     clusters = None
-    if split.get("clustered"):
+    if split_grouped(split):  # clusters, or units with repeated records: resampled whole
         clusters = read_column(smk.input.test_groups).astype(str).to_numpy()
     rule = None
     scale = 1.0

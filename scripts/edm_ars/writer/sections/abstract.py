@@ -6,6 +6,7 @@ from edm_ars.core.conventions import STACKING
 from edm_ars.core.text import cap_first, clean_label, join_list, lc_first, model_family, word_count
 from edm_ars.writer import provenance
 from edm_ars.writer.common import (
+    attribute_noun,
     feature_names,
     has_reserve_codes,
     information,
@@ -84,6 +85,8 @@ def write(ctx: Ctx) -> str:
     elif ctx.claim("predicts_above_chance") == "inconclusive":
         parts.append((2, ctx.ph("abstract.inconclusive", information=information(ctx), outcome=_predicted(ctx),
                                 metric=metric_name(ctx))))
+    if small_test_set(ctx):
+        parts.append((0, ctx.ph("abstract.small_sample", test_n=n["TestN"], units=ctx.units)))
     if ctx.unverified:  # the automation itself is disclosed once, in the Methods
         parts.append((0, ctx.ph("abstract.unverified_draft")))
 
@@ -97,6 +100,12 @@ def write(ctx: Ctx) -> str:
             break
         kept.remove(item)
     return " ".join(p for _, p in kept)
+
+
+def small_test_set(ctx: Ctx) -> bool:
+    """The review found the test set under the Critic's floor (critic.min_test_n: the code check `test_n`
+    failed): the abstract says the sample is small."""
+    return any(c.get("function") == "test_n" and c.get("passed") is False for c in ctx.review.get("checks") or [])
 
 
 def _predicted(ctx: Ctx) -> str:
@@ -130,7 +139,7 @@ def _abstract_fairness(ctx: Ctx) -> str:
     mac = ctx.m.metric(macro_name("FairGap", attr, primary), g["gap"],
                        f"results.json:fairness.attributes.{attr}.gaps.{primary}.gap")
     label = fa["attributes"][attr].get("label") or attr
-    label = ctx.t(lc_first(clean_label(label)), f"results.json:fairness.attributes.{attr}.label")
+    label = attribute_noun(ctx, attr, ctx.t(lc_first(clean_label(label)), f"results.json:fairness.attributes.{attr}.label"))
     status = ctx.claim(f"subgroup_gap_{attr}")
     if status == "unsupported":
         return ctx.ph("abstract.fairness_no_gap", metric=metric_name(ctx, primary))

@@ -78,7 +78,8 @@ def unverified_block(ctx: Ctx) -> str:
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
     why = []
-    if rv.get("verdict") != "PASS":
+    if rv.get("verdict") != "PASS" and not (rv.get("verdict") == "UNVERIFIED" and rv.get("unverified")):
+        # a verdict UNVERIFIED is said once, by the marked flag below
         why.append(ctx.ph("appendix.unverified_verdict", verdict=verdict))
     if rv.get("unverified"):
         why.append(ctx.ph("appendix.unverified_marked"))

@@ -10,9 +10,11 @@ from edm_ars.review.evidence import BETTER, INDISTINCT, WORSE, comparison_eviden
 from edm_ars.writer import narrative, provenance, splits
 from edm_ars.writer.common import (
     CI_LEVEL,
+    attribute_noun,
     feature_names,
     group_phrases,
     information,
+    nothing_missing,
     outcome_sentence_np,
     primary_stmt,
     strength,
@@ -120,7 +122,7 @@ def write(ctx: Ctx) -> str:
         add("practice", text + ".")
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
-        labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in subgroups]
+        labels = [attribute_noun(ctx, g, lc_first(ctx.label_tex(g, "research_spec.json:subgroups"))) for g in subgroups]
         add("fairness",
             ctx.ph("discussion.fairness_not_reported", groups=join_list(labels))
             + f"{c.citep('fairness', limit=2)}, " + ctx.ph("discussion.fairness_not_reported_why"))
@@ -133,13 +135,16 @@ def write(ctx: Ctx) -> str:
         add("fairness", f"{text}{c.citep('fairness', limit=2)}.")
     st = ctx.stability
     if st.get("runs") and st.get("unstable") is not None:
-        if not st.get("unstable") and ctx.claim("ranking_robust") != "supported":
+        if not st.get("unstable") and ctx.all_in_top(5):  # the top-five rule cannot fail with five features
+            add("stability", ctx.ph("discussion.stability_by_construction"))
+        elif not st.get("unstable") and ctx.claim("ranking_robust") != "supported":
             add("stability", ctx.ph("discussion.stability_unsettled"))
         elif st.get("unstable"):
             add("stability", ctx.ph("discussion.stability_unstable"))
         else:
             top = feature_names(ctx, 1)[0] if ctx.top_features else ctx.ph("discussion.stability_top_unknown")
-            add("stability", ctx.ph("discussion.stability_stable", top=top))
+            add("stability", ctx.ph(f"discussion.stability_stable{'_complete' if nothing_missing(ctx) else ''}",
+                                    top=top))
     rv = ctx.review
     verdict = escape_latex(rv.get("verdict", ""))
     if ctx.unverified:  # the review's score is never quoted: its verdict and (in the appendix) its issues
@@ -198,7 +203,9 @@ def _discussion_fairness(ctx: Ctx) -> str:
     if flagged:
         actors = use_prose(ctx)["actors"] or ctx.ph("discussion.fairness_default_actors")
         text = (ctx.ph("discussion.fairness_gaps", groups=join_list(labels), units=ctx.units,
-                       outcome=ctx.outcome_phrase, actors=actors) + f"{c.citep('fairness', limit=2)}.")
+                       outcome=ctx.outcome_phrase, actors=actors,
+                       remedies=ctx.ph(f"discussion.fairness_remedies_{'binary' if ctx.binary else 'regression'}"))
+                + f"{c.citep('fairness', limit=2)}.")
     elif unsettled:  # gaps above the threshold that the evidence does not settle: never "no gap above it"
         text = ctx.ph("discussion.fairness_no_settled_gap") + f"{c.citep('fairness', limit=2)}."
     else:

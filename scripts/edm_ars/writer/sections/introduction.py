@@ -6,11 +6,13 @@ from edm_ars.core.conventions import STACKING
 from edm_ars.core.text import cap_first, join_list, lc_first, model_family
 from edm_ars.writer import narrative
 from edm_ars.writer.common import (
+    attribute_noun,
     collected_for,
     data_name,
     group_phrases,
     has_reserve_codes,
     measures,
+    nothing_missing,
     outcome_sentence_np,
     predictor_groups,
     timing_adjective,
@@ -81,11 +83,11 @@ def write(ctx: Ctx) -> str:
     if ctx.fairness or ctx.stability.get("runs"):
         what = []
         if ctx.fairness:
-            labels = [lc_first(ctx.label_tex(g, "research_spec.json:subgroups")) for g in ctx.spec.get("subgroups") or []]
+            labels = [attribute_noun(ctx, g, lc_first(ctx.label_tex(g, "research_spec.json:subgroups"))) for g in ctx.spec.get("subgroups") or []]
             what.append(ctx.ph("introduction.audit_subgroups_named", units=ctx.units, groups=join_list(labels))
                         if labels else ctx.ph("introduction.audit_subgroups"))
         if ctx.stability.get("runs"):
-            what.append(ctx.ph("introduction.audit_stability"))
+            what.append(ctx.ph(f"introduction.audit_stability{'_complete' if nothing_missing(ctx) else ''}"))
         items.append(cap_first(join_list(what)) + ".")
     paras.append(ctx.ph("introduction.contributions") + "\n\\begin{itemize}\n"
                  + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")

@@ -7,8 +7,9 @@ import re
 from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import cap_first, clean_label, join_list, lc_first, sentence
 from edm_ars.writer import provenance, splits, supplementary, table_one
-from edm_ars.writer.common import data_name, suspiciously_high
+from edm_ars.writer.common import attribute_noun, data_name, suspiciously_high
 from edm_ars.writer.context import Ctx
+from edm_ars.writer.phrases import plural
 
 _MISSING_NOTE = re.compile(r"\S+ is [\d.]+% missing in the training rows; imputed")
 _OUTCOME_NOTE = re.compile(r"Outcome \S+ has structural missingness")  # engineer.prepare, a structural outcome
@@ -43,13 +44,16 @@ def write(ctx: Ctx) -> str:
     unreliable = [g for r in ctx.fairness.get("attributes", {}).values() if r.get("kind") != "intersection"
                   for g in r.get("groups") or [] if not g.get("reliable", True)]
     if unreliable:
-        labels = [lc_first(ctx.label_tex(a, "research_spec.json:subgroups")) for a in ctx.spec.get("subgroups") or []]
+        labels = [attribute_noun(ctx, a, lc_first(ctx.label_tex(a, "research_spec.json:subgroups")))
+                  for a in ctx.spec.get("subgroups") or []]
         items.append(ctx.ph("limitations.small_groups", groups=join_list(labels) if labels else ctx.units))
     g, unit = ctx.grouping, ctx.cluster
     if ctx.school_split_ok and g["reconstructed"]:
         items.append(cap_first(ctx.ph("limitations.clusters_reconstructed", unit=unit)))
     elif not ctx.school_split_ok:
         items.append(cap_first(ctx.ph("limitations.clusters_shared", units=ctx.units, unit=unit)))
+    if level_not_kept_sentence(ctx):
+        items.append(level_not_kept_sentence(ctx))
     if splits.limitation(ctx):  # the study was repeated over grouped splits
         items.append(splits.limitation(ctx))
     else:
@@ -71,6 +75,18 @@ def write(ctx: Ctx) -> str:
     items.append(ctx.ph("limitations.not_reviewed"))
     return (ctx.ph("limitations.intro", short=data_name(ctx)) + "\n\\begin{itemize}\n"
             + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
+
+
+def level_not_kept_sentence(ctx: Ctx) -> str:
+    """A cluster level the split did not keep together (registry dataset.grouping.split_by naming another level;
+    data_report.json:split.cluster_levels): its units may be on both sides. Empty otherwise."""
+    levels = ctx.data["split"].get("cluster_levels") or []
+    others = [lv["unit"] for lv in levels if not lv["kept_together"]]
+    if not ctx.school_split_ok or not others:
+        return ""
+    return cap_first(ctx.ph("limitations.level_not_kept", units=ctx.units, other=others[0],
+                            kept=join_list([plural(lv["unit"]) for lv in levels if lv["kept_together"]]),
+                            others=join_list([plural(u) for u in others])))
 
 
 def failed_checks_sentence(ctx: Ctx) -> str:

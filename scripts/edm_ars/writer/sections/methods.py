@@ -36,7 +36,21 @@ def evaluation_text(ctx: Ctx) -> str:
                         cite=c.cite_keys("fawcett2006introduction", topics=("roc",), limit=1))]
     else:
         sents = [ctx.ph("methods.metrics_regression")]
-    if "NBootstrap" in n and ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in n:
+    kind = ctx.split_groups_kind  # what the cluster bootstrap draws: clusters, units, or clusters joined by units
+    cluster_boot = "NBootstrap" in n and ctx.results.get("interval_method") == "cluster_bootstrap" and "TestClusters" in n
+    if cluster_boot and kind == "levels":  # several cluster levels kept together (dataset.grouping.also)
+        sents.append(ctx.ph("methods.levels_bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"],
+                            n_groups=n["TestClusters"], units=ctx.units,
+                            clusters=join_list([plural(lv["unit"]) for lv in ctx.kept_levels]))
+                     + c.citep("bootstrap", limit=1) + ".")
+    elif cluster_boot and kind != "cluster" and ctx.repeated:
+        rep = ctx.repeated
+        text = (ctx.ph("methods.unit_bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"],
+                       n_units=n["TestClusters"], units=rep["units"], unit=rep["unit"]) if kind == "unit" else
+                ctx.ph("methods.joined_bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"],
+                       n_groups=n["TestClusters"], units=rep["units"], clusters=plural(ctx.cluster)))
+        sents.append(text + c.citep("bootstrap", limit=1) + ".")
+    elif cluster_boot:
         sents.append(ctx.ph("methods.cluster_bootstrap_intervals", level=CI_LEVEL, n=n["NBootstrap"],
                             n_clusters=n["TestClusters"], clusters=plural(ctx.cluster), cluster=ctx.cluster)
                      + c.citep("bootstrap", limit=1) + ".")

@@ -24,7 +24,9 @@ def write(ctx: Ctx) -> str:
                       cite=cite(ctx))
     elif k in ("generated", "public_use_file", "restricted_use_file"):
         rows = ctx.ph(f"provenance.availability_{k}", source=named, cite=cite(ctx))
-    else:  # a local file, or a package export the workflow did not make
+    elif k == "package_export":  # a package export the workflow did not make: still a package's copy
+        rows = ctx.ph("provenance.availability_package_export_unnamed", cite=cite(ctx))
+    else:  # a local file
         rows = ctx.ph("provenance.availability_local_file", cite=cite(ctx))
     wf = rec.get("workflow") or {}
     if wf.get("short"):

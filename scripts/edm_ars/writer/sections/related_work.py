@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edm_ars.core.text import join_list, lc_first
 from edm_ars.writer import branches, narrative
-from edm_ars.writer.common import data_name
+from edm_ars.writer.common import attribute_noun, data_name
 from edm_ars.writer.context import Citations, Ctx
 
 
@@ -49,9 +49,10 @@ def write(ctx: Ctx) -> str:
                                ctx.ph("related_work.shap_not_causal", outcome=ctx.outcome_phrase)]))
     fair = c.keys("fairness")
     if fair:
-        groups = [ctx.label_tex(g, "research_spec.json:subgroups") for g in ctx.spec.get("subgroups", [])]
+        groups = [attribute_noun(ctx, g, lc_first(ctx.label_tex(g, "research_spec.json:subgroups")))
+                  for g in ctx.spec.get("subgroups", [])]
         cite = _cite(c, fair)
-        text = (ctx.ph("related_work.fairness_groups", cite=cite, groups=join_list([lc_first(g) for g in groups]))
+        text = (ctx.ph("related_work.fairness_groups", cite=cite, groups=join_list(groups))
                 if groups else ctx.ph("related_work.fairness", cite=cite))
         paras.append(_paragraph(ctx.ph("related_work.heading_fairness")) + " " + text)
     md, lk, bs = c.keys("missing_data"), c.keys("leakage"), c.keys("bootstrap")
@@ -67,7 +68,7 @@ def write(ctx: Ctx) -> str:
         paras.append(" ".join([_paragraph(ctx.ph("related_work.heading_safeguards")), *safe]))
     paras += narrative.related_extra(ctx)
     paras += branches.related(ctx)
-    rest = c.unused()
+    rest = [k for k in c.unused() if ctx.binary or not _classification_only(c, k)]
     if rest:
         cited = [c.citet(k) for k in rest]
         works = join_list(cited)
@@ -76,6 +77,15 @@ def write(ctx: Ctx) -> str:
     if ctx.lit.get("source") == "curated" or ctx.lit.get("retrieval_failed"):
         paras.append(ctx.ph("related_work.curated", short=data_name(ctx, studied=False)))
     return "\n\n".join(paras)
+
+
+#: bibliography topics that concern classifiers only (a ROC analysis): not further work for a regression study
+CLASSIFICATION_TOPICS = frozenset({"roc", "classification", "calibration_classification"})
+
+
+def _classification_only(c: Citations, key: str) -> bool:
+    topics = set(next((p.get("topics") or [] for p in c.papers if p["key"] == key), []))
+    return bool(topics & CLASSIFICATION_TOPICS)
 
 
 def _paragraph(title: str) -> str:

@@ -20,7 +20,9 @@ from edm_ars.writer.common import (
     model_np,
     model_the,
     n_perturbations,
+    nothing_missing,
     perturbation_kinds,
+    perturbation_words,
     stability_rule,
     stability_threshold,
 )
@@ -185,6 +187,8 @@ def _agreement_text(ctx: Ctx, name: str) -> str:
     others = [x for x in by if x != name and _top5(by[x])]
     if not ref or not others:
         return ""
+    if ctx.all_in_top(5):  # every model's top five holds every feature: agreement by construction, no finding
+        return ctx.ph("results.ranking_agreement_by_construction", n=ctx.n["NPredictors"])
     m = ctx.m
     shared = {x: len(set(ref) & set(_top5(by[x]))) for x in others}
     parts = []
@@ -271,11 +275,19 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                     if isnum(ref) else "")
         text += " " + ctx.ph("results.stability_metric", metric=metric_name(ctx, metric), mean=ms["mean"],
                              spread=spread, compared=compared)
-    if t5.get("mean"):
+    if t5.get("mean") and ctx.all_in_top(5):  # every refit's top five holds every feature: 100% by construction
+        rank = ""
+        if rho.get("mean"):
+            rng = (" (" + ctx.ph("results.stability_range", min=rho["min"], max=rho["max"]) + ")"
+                   if "min" in rho and "max" in rho else "")
+            rank = " " + ctx.ph("results.stability_rank_only", mean=rho["mean"], range=rng)
+        text += " " + ctx.ph("results.stability_top_five_by_construction", n=ctx.n["NPredictors"]) + rank
+    elif t5.get("mean"):
         top_five = ctx.ph("results.stability_top_five", mean=t5["mean"])
         if "min" in t5:
             top_five += " (" + ctx.ph("results.stability_minimum", min=t5["min"]) + ")"
-        top_ten = (" " + ctx.ph("results.stability_top_ten", mean=t10["mean"])) if t10.get("mean") else ""
+        top_ten = (" " + ctx.ph("results.stability_top_ten", mean=t10["mean"])) if t10.get("mean") and \
+            not ctx.all_in_top(10) else ""
         rank = ""
         if rho.get("mean"):
             rng = (" (" + ctx.ph("results.stability_range", min=rho["min"], max=rho["max"]) + ")"
@@ -283,9 +295,9 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
             rank = ", " + ctx.ph("results.stability_rank_correlation", mean=rho["mean"], range=rng)
         text += " " + ctx.ph("results.stability_overlap", top_five=top_five, top_ten=top_ten, rank=rank)
     worst = [r for r in runs if isnum(r.get("top5_overlap"))]
-    if worst and t5.get("min"):
+    if worst and t5.get("min") and not ctx.all_in_top(5):
         w = min(worst, key=lambda r: r["top5_overlap"])
-        one = PERTURBATION_KIND.get(str(w.get("kind")), (None,))[0]
+        one = perturbation_words(ctx, str(w.get("kind")))[0] if str(w.get("kind")) in PERTURBATION_KIND else None
         if one and w["top5_overlap"] < 1:
             text += " " + ctx.ph("results.stability_lowest_overlap", kind=one)
     paras = [text]
@@ -297,9 +309,11 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         verdict = ctx.ph("results.stability_unstable", rule=rule)
         if not thr:
             verdict += " " + stability_rule(ctx)
+    elif unstable is False and ctx.all_in_top(5):
+        verdict = ctx.ph("results.stability_rule_by_construction", rule=rule)
     elif unstable is False:
         top = feature_names(ctx, 1)[0] if ctx.top_features else ctx.ph("results.stability_top_unknown")
-        verdict = ctx.ph("results.stability_stable", rule=rule, top=top)
+        verdict = ctx.ph(f"results.stability_stable{'_complete' if nothing_missing(ctx) else ''}", rule=rule, top=top)
     else:
         verdict = ctx.ph("results.stability_no_verdict")
     paras.append(verdict)
