@@ -364,7 +364,8 @@ def test_too_few_cases_stop_the_run_and_keep_earlier_outputs(tmp_path):
     result = snakemake(tmp_path, "output/paper.pdf", overrides="synthetic: {n_students: 1100, n_schools: 60}\n")
     assert result.returncode != 0
     message = result.stdout + result.stderr
-    assert "analytic cases are required" in message
+    assert "fewer than the floor of 1000 analytic cases" in message
+    assert "engineer.min_analytic_n" in message and "critic.abort_below_n" in message and "--configfile" in message
     assert (tmp_path / "output" / "data" / "raw.parquet").exists()
     assert (tmp_path / "output" / "branch_1" / "round_0" / "research_spec.json").exists()
     assert not (tmp_path / "output" / "branch_1" / "round_0" / "data" / "data_report.json").exists()

@@ -435,7 +435,8 @@ SOURCE_ARTIFACTS = {
         "missingness": {"X1SES": {"pct_missing": 0.0}, "X1PARINC": {"pct_missing": 18.4},
                         "X1SEX": {"pct_missing": 0.2}, "X9OTHER": {"pct_missing": 40.0}},
         "checks": [{"passed": True}, {"passed": False}, {"passed": True}],
-        "split": {"method": "StratifiedGroupKFold(n_splits=5) fold 0"},
+        "split": {"method": "StratifiedGroupKFold(n_splits=5) fold 0",
+                  "repeated": {"train_units": 1376, "test_units": 345, "units_on_both_sides": 2}},
     },
     "literature_context.json": {"papers": [{"status": "VERIFIED"}, {"status": "HALLUCINATED"}, {}]},
     "claims.json": {"claims": [{"status": "supported"}, {"status": "inconclusive"}, {"status": "supported"}]},
@@ -453,6 +454,10 @@ SOURCE_ARTIFACTS = {
     # length and difference
     ("len(data_report.json:predictors_before)", 3), ("len(results.json:fairness.attributes.X1RACE x X1SEX.groups)", 2),
     ("len(results.json:selection_evidence.overlapping_top) - 1", 2),
+    # sums (the units of repeated records in the two sets, less those on both sides)
+    ("data_report.json:split.repeated.train_units + data_report.json:split.repeated.test_units", 1721),
+    ("data_report.json:split.repeated.train_units + data_report.json:split.repeated.test_units"
+     " - data_report.json:split.repeated.units_on_both_sides", 1719),
     # absolute difference
     ("|results.json:models.xgboost.metrics.auc - results.json:models.logistic.metrics.auc|", 0.0041),
     # ratios: of two artifacts, of one artifact, a share of a total

@@ -388,8 +388,15 @@ def temporal_order_note(reg: Registry) -> str | None:
     """What the temporal gate could not check, in words (None when the registry has waves)."""
     if reg.has_waves:
         return None
-    return (reg.dataset.get("time_order_note") or
-            f"The {reg.name} data have no wave structure: predictors and outcome come from one cross-section, "
+    if reg.dataset.get("time_order_note"):
+        return reg.dataset["time_order_note"]
+    rep = reg.repeated
+    if rep:  # long format without waves: not a cross-section, but no record is declared to precede the outcome
+        held = (f"The records of each {rep['unit']} in the {reg.name} data are ordered by {rep['time']}"
+                if rep.get("time") else f"The {reg.name} data hold several records of each {rep['unit']}")
+        return (f"{held}, but the registry declares no waves, so the temporal gate could not establish that every "
+                "predictor was measured before the outcome.")
+    return (f"The {reg.name} data have no wave structure: predictors and outcome come from one cross-section, "
             "so the temporal gate could not establish that every predictor was measured before the outcome.")
 
 
@@ -403,6 +410,12 @@ def rules_text(reg: Registry | None) -> str:
         order = " < ".join(f"{w['key']} ({w.get('label', w['key'])})" for w in sorted(reg.waves, key=lambda w: w["order"]))
         lines.append(f"- Time order of the waves: {order}. Every predictor must come from a wave STRICTLY EARLIER "
                      "than the outcome's wave; a predictor from the same wave as the outcome is leakage.")
+    elif reg.repeated:
+        rep = reg.repeated
+        order = f", ordered by {rep['time']}" if rep.get("time") else ""
+        lines.append(f"- The data hold several records of each {rep['unit']} (identified by {rep['id']}{order}) but "
+                     "declare no waves: temporal precedence cannot be checked; never use a variable measured after "
+                     "the outcome or a component of the outcome.")
     else:
         lines.append("- The data have no wave structure (one cross-section): temporal precedence cannot be checked; "
                      "never use a variable measured after the outcome or a component of the outcome.")

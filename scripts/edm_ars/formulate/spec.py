@@ -156,7 +156,9 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
         "subgroups": subgroups,
         "expected_contribution": (
             f"A reproducible, leakage-safe benchmark of models predicting {orec.get('label', outcome)} from "
-            + ("strictly earlier waves" if reg.has_waves else "background and context variables of one cross-section")
+            + ("strictly earlier waves" if reg.has_waves else
+               f"background and context variables recorded with the outcome in each {reg.repeated['unit']}'s records"
+               if reg.repeated else "background and context variables of one cross-section")
             + ", with interval estimates, interpretation of the strongest predictors"
             + (" and a subgroup audit across " + ", ".join(subgroups) if subgroups else "") + "."),
         "limitations": limitations,

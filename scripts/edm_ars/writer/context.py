@@ -171,9 +171,10 @@ class Ctx:
         def esc(value: Any) -> str:
             return escape_latex(" ".join(str(value or "").split()))
 
+        rows = bool((self.data.get("split") or {}).get("repeated"))  # long format: a row is a record, not a unit
         return {**{k: esc(d.get(k)) for k in ("short", "long", "agency", "about", "source", "design", "used_for")},
-                "unit": esc(d.get("unit") or self.ph("common.unit")),
-                "units": esc(d.get("units") or self.ph("common.units")),
+                "unit": self.ph("common.record") if rows else esc(d.get("unit") or self.ph("common.unit")),
+                "units": self.ph("common.records") if rows else esc(d.get("units") or self.ph("common.units")),
                 "waves": {k: esc(v) for k, v in (d.get("waves") or {}).items()},
                 "wave_order": list(d.get("wave_order") or []), "grouping": d.get("grouping")}
 
@@ -188,8 +189,42 @@ class Ctx:
         return bool(self.ds["wave_order"]) or not self.dataset
 
     @property
+    def records_without_waves(self) -> bool:
+        """Repeated records of each unit (registry dataset.repeated) in data whose registry declares no waves: not a
+        cross-section, but nothing says which records precede the outcome."""
+        return bool(self.repeated) and not self.has_waves
+
+    def repeated_order(self) -> str:
+        """'each child's records are ordered by \\texttt{year}' (or '... are not ordered' without a time column)."""
+        rep = self.repeated or {}
+        time = rep.get("time")
+        if time:
+            return self.ph("common.repeated_ordered", unit=rep["unit"], time=f"\\texttt{{{escape_latex(str(time))}}}")
+        return self.ph("common.repeated_unordered", unit=rep["unit"])
+
+    @property
     def units(self) -> str:
+        """The noun of a row where the paper counts rows: the registry's unit, or 'records' for repeated records."""
         return self.ds["units"]
+
+    @property
+    def people(self) -> str:
+        """The noun of whom the paper speaks where it does not count rows (a cohort of children, a child's outcome):
+        the unit of the repeated records when the registry declares them, else the row noun."""
+        return self.repeated["units"] if self.repeated else self.ds["units"]
+
+    def units_of(self, which: str) -> str:
+        """The row noun after a count of rows, with the number of units beside it when the rows are repeated records
+        ('records of \\AnalyticUnits{} children'); `which` is 'Analytic', 'Train' or 'Test' (numbers.register_numbers)."""
+        macro = self.n.get(f"{which}Units")
+        if not self.repeated or not macro:
+            return self.units
+        return self.ph("common.records_of_units", records=self.units, n=macro, units=self.repeated["units"])
+
+    @property
+    def person(self) -> str:
+        """The singular of :attr:`people`."""
+        return self.repeated["unit"] if self.repeated else self.ds["unit"]
 
     @property
     def grouping(self) -> dict[str, Any]:
@@ -269,6 +304,8 @@ class Ctx:
 
     @property
     def waves_text(self) -> str:
+        if self.records_without_waves:
+            return self.ph("common.waves_repeated")
         if not self.has_waves:
             return self.ph("common.waves_cross_section")
         waves = join_list([self.wave_of_predictors(w) for w in self.predictor_waves])
@@ -332,6 +369,8 @@ class Ctx:
 
     def wave(self, key: Any) -> str:
         if not key:
+            if self.records_without_waves:
+                return self.ph("common.wave_repeated", order=self.repeated_order())
             return self.ph("common.wave_cross_section") if not self.has_waves else self.ph("common.wave_unrecorded")
         return self.ds["waves"].get(str(key)) or self.ph("common.wave_named",
                                                           name=escape_latex(str(key).replace("_", " ")))

@@ -166,6 +166,9 @@ def data_text(ctx: Ctx) -> str:
         sents.append(provenance.population(ctx, pop) or ctx.ph("methods.population", population=pop))
     sents.append(ctx.ph("methods.analytic_sample", original=n["OriginalN"], units=ctx.units, analytic=n["AnalyticN"],
                         pct=n["RetentionPct"]))
+    if ctx.repeated and "AnalyticUnits" in n:  # long format: the records' units beside their count
+        sents.append(ctx.ph("methods.analytic_units", records=ctx.units, n=n["AnalyticUnits"],
+                            units=ctx.repeated["units"], column=f"\\texttt{{{ctx.repeated['id']}}}"))
     if ctx.binary and "NPositive" in n:
         sents.append(ctx.ph("methods.positive_class", units=ctx.units,
                             n=n["NPositive"] + (f" ({n['PositivePct']})" if "PositivePct" in n else ""))
@@ -183,7 +186,7 @@ def data_text(ctx: Ctx) -> str:
     if pointer:
         sents.append(pointer)
     floats = "".join("\n\n" + t for t in (table_one.flow_table(ctx), table_one.sample_table(ctx)) if t)
-    return (f"\\subsection{{{ctx.ph('methods.data_title', units=cap_first(ctx.units))}}}\n" + " ".join(sents) + floats)
+    return (f"\\subsection{{{ctx.ph('methods.data_title', units=cap_first(ctx.people))}}}\n" + " ".join(sents) + floats)
 
 
 def bounded_outcome_sentences(ctx: Ctx) -> list[str]:
@@ -213,7 +216,8 @@ def outcome_text(ctx: Ctx) -> str:
     n, d, spec = ctx.n, ctx.data, ctx.spec
     o = spec["outcome"]
     outcome, wave = outcome_sentence_np(ctx), ctx.wave(o.get("wave"))
-    timing = ctx.ph("methods.timing_waves") if ctx.has_waves else ctx.ph("methods.timing_cross_section")
+    timing = (ctx.ph("methods.timing_waves") if ctx.has_waves else ctx.ph("methods.timing_repeated")
+              if ctx.records_without_waves else ctx.ph("methods.timing_cross_section"))
     sents = [ctx.ph("methods.outcome_binary", outcome=outcome, wave=wave) if ctx.binary
              else ctx.ph("methods.outcome_regression", outcome=outcome, wave=wave),
              ctx.ph("methods.predictors_used", n=n["NPredictors"], timing=timing, features=n["NFeatures"])]

@@ -72,7 +72,7 @@ def motivation(ctx: Ctx) -> str:
         actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
         labels = [attribute_noun(ctx, g, lc_first(ctx.label_tex(g, "research_spec.json:subgroups"))) for g in ctx.spec.get("subgroups") or []]
         groups = join_list(labels) if labels else ctx.ph("narrative.groups_default")
-        return (ctx.ph("narrative.motivation_fairness_audit", actors=actors, units=ctx.units)
+        return (ctx.ph("narrative.motivation_fairness_audit", actors=actors, units=ctx.people)
                 + f"{c.citep('fairness', limit=3)}. "
                 + ctx.ph("narrative.motivation_fairness_audit_evidence", short=data_name(ctx), groups=groups))
     if a == "surprising_predictor":
@@ -88,11 +88,12 @@ def motivation(ctx: Ctx) -> str:
     indicators = join_list(groups[:4]) if groups else ctx.ph("narrative.indicators_default")
     actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
     if not ctx.has_waves:
-        return (ctx.ph("narrative.motivation_cross_section", units=ctx.units, actors=actors)
+        kind = "repeated" if ctx.records_without_waves else "cross_section"
+        return (ctx.ph(f"narrative.motivation_{kind}", units=ctx.people, actors=actors)
                 + f"{c.citep('methods', 'leakage', limit=2)}. "
-                + ctx.ph("narrative.motivation_cross_section_indicators", indicators=indicators, units=ctx.units,
+                + ctx.ph(f"narrative.motivation_{kind}_indicators", indicators=indicators, units=ctx.people,
                          unit=ctx.cluster))
-    return (ctx.ph("narrative.motivation_policy_brief", units=ctx.units, actors=actors, unit=ctx.ds["unit"])
+    return (ctx.ph("narrative.motivation_policy_brief", units=ctx.people, actors=actors, unit=ctx.person)
             + f"{c.citep('early_warning', 'dropout', limit=3)}. "
             + ctx.ph("narrative.motivation_policy_brief_indicators", indicators=indicators, actors=actors))
 
@@ -119,7 +120,7 @@ def gap(ctx: Ctx) -> str:
     c = ctx.cites
     data = ctx.ph("narrative.longitudinal_surveys") if ctx.survey else _data(ctx)
     handled = ([ctx.ph("narrative.gap_reserve_codes")] if has_reserve_codes(ctx) else []) + (
-        [ctx.ph("narrative.gap_clusters", units=ctx.units, unit=ctx.cluster)] if ctx.grouping["columns"] else []) + [
+        [ctx.ph("narrative.gap_clusters", units=ctx.people, unit=ctx.cluster)] if ctx.grouping["columns"] else []) + [
         ctx.ph("narrative.gap_missing"), ctx.ph("narrative.gap_categorical")]
     return (ctx.ph("narrative.gap", data=data, handled=join_list(handled), groups=_subgroups(ctx))
             + f"{c.citep('stability', 'leakage', limit=2)}. "
@@ -253,6 +254,8 @@ def meaning(ctx: Ctx) -> str:
     if len(seen) > 1:
         lead += " " + ctx.ph("narrative.meaning_several_kinds")
     if not ctx.has_waves:
+        if ctx.records_without_waves:  # repeated records: not a cross-section, but none declared to come first
+            return lead + " " + ctx.ph("narrative.meaning_repeated")
         return lead + " " + ctx.ph("narrative.meaning_cross_section")
     when = feature_timing(ctx)  # the timing word true of every indicator described (registry.timing_class)
     key = {EARLY: "meaning_timing", PRIOR: "meaning_timing_prior"}.get(when or "", "meaning_timing_unknown")
@@ -268,20 +271,22 @@ def practice(ctx: Ctx) -> str:
         return ctx.ph("narrative.practice_fairness_audit", groups=_subgroups(ctx),
                       actors=use["actors"] or ctx.ph("narrative.practice_default_actors"),
                       purpose=use["purpose"] or ctx.ph("narrative.practice_default_purpose"),
-                      units=ctx.units, unit=ctx.ds["unit"],
+                      units=ctx.people, unit=ctx.person,
                       check=ctx.ph(f"narrative.practice_fairness_check_{'binary' if ctx.binary else 'regression'}"),
                       output=ctx.ph(f"narrative.practice_fairness_output_{'binary' if ctx.binary else 'regression'}"))
     use = use_prose(ctx)
     actors = use["actors"] or ctx.ph("narrative.practice_default_actors")
     purpose = use["purpose"] or ctx.ph("narrative.practice_default_purpose")
     if not ctx.has_waves:  # one cross-section: nothing is known in advance of the outcome
-        return ctx.ph("narrative.practice_cross_section", actors=actors, purpose=purpose, units=ctx.units)
+        if ctx.records_without_waves:  # repeated records: none declared to precede the outcome
+            return ctx.ph("narrative.practice_repeated", actors=actors, purpose=purpose, units=ctx.people)
+        return ctx.ph("narrative.practice_cross_section", actors=actors, purpose=purpose, units=ctx.people)
     if use["decision_time"]:
         text = ctx.ph("narrative.practice_flags_timed", actors=actors, decision_time=use["decision_time"],
-                      purpose=purpose, units=ctx.units, unit=ctx.ds["unit"])
+                      purpose=purpose, units=ctx.people, unit=ctx.person)
     else:
-        text = ctx.ph("narrative.practice_flags", actors=actors, purpose=purpose, units=ctx.units,
-                      unit=ctx.ds["unit"])
+        text = ctx.ph("narrative.practice_flags", actors=actors, purpose=purpose, units=ctx.people,
+                      unit=ctx.person)
     if ctx.claim("ranking_robust") == "supported":
         text += " " + ctx.ph("narrative.practice_stable_indicators")
     return text
@@ -301,15 +306,15 @@ def future(ctx: Ctx) -> str:
     if ctx.survey:
         text += ctx.ph("narrative.future_weights")
     else:
-        text += ctx.ph("narrative.future_representative", units=ctx.units)
+        text += ctx.ph("narrative.future_representative", units=ctx.people)
     top = ctx.ph("narrative.future_top", feature=feature_names(ctx, 1)[0]) if ctx.top_features else ""
-    text += (" " + ctx.ph("narrative.future_transfer", units=ctx.units, short=data_name(ctx), top=top)
+    text += (" " + ctx.ph("narrative.future_transfer", units=ctx.people, short=data_name(ctx), top=top)
              + f"{c.citep('stability', limit=1)}.")
     if ctx.fairness:
         groups = _subgroups(ctx)
         if ctx.binary and any("calibration_slope" in g for r in ctx.fairness["attributes"].values()
                               for g in r.get("groups") or []):  # the audit reports calibration per group already
-            text += " " + ctx.ph("narrative.future_subgroups_decisions", units=ctx.units, groups=groups)
+            text += " " + ctx.ph("narrative.future_subgroups_decisions", units=ctx.people, groups=groups)
         else:
-            text += " " + ctx.ph("narrative.future_subgroups", units=ctx.units, groups=groups)
+            text += " " + ctx.ph("narrative.future_subgroups", units=ctx.people, groups=groups)
     return text

@@ -31,6 +31,14 @@ def register_numbers(ctx: Ctx) -> None:
         n["TestN"] = m.count("TestN", r["test_n"], "results.json:test_n")
     else:
         n["TestN"] = m.count("TestN", d["test_n"], "data_report.json:test_n")
+    rep = (d.get("split") or {}).get("repeated")
+    if rep:  # long format: the rows are records of fewer units (registry dataset.repeated)
+        src = "data_report.json:split.repeated"
+        n["AnalyticUnits"] = m.count("AnalyticUnits", rep["train_units"] + rep["test_units"]
+                                     - rep.get("units_on_both_sides", 0),
+                                     f"{src}.train_units + {src}.test_units - {src}.units_on_both_sides", derived=True)
+        n["TrainUnits"] = m.count("TrainUnits", rep["train_units"], f"{src}.train_units")
+        n["TestUnits"] = m.count("TestUnits", rep["test_units"], f"{src}.test_units")
     n["NPredictors"] = m.count("NPredictors", len(d["predictors_before"]),
                                "len(data_report.json:predictors_before)", derived=True)
     n["NFeatures"] = m.count("NFeatures", len(d["predictors_after"]),

@@ -14,6 +14,8 @@ count                       ``count(data_report.json:checks[passed])``,
                             ``count(results.json:fairness.attributes[kind=attribute].gaps[flagged])``:
                             the items a path reaches through filters (below)
 difference                  ``len(results.json:selection_evidence.overlapping_top) - 1``, ``A - B``
+sum                         ``A + B``, ``A + B - C`` (the units of repeated records: train_units +
+                            test_units - units_on_both_sides of ``data_report.json:split.repeated``)
 absolute difference         ``|results.json:models.a.metrics.auc - results.json:models.b.metrics.auc|``
 ratio                       ``results.json:models.m.metrics.rmse / data_report.json:outcome_summary.sd``,
                             ``data_report.json:analytic_n / data_report.json:original_n``
@@ -245,6 +247,9 @@ def _evaluate(src: str, artifacts: dict[str, Any]) -> Any:
     # A / B
     if m := re.fullmatch(r"(.+?) / (.+)", src):
         return _scalar(m.group(1), artifacts) / _scalar(m.group(2), artifacts)
+    # A + B (the terms may be differences: A + B - C)
+    if m := re.fullmatch(r"(.+?) \+ (.+)", src):
+        return _scalar(m.group(1), artifacts) + _scalar(m.group(2), artifacts)
     # A - B (a constant or another term)
     if m := re.fullmatch(r"(.+?) - (.+)", src):
         return _scalar(m.group(1), artifacts) - _scalar(m.group(2), artifacts)

@@ -35,7 +35,7 @@ def write(ctx: Ctx) -> str:
     parts.append((3, ctx.ph("abstract.question", question=question)
                   + ("" if ctx.spec["research_question"].rstrip().endswith("?") else ".")))
     parts.append((0, ctx.ph(
-        "abstract.data", dataset=provenance.abstract_dataset(ctx), analytic_n=n["AnalyticN"], units=ctx.units,
+        "abstract.data", dataset=provenance.abstract_dataset(ctx), analytic_n=n["AnalyticN"], units=ctx.units_of("Analytic"),
         n_predictors=n["NPredictors"], waves=ctx.waves_text,
         recode=ctx.ph("abstract.recode_reserve_codes") + " " if has_reserve_codes(ctx) else "",
         split_by=ctx.split_by, n_models=n["NModels"],
@@ -50,7 +50,7 @@ def write(ctx: Ctx) -> str:
         lo, hi = ctx.mac(vals[0], ctx.primary), ctx.mac(vals[-1], ctx.primary)
         rest = "; " + (ctx.ph("abstract.others_equal", metric=metric_name(ctx), value=lo) if lo == hi else
                        ctx.ph("abstract.others_range", metric=metric_name(ctx), low=lo, high=hi))
-    parts.append((0, ctx.ph("abstract.result", test_n=n["TestN"], model=best, performance=primary_stmt(ctx),
+    parts.append((0, ctx.ph("abstract.result", test_n=n["TestN"], units=ctx.units_of("Test"), model=best, performance=primary_stmt(ctx),
                             others=rest)))
     if ctx.top_features:
         feats = join_list(feature_names(ctx, 3))

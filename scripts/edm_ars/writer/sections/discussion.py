@@ -57,7 +57,7 @@ def write(ctx: Ctx) -> str:
                  else ctx.ph("discussion.scope_same_population"))
     add("performance",
         ctx.ph("discussion.performance_estimate", finding=finding, model=ctx.model_phrase(best),
-               statement=primary_stmt(ctx), units=units, unseen=unseen)
+               statement=primary_stmt(ctx), units=ctx.people, unseen=unseen)
         + " " + (ctx.ph("provenance.discussion_performance", units=units) if ctx.generated
                  else ctx.ph("discussion.performance_leakage_caveat", outcome=ctx.outcome_phrase, units=units)
                  if leakage_suspected(ctx)

@@ -173,7 +173,7 @@ def _direction_text(ctx: Ctx, sec: str) -> str:
         text += " " + ctx.ph("results.categorical_mixed_one", features=join_list(cat_mixed))
     if mixed:
         text += " " + ctx.ph("results.not_monotone", features=join_list(mixed))
-    text += " " + ctx.ph("results.attributions_are_predictive", unit=ctx.ds["unit"], outcome=ctx.outcome_phrase)
+    text += " " + ctx.ph("results.attributions_are_predictive", unit=ctx.person, outcome=ctx.outcome_phrase)
     return text.strip()
 
 
