@@ -153,3 +153,22 @@ def test_a_slot_followed_by_s_is_a_plural_that_follows_the_noun():
     ph = Phrases({"x.y": "split by {unit}s, not {unit}s' or {unit}'s"})
     assert ph("x.y", unit="class") == "split by classes, not classes' or class's"
     assert ph("x.y", unit="school") == "split by schools, not schools' or school's"
+
+
+def test_with_repeated_records_a_counted_row_is_a_record_and_anyone_else_the_unit():
+    """Long format: 'students' after a count, a count slot or the side of the split is said as records, any other
+    as the registry's unit (children), with the possessive of an irregular plural right; without rows, as before."""
+    from edm_ars.writer.phrases import unit_words
+
+    rows = ("record", "records")
+    assert unit_words(r"a test set of \TestN{} students", "child", "children", rows=rows) == \
+        r"a test set of \TestN{} records"
+    assert unit_words(" test students", "child", "children", rows=rows, after_slot=True) == " test records"
+    assert unit_words("fitted on the training students", "child", "children", rows=rows) == \
+        "fitted on the training records"
+    assert unit_words("Predicting students' achievement", "child", "children", rows=rows) == \
+        "Predicting children's achievement"
+    assert unit_words("groups of students defined by", "child", "children", rows=rows) == \
+        "groups of children defined by"
+    assert unit_words("Predicting students' achievement", "pupil", "pupils") == "Predicting pupils' achievement"
+    assert unit_words("Predicting students' achievement", "student", "students") == "Predicting students' achievement"

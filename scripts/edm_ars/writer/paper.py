@@ -195,7 +195,11 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
                     sample=dict(sample or {}), selection=dict(selection or {}), drafts=dict(drafts or {}),
                     notation=template_macros(template.read_text(encoding="utf-8")))
     # the fixed sentences say the registry's unit noun (pupils) where they are written about students
-    ctx.ph = ctx.ph.for_unit(ctx.ds["unit"], ctx.ds["units"])
+    # (with repeated records, a counted row is a record and anyone else the registry's unit: a child)
+    if ctx.repeated:
+        ctx.ph = ctx.ph.for_unit(ctx.person, ctx.people, rows=(ctx.ds["unit"], ctx.ds["units"]))
+    else:
+        ctx.ph = ctx.ph.for_unit(ctx.ds["unit"], ctx.ds["units"])
     provenance.add_citation(ctx)
     ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
                                  expected=(dataset or {}).get("expected_groups"))

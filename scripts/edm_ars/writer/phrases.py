@@ -39,19 +39,33 @@ class PhraseError(EdmArsError):
 
 #: the unit noun the phrases are written with (singular, plural)
 DEFAULT_UNIT = ("student", "students")
-_UNIT_WORD = re.compile(r"\b(?:(an?|An?) )?([Ss]tudents?)\b")
+_UNIT_WORD = re.compile(r"\b(?:(an?|An?) )?([Ss]tudents?)\b('(?![A-Za-z]))?")  # group 3: a plural's possessive
 
 
-def unit_words(text: str, unit: str, units: str) -> str:
-    """`text` with the word student(s) said as the registry's unit noun (its article and capital kept right)."""
-    if (unit, units) == DEFAULT_UNIT or not unit or not units:
+#: what comes right before a count of rows: a number, a number macro or a slot (`after_slot`), perhaps with the side
+#: of the split ("\\TestN{} test students", "{n} students"), or the side alone ("the training students")
+_COUNTED = re.compile(r"(?:(?:\\[A-Za-z]+\{\}|\d)\s*(?:(?:test|training|held-out)\s+)?|\b(?:test|training|held-out)\s+)$")
+
+
+def unit_words(text: str, unit: str, units: str, rows: tuple[str, str] | None = None, after_slot: bool = False) -> str:
+    """`text` with the word student(s) said as the registry's unit noun (its article and capital kept right). With
+    `rows` (the noun of a row where it differs from the unit's: repeated records of a child), a student counted as a
+    row (after a number, a count macro or slot, or the side of the split) is said as a row, any other as the unit."""
+    if ((unit, units) == DEFAULT_UNIT and not rows) or not unit or not units:
         return text
 
     def sub(m: re.Match[str]) -> str:
         article, word = m.group(1), m.group(2)
-        noun = units if word.lower() == "students" else unit
+        one, many = unit, units
+        if rows and not article:
+            before = text[:m.start()]
+            if _COUNTED.search(before) or (after_slot and not before.strip()):
+                one, many = rows
+        noun = many if word.lower() == "students" else one
         if word[0].isupper():
             noun = noun[0].upper() + noun[1:]
+        if m.group(3):  # students' -> pupils', children's
+            noun += "'" if noun.endswith("s") else "'s"
         if not article:
             return noun
         an = noun[0].lower() in "aeiou"
@@ -65,10 +79,12 @@ class Phrases:
     table: dict[str, str]  # "section.key" -> template
     source: str = "phrases"
     unit: tuple[str, str] = DEFAULT_UNIT  # the noun the fixed words say for the unit of a row (singular, plural)
+    rows: tuple[str, str] | None = None  # the noun of a counted row where a row is not a unit (repeated records)
 
-    def for_unit(self, unit: str, units: str) -> Phrases:
-        """The same phrases saying `unit`/`units` (the registry's noun) where they say student(s)."""
-        return replace(self, unit=(unit, units))
+    def for_unit(self, unit: str, units: str, rows: tuple[str, str] | None = None) -> Phrases:
+        """The same phrases saying `unit`/`units` (the registry's noun) where they say student(s); with `rows`, a
+        counted student is said as a row (record) and any other as the unit (child)."""
+        return replace(self, unit=(unit, units), rows=rows)
 
     @classmethod
     def load(cls, path: str | Path) -> Phrases:
@@ -106,20 +122,20 @@ class Phrases:
             raise PhraseError(f"{self.source}: phrase {key}: {'; '.join(problems)}")
         out, end = [], 0
 
-        def text(part: str) -> str:  # the phrase's own words (never a slot's value) in the registry's unit noun
-            return unit_words(part, *self.unit)
+        def text(part: str, after_slot: bool = False) -> str:  # the phrase's own words (never a slot's value)
+            return unit_words(part, *self.unit, rows=self.rows, after_slot=after_slot)
 
         for m in found:
             value = str(values[m.group(1)])
             if template.startswith("s", m.end()) and not template[m.end() + 1:m.end() + 2].isalpha():
                 # `{unit}s` is a plural: a noun ending in a sibilant takes "es" (class -> classes)
                 value = plural(value)
-                out += [text(template[end:m.start()]), value]
+                out += [text(template[end:m.start()], after_slot=end > 0), value]
                 end = m.end() + 1
                 continue
-            out += [text(template[end:m.start()]), value]
+            out += [text(template[end:m.start()], after_slot=end > 0), value]
             end = m.end()
-        return "".join(out) + text(template[end:])
+        return "".join(out) + text(template[end:], after_slot=end > 0)
 
 
 def plural(noun: str) -> str:
