@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import re
 from pathlib import Path
 
@@ -316,9 +317,16 @@ def dataset_reads() -> set[Key]:
             if isinstance(entry, dict) and (entry.get("source") or {}).get("config_key")}
 
 
-def code_paths() -> set[Key]:
+@functools.cache
+def _code_paths() -> frozenset[Key]:
     reads, params, calls = rule_reads()
-    return reads | python_reads(params, calls) | dataset_reads()
+    return frozenset(reads | python_reads(params, calls) | dataset_reads())
+
+
+def code_paths() -> set[Key]:
+    """Every configuration key path the rules and the code read (walked once per process: the files do not change
+    during a test session)."""
+    return set(_code_paths())
 
 
 # ---- tests -------------------------------------------------------------------------------------------------------
