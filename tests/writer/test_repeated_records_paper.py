@@ -81,7 +81,8 @@ def test_rows_are_records_of_children(tmp_path, regression):
     assert "held-out test set of \\TestN{} records of \\TestUnits{} children" in text
     # no count of rows says students
     for wrong in ("\\AnalyticN{} students", "\\TestN{} students", "\\TrainN{} students", "test students",
-                  "training students", "\\TestN{} held-out students", "students of one cluster"):
+                  "training students", "\\TestN{} held-out students", "students of one cluster",
+                  "test children", "test child"):  # the figures' captions count rows too
         assert wrong not in text, wrong
     assert "\\TestN{} test records" in text or "\\TestN{} held-out records" in text
     assert "These records belong to \\AnalyticUnits{} children (identified by \\texttt{childid})." in text

@@ -130,7 +130,7 @@ def _collect_figures(ctx: Ctx, figures_dir: Path, out_dir: Path) -> list[str]:
         caption = str(fig.get("caption") or "").strip()
         if ctx.n_ranked is not None and ctx.n_ranked < 10:  # an earlier analysis's caption: "the ten" of fewer
             caption = caption.replace("the ten most important predictors", f"all {number_word(ctx.n_ranked)} predictors")
-        caption = ctx.t(unit_words(caption, *ctx.ph.unit), f"results.json:figures.{i}.caption")
+        caption = ctx.t(unit_words(caption, *ctx.ph.unit, rows=ctx.ph.rows), f"results.json:figures.{i}.caption")
         ctx.figures.append(Figure(label=label, kind=kind, file=f"figures/{name}",
                                         caption=caption or "Figure produced by the analysis stage."))
     return missing
