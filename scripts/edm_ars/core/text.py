@@ -118,10 +118,6 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def isnum(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
-
-
 def higher_better(metric: str) -> bool:
     return metric not in LOWER_IS_BETTER
 

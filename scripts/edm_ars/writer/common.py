@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.texescape import escape_latex
-from edm_ars.core.text import clean_label, isnum, join_list, model_family
+from edm_ars.core.text import clean_label, is_number, join_list, model_family
 from edm_ars.data.registry import EARLY, PRIOR, common_timing, timing_class
 from edm_ars.writer import provenance
 from edm_ars.writer.context import Ctx, Figure
@@ -45,7 +45,7 @@ def strength(ctx: Ctx) -> str:
     if ctx.primary not in STRENGTH:
         return "measurable"
     ceiling = ctx.results["thresholds"].get("leakage_auc") if ctx.primary in ("auc", "roc_auc") else None
-    if isnum(ceiling) and v >= ceiling:
+    if is_number(ceiling) and v >= ceiling:
         return VERY_HIGH
     return next((word for cutoff, word in STRENGTH[ctx.primary] if v >= cutoff), "weak")
 
@@ -135,7 +135,7 @@ def floor_macro(ctx: Ctx) -> str | None:
     """The quality floor of the primary metric that the analysis applied (results.json:thresholds)."""
     if "QualityFloor" not in ctx.n:
         v = ctx.results["thresholds"].get("quality_floor")
-        if not isnum(v):
+        if not is_number(v):
             return None
         ctx.n["QualityFloor"] = ctx.m.add("QualityFloor", f"{v:.2f}", v, "results.json:thresholds.quality_floor")
     return ctx.n["QualityFloor"]
@@ -202,7 +202,7 @@ def perturbation_kinds(ctx: Ctx) -> str:
 def n_perturbations(ctx: Ctx) -> str:
     st = ctx.stability
     k = st.get("n_perturbations")
-    if isnum(k):
+    if is_number(k):
         return ctx.m.count("StabNPerturbations", k, "results.json:stability.n_perturbations")
     return ctx.m.count("StabNPerturbations", len(st.get("runs") or []), "len(results.json:stability.runs)",
                        derived=True)
@@ -212,7 +212,7 @@ def stability_threshold(ctx: Ctx) -> str | None:
     """The mean top-five overlap under which the stability analysis called the ranking unstable, as recorded
     with it (results.json:stability.thresholds.unstable_top5), as a percentage."""
     v = (ctx.stability.get("thresholds") or {}).get("unstable_top5")
-    if not isnum(v):
+    if not is_number(v):
         return None
     return ctx.m.pct("StabThreshold", 100 * v, "100 * results.json:stability.thresholds.unstable_top5", derived=True)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from edm_ars.core.conventions import LOWER_IS_BETTER, STACKING
-from edm_ars.core.text import higher_better, isnum, join_list, lc_first, model_family
+from edm_ars.core.text import higher_better, is_number, join_list, lc_first, model_family
 from edm_ars.review.consistency import record_comparison, record_promise
 from edm_ars.review.evidence import comparison_evidence, evidence_for, stacking_base
 from edm_ars.writer import splits
@@ -169,7 +169,7 @@ def _flag_models(ctx: Ctx, prefix: str) -> list[tuple[int, str]]:
 def _metric_range(ctx: Ctx) -> tuple[list[str], str | None]:
     metric = ctx.primary
     vals = {m: ctx.metric_value(m, metric) for m in ctx.results["models"]}
-    vals = {m: v for m, v in vals.items() if isnum(v)}
+    vals = {m: v for m, v in vals.items() if is_number(v)}
     sign = 1 if higher_better(metric) else -1
     order = sorted(vals, key=lambda m: -sign * vals[m])
     return order, (order[0] if order else None)
@@ -248,7 +248,7 @@ def selection_text(ctx: Ctx) -> str:
     diff = ev.get("stacking_minus_selected") or {}
     stack = next((x for x in models if model_family(x) == STACKING), None)
     ci = diff.get("ci") if isinstance(diff, dict) else None
-    if stack and isnum(diff.get("mean")) and isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)):
+    if stack and is_number(diff.get("mean")) and isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci)):
         src = "results.json:selection_evidence.stacking_minus_selected"
         d = m.add("StackingMinusSelected", fmt_metric(diff["mean"], 4), float(diff["mean"]), src + ".mean")
         d_ci = m.add("StackingMinusSelectedCI", fmt_ci(ci[0], ci[1], 4), [float(ci[0]), float(ci[1])], src + ".ci")
@@ -323,7 +323,7 @@ def quality_text(ctx: Ctx, sec: str) -> str:
         metric, key = ("auc", "leakage_auc") if ctx.binary else ("r2", "leakage_r2")
         names = join_list([f"{model_np(ctx, x)} ({ctx.mac(x, metric) or ''})".replace(" ()", "") for _, x in leaks])
         thr = ctx.results["thresholds"].get(key)
-        if isnum(thr):
+        if is_number(thr):
             auc = ctx.ph(f"results.{key}_above", models=names, threshold=ctx.m.add(
                 "LeakageThreshold", f"{thr:.2f}", thr, f"results.json:thresholds.{key}"))
         else:

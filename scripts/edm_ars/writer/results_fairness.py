@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from edm_ars.core.texescape import escape_latex
-from edm_ars.core.text import cap_first, isnum, join_list, lc_first, number_word
+from edm_ars.core.text import cap_first, is_number, join_list, lc_first, number_word
 from edm_ars.writer.common import CI_LEVEL, at_risk_phrase, attr_label, fig_of, fig_ref, figure_env, model_np
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name
@@ -34,7 +34,7 @@ def _fair_macro(ctx: Ctx, attr: str, gi: int, key: str, value: Any, kind: str = 
 
 
 def _fair_ci(ctx: Ctx, attr: str, gi: int, key: str, ci: Any, src: str) -> str:
-    if isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)):
+    if isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci)):
         lo = ctx.m.metric(macro_name("Fair", attr, f"g{gi + 1}", key, "Low"), ci[0], src + ".0")
         hi = ctx.m.metric(macro_name("Fair", attr, f"g{gi + 1}", key, "High"), ci[1], src + ".1")
         return f"[{lo}, {hi}]"
@@ -44,7 +44,7 @@ def _fair_ci(ctx: Ctx, attr: str, gi: int, key: str, ci: Any, src: str) -> str:
 def flag_share(ctx: Ctx) -> str | None:
     """The decision rule's k (a percentage macro), binary audits only."""
     rule = ctx.fairness.get("decision_rule") or {}
-    if not isnum(rule.get("share")):
+    if not is_number(rule.get("share")):
         return None
     return ctx.m.pct("FairFlagShare", 100 * rule["share"], "100 * results.json:fairness.decision_rule.share",
                      derived=True)
@@ -68,13 +68,13 @@ def fairness_table(ctx: Ctx) -> str:
                 group += "\\textsuperscript{\\dag}"
                 any_unreliable = True
             cells = [group]
-            cells.append(_fair_macro(ctx, attr, gi, "n", g["n"], "count") if isnum(g.get("n")) else "--")
+            cells.append(_fair_macro(ctx, attr, gi, "n", g["n"], "count") if is_number(g.get("n")) else "--")
             val = g.get("metric", g.get(primary))
-            cells.append(_fair_macro(ctx, attr, gi, primary, val) if isnum(val) else "--")
+            cells.append(_fair_macro(ctx, attr, gi, primary, val) if is_number(val) else "--")
             cells.append(_fair_ci(ctx, attr, gi, primary, g.get("ci"),
                                   f"results.json:fairness.attributes.{attr}.groups.{gi}.ci"))
             for col in cols:
-                cells.append(_fair_macro(ctx, attr, gi, col, g[col]) if isnum(g.get(col)) else "--")
+                cells.append(_fair_macro(ctx, attr, gi, col, g[col]) if is_number(g.get(col)) else "--")
                 if col in _CI_COLS:
                     cells.append(_fair_ci(ctx, attr, gi, col, (g.get("cis") or {}).get(col),
                                           f"results.json:fairness.attributes.{attr}.groups.{gi}.cis.{col}"))
@@ -96,7 +96,7 @@ def fairness_table(ctx: Ctx) -> str:
     note = ""
     if any_unreliable:
         mg = fa.get("min_group")
-        if isnum(mg):
+        if is_number(mg):
             why = ctx.ph("results.unreliable_why", min_group=ctx.m.count("FairMinGroup", mg,
                                                                         "results.json:fairness.min_group"))
             note = ctx.ph("results.fairness_note_why", why=why)
@@ -127,7 +127,7 @@ def _gap_macros(ctx: Ctx, attr: str, metric: str, g: dict[str, Any]) -> dict[str
            "min_group": _group_name(ctx, attr, g["min_group"], src + ".min_group"),
            "max_group": _group_name(ctx, attr, g["max_group"], src + ".max_group")}
     ci = g.get("ci")
-    if isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)):
+    if isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci)):
         out["ci"] = ctx.m.ci(macro_name("FairGap", attr, metric, "CI"), ci[0], ci[1], src + ".ci")
     return out
 
@@ -137,18 +137,18 @@ def _mean_error_ci(rec: dict[str, Any], group: Any) -> list[float] | None:
     for g in rec.get("groups") or []:
         if g.get("group") == group:
             ci = (g.get("cis") or {}).get("mean_error")
-            return ci if isinstance(ci, list) and len(ci) == 2 and all(map(isnum, ci)) else None
+            return ci if isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci)) else None
     return None
 
 
 def _gap_ok(g: Any) -> bool:
-    return isinstance(g, dict) and all(isnum(g.get(k)) for k in ("gap", "min_value", "max_value")) \
+    return isinstance(g, dict) and all(is_number(g.get(k)) for k in ("gap", "min_value", "max_value")) \
         and g.get("min_group") is not None and g.get("max_group") is not None
 
 
 def _range_macros(ctx: Ctx, attr: str, rec: dict[str, Any], key: str) -> dict[str, str] | None:
     """The lowest and highest value of a group metric over the reliable groups (macros and group names)."""
-    groups = [(i, g) for i, g in enumerate(rec.get("groups") or []) if g.get("reliable", True) and isnum(g.get(key))]
+    groups = [(i, g) for i, g in enumerate(rec.get("groups") or []) if g.get("reliable", True) and is_number(g.get(key))]
     if len(groups) < 2:
         return None
     lo = min(groups, key=lambda t: t[1][key])
@@ -274,7 +274,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                   refs=f" ({join_list(refs)})" if refs else "")
     text += " " + ctx.ph("results.audit_not_causal", outcome=ctx.outcome_phrase, units=ctx.units)
     overall = (fa.get("overall") or {}).get(primary)
-    if isnum(overall):
+    if is_number(overall):
         mname = FAIR_LABEL.get(primary, escape_latex(primary))
         text += " " + ctx.ph("results.audit_overall", metric=mname if ctx.binary else ctx.ph(
                              "results.metric_in_sd", metric=mname),
@@ -290,7 +290,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
             marked = ctx.ph("results.unreliable_marked_one", count=k)
         mg = fa.get("min_group")
         why = (" (" + ctx.ph("results.unreliable_why", min_group=m.count(
-            "FairMinGroup", mg, "results.json:fairness.min_group")) + ")") if isnum(mg) else ""
+            "FairMinGroup", mg, "results.json:fairness.min_group")) + ")") if is_number(mg) else ""
         text += " " + ctx.ph("results.unreliable_groups", marked=marked, why=why)
     paras.append(text)
     if singles:
@@ -310,7 +310,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         ne = m.count("FairNGaps", len(examined),
                      "count(results.json:fairness.attributes[kind=attribute].gaps[not null])", derived=True)
         gt = fa.get("gap_threshold")
-        if isnum(gt):
+        if is_number(gt):
             threshold = ctx.ph("results.gap_threshold_value", threshold=m.add(
                 "FairGapThreshold", f"{float(gt):.2f}", gt, "results.json:fairness.gap_threshold"))
         else:

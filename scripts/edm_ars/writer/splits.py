@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edm_ars.core.text import cap_first, isnum
+from edm_ars.core.text import cap_first, is_number
 from edm_ars.writer.common import CI_LEVEL, metric_name, model_np
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name
@@ -18,7 +18,7 @@ SRC = "results.json:splits"
 def record(ctx: Ctx) -> dict[str, Any]:
     """results.json `splits` when the study was repeated over more than one split, else {}."""
     sp = ctx.results.get("splits")
-    if not isinstance(sp, dict) or not isnum(sp.get("n_splits")) or sp["n_splits"] < 2:
+    if not isinstance(sp, dict) or not is_number(sp.get("n_splits")) or sp["n_splits"] < 2:
         return {}
     return sp
 
@@ -48,7 +48,7 @@ def register(ctx: Ctx) -> None:
         n[f"{name}|split_best_on"] = m.count(macro_name(name, "Split", "Best", "On"), rec.get("best_on", 0),
                                              f"{SRC}.models.{name}.best_on")
     ref = sp.get("reference") or {}
-    if ref.get("model") in (sp.get("models") or {}) and isnum(ref.get("ci_half_width")):
+    if ref.get("model") in (sp.get("models") or {}) and is_number(ref.get("ci_half_width")):
         n["splits|half_width"] = m.metric(macro_name("Split", "Reference", "Half", "Width"), ref["ci_half_width"],
                                           f"{SRC}.reference.ci_half_width")
 
@@ -130,7 +130,7 @@ def results(ctx: Ctx) -> list[str]:
     relation = "larger" if ref.get("spread_larger") else "smaller"
     text = spread + " " + ctx.ph(f"splits.results_{relation}", level=CI_LEVEL, half=n["splits|half_width"])
     best_on = record(ctx)["models"][name].get("best_on")
-    if isnum(best_on) and len([m for m in record(ctx)["models"].values() if m.get("n")]) > 1:
+    if is_number(best_on) and len([m for m in record(ctx)["models"].values() if m.get("n")]) > 1:
         text += " " + ctx.ph("splits.results_best_on", model=cap_first(model_np(ctx, name)),
                              metric=metric_name(ctx), count=n[f"{name}|split_best_on"], n_splits=n["splits|n"])
     return [text]

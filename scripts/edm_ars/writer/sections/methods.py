@@ -8,7 +8,7 @@ from typing import Any
 
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.texescape import escape_latex
-from edm_ars.core.text import cap_first, clean_label, isnum, join_list, lc_first, model_family
+from edm_ars.core.text import cap_first, clean_label, is_number, join_list, lc_first, model_family
 from edm_ars.writer import branches, large_data, narrative, provenance, splits
 from edm_ars.writer.common import (
     CI_LEVEL,
@@ -249,7 +249,7 @@ def methods_interpretation(ctx: Ctx) -> list[str]:
     parts = []
     for expl, ms in groups.items():
         who = join_list([model_the(ctx, m) for m in ms])
-        sizes = {by[m].get("n_explained") for m in ms if isnum(by[m].get("n_explained"))}
+        sizes = {by[m].get("n_explained") for m in ms if is_number(by[m].get("n_explained"))}
         part = ctx.ph("methods.explainer_for", explainer=escape_latex(expl), models=who)
         if expl == "KernelExplainer" and len(sizes) == 1:
             k = ctx.m.count(macro_name("NExplained", ms[0]), sizes.pop(),
@@ -298,9 +298,9 @@ def methods_fairness(ctx: Ctx) -> str:
         sents.append(derived_sentence(ctx, a, attrs[a]["derived_from"]))
     nres = fa.get("n_resamples")
     boot = ""
-    if isnum(nres):
+    if is_number(nres):
         k = m.count("FairNResamples", nres, "results.json:fairness.n_resamples")
-        if fa.get("bootstrap") == "cluster" and isnum(fa.get("n_clusters")):
+        if fa.get("bootstrap") == "cluster" and is_number(fa.get("n_clusters")):
             boot = " " + ctx.ph("methods.fairness_resamples_clusters", k=k, clusters=m.count(
                 "FairNClusters", fa["n_clusters"], "results.json:fairness.n_clusters"))
         else:
@@ -312,16 +312,16 @@ def methods_fairness(ctx: Ctx) -> str:
     else:
         scale = fa.get("error_scale") or {}
         sd = (" (" + ctx.ph("methods.fairness_sd_value", sd=m.metric(
-            "FairOutcomeSD", scale["sd"], "results.json:fairness.error_scale.sd")) + ")") if isnum(scale.get("sd")) \
+            "FairOutcomeSD", scale["sd"], "results.json:fairness.error_scale.sd")) + ")") if is_number(scale.get("sd")) \
             else ""
         sents.append(ctx.ph("methods.fairness_rmse_interval", level=CI_LEVEL) + boot + ", "
                      + ctx.ph("methods.fairness_errors", sd=sd))
         sents.append(ctx.ph("methods.fairness_no_r2"))
     mg, gt = fa.get("min_group"), fa.get("gap_threshold")
-    if isnum(mg):
+    if is_number(mg):
         sents.append(ctx.ph("methods.fairness_min_group",
                             k=m.count("FairMinGroup", mg, "results.json:fairness.min_group")))
-    if isnum(gt):
+    if is_number(gt):
         sents.append(ctx.ph("methods.fairness_gap_flagged",
                             threshold=m.add("FairGapThreshold", f"{float(gt):.2f}", gt,
                                             "results.json:fairness.gap_threshold")))
@@ -338,7 +338,7 @@ def methods_fairness(ctx: Ctx) -> str:
 def rule_sentences(ctx: Ctx) -> list[str]:
     """The decision rule at which the audit's error rates are computed (binary outcomes), stated in full."""
     rule = ctx.fairness.get("decision_rule") or {}
-    if not isnum(rule.get("share")):
+    if not is_number(rule.get("share")):
         return []
     m = ctx.m
     src = "results.json:fairness.decision_rule"
@@ -347,9 +347,9 @@ def rule_sentences(ctx: Ctx) -> list[str]:
     why = {"at_risk_share": ctx.ph("methods.fairness_share_from_training"),
            "config": ctx.ph("methods.fairness_share_configured"),
            "default": ctx.ph("methods.fairness_share_default")}.get(rule.get("share_source"), "")
-    flagged = m.count("FairNFlagged", rule["n_flagged"], f"{src}.n_flagged") if isnum(rule.get("n_flagged")) else None
+    flagged = m.count("FairNFlagged", rule["n_flagged"], f"{src}.n_flagged") if is_number(rule.get("n_flagged")) else None
     cut = rule.get("cutoff_probability")
-    if flagged and isnum(cut):
+    if flagged and is_number(cut):
         side = (ctx.ph("methods.fairness_rule_at_most") if rule.get("at_risk_class") == 0
                 else ctx.ph("methods.fairness_rule_at_least"))
         size = " (" + ctx.ph("methods.fairness_rule_size", n=flagged, cutoff=m.metric(

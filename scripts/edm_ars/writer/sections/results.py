@@ -7,7 +7,7 @@ from typing import Any
 
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.texescape import escape_latex
-from edm_ars.core.text import cap_first, clean_label, isnum, join_list, lc_first, model_family, number_word
+from edm_ars.core.text import cap_first, clean_label, is_number, join_list, lc_first, model_family, number_word
 from edm_ars.writer import narrative, provenance, supplementary
 from edm_ars.writer.common import (
     PERTURBATION_KIND,
@@ -87,7 +87,7 @@ def interpretation(ctx: Ctx) -> tuple[list[str], list[str]]:
     text += c.cite_keys("lundberg2017unified", topics=("shap",), limit=1)
     if expl:
         text += ", " + ctx.ph("results.shap_computed_with", explainer=escape_latex(expl))
-        if isnum(info.get("n_explained")):
+        if is_number(info.get("n_explained")):
             text += " " + ctx.ph("results.shap_on_students", count=ctx.m.count(
                 macro_name("NExplained", name), info["n_explained"], f"results.json:shap.by_model.{name}.n_explained"))
     text += "."
@@ -232,7 +232,7 @@ def _spread(ctx: Ctx, key: str, name: str, pct: bool = False) -> dict[str, str]:
         return {}
     out = {}
     for stat in ("mean", "sd", "min", "max"):
-        if isnum(sp.get(stat)):
+        if is_number(sp.get(stat)):
             src = f"results.json:stability.{key}.{stat}"
             if pct:
                 out[stat] = ctx.m.pct(macro_name("Stab", name, stat), 100 * float(sp[stat]), "100 * " + src,
@@ -272,7 +272,7 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
             spread = f"; {rng}" if rng else ""
         compared = (", " + ctx.ph("results.stability_reference", value=ctx.m.metric(
             macro_name("Stab", "Reference", metric), ref, "results.json:stability.reference_metric"))
-                    if isnum(ref) else "")
+                    if is_number(ref) else "")
         text += " " + ctx.ph("results.stability_metric", metric=metric_name(ctx, metric), mean=ms["mean"],
                              spread=spread, compared=compared)
     if t5.get("mean") and ctx.all_in_top(5):  # every refit's top five holds every feature: 100% by construction
@@ -294,7 +294,7 @@ def stability_section(ctx: Ctx) -> tuple[list[str], list[str]]:
                    if "min" in rho and "max" in rho else "")
             rank = ", " + ctx.ph("results.stability_rank_correlation", mean=rho["mean"], range=rng)
         text += " " + ctx.ph("results.stability_overlap", top_five=top_five, top_ten=top_ten, rank=rank)
-    worst = [r for r in runs if isnum(r.get("top5_overlap"))]
+    worst = [r for r in runs if is_number(r.get("top5_overlap"))]
     if worst and t5.get("min") and not ctx.all_in_top(5):
         w = min(worst, key=lambda r: r["top5_overlap"])
         one = perturbation_words(ctx, str(w.get("kind")))[0] if str(w.get("kind")) in PERTURBATION_KIND else None
