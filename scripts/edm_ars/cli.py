@@ -8,12 +8,16 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edm_ars.core.artifacts import read_json
 from edm_ars.core.errors import EdmArsError
 from edm_ars.data.registry import load_registry
 from edm_ars.formulate.spec import validate_spec
 from edm_ars.run.gates import MODES, approve, latest_round, pending, reject
+
+if TYPE_CHECKING:
+    from edm_ars.data.floors import Floors
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 #: the end of `edm-ars --help`: where the documentation is
@@ -57,24 +61,94 @@ def cmd_validate_spec(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the workflow's own configuration (the Snakefile's `configfile:`), which each --configfile updates
+CONFIG_FILE = PACKAGE_ROOT / "config" / "config.yaml"
+
+
+def update_config(base: dict, extra: dict) -> dict:
+    """`extra` merged into `base` as Snakemake merges a --configfile into the configuration: nested mappings key by
+    key, any other value replaced (the later file wins)."""
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            update_config(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def run_floors(configfiles: list[str]) -> Floors:
+    """The floors a run with these --configfile files would apply (edm_ars.data.floors.Floors): config/config.yaml
+    beside the package, updated by each file in turn. EdmArsError naming the file when one cannot be read, is not
+    a YAML mapping, sets a key the workflow does not know or gives a floor a value of the wrong kind."""
+    import yaml
+
+    from edm_ars.core.errors import yaml_problem
+    from edm_ars.data.floors import Floors
+    from edm_ars.run.configcheck import closest, unknown_keys
+
+    schema_file = CONFIG_FILE.with_name("config.schema.yaml")
+    schema = yaml.safe_load(schema_file.read_text(encoding="utf-8")) if schema_file.exists() else {}
+    config: dict = {}
+    for path in ([CONFIG_FILE] if CONFIG_FILE.exists() else []) + [Path(f) for f in configfiles]:
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise EdmArsError(f"config file {path}: {exc.strerror or exc}") from exc
+        except yaml.YAMLError as exc:
+            raise EdmArsError(f"config file {path}: not valid YAML ({yaml_problem(exc)})") from exc
+        doc = {} if doc is None else doc
+        if not isinstance(doc, dict):
+            raise EdmArsError(f"config file {path}: holds a {type(doc).__name__}, not a mapping of settings "
+                              "(e.g. the lines `engineer:` and `  min_analytic_n: 50`)")
+        unknown = unknown_keys(doc, schema)
+        if unknown:
+            near = closest(unknown[0], schema)
+            raise EdmArsError(f"config file {path}: unknown setting '{'.'.join(unknown[0])}'"
+                              + (f"; did you mean '{near}'?" if near else "; see config/config.schema.yaml"))
+        Floors.from_config(doc, where=f"config file {path}")
+        update_config(config, doc)
+    return Floors.from_config(config)
+
+
 def cmd_validate_registry(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from edm_ars.data.datasets.adapters import data_problems
+    from edm_ars.data.floors import floor_problems
     from edm_ars.data.raw import read_raw
     from edm_ars.data.registry_validation import validate_registry
 
+    try:
+        floors = run_floors(args.configfile or [])
+    except EdmArsError as exc:
+        print(f"edm-ars: {exc}", file=sys.stderr)
+        return 1
+    given = {"min_analytic_n": args.min_rows, "abort_below_n": args.abort_below_n}
+    floors = replace(floors, **{k: v for k, v in given.items() if v is not None})
     reg = load_registry(args.registry)
-    problems = validate_registry(reg)
+    problems, warnings = validate_registry(reg), []
     if args.data:
-        found = data_problems(read_raw(args.data), reg, args.min_rows, args.abort_below_n)
-        problems += [f"data {args.data}: {p}" for p in found]
+        frame = read_raw(args.data)
+        found = data_problems(frame, reg)
+        stops, caps = floor_problems(frame, reg, floors) if not found else ([], [])
+        problems += [f"data {args.data}: {p}" for p in found + stops]
+        warnings += [f"data {args.data}: {w}" for w in caps]
     if problems:
         print(f"{args.registry}: {len(problems)} problem(s)")
         for p in problems:
             print(f"  - {p}")
-        return 1
-    print(f"{args.registry}: OK ({reg.name}, {len(reg.tier1)} variables, {len(reg.questions)} question(s))"
-          + (f"; {args.data} matches it" if args.data else ""))
-    return 0
+    else:
+        print(f"{args.registry}: OK ({reg.name}, {len(reg.tier1)} variables, {len(reg.questions)} question(s))"
+              + (f"; {args.data} matches it" if args.data else ""))
+    for w in warnings:
+        print(f"  warning: {w}")
+    if args.data:
+        print(f"  checked with engineer.min_analytic_n = {floors.min_analytic_n}, critic.abort_below_n = "
+              f"{floors.abort_below_n}, engineer.min_retention = {floors.min_retention}, engineer.min_clusters = "
+              f"{floors.min_clusters}, critic.min_test_n = {floors.min_test_n}, engineer.test_fraction = "
+              f"{floors.test_fraction}, seed = {floors.seed} (config/config.yaml"
+              + "".join(f", {f}" for f in args.configfile or []) + ")")
+    return 1 if problems else 0
 
 
 def cmd_init_registry(args: argparse.Namespace) -> int:
@@ -217,9 +291,13 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("validate-registry", help="check a registry, and a data file against it")
     r.add_argument("registry", help="a registry file (REG.yaml) or folder")
     r.add_argument("--data", help="a CSV to check against the registry, column by column")
-    r.add_argument("--min-rows", type=int, default=1000, help="the floor of analytic cases (engineer.min_analytic_n)")
-    r.add_argument("--abort-below-n", type=int, default=1000,
-                   help="the Critic's floor of analytic cases (critic.abort_below_n), named beside --min-rows")
+    r.add_argument("--configfile", action="append", metavar="FILE",
+                   help="a YAML file of settings, as passed to snakemake --configfile (repeatable; later files win): "
+                   "the floors are the run's, config/config.yaml updated by these")
+    r.add_argument("--min-rows", type=int, default=None,
+                   help="the floor of analytic cases (engineer.min_analytic_n; default: the configuration's)")
+    r.add_argument("--abort-below-n", type=int, default=None,
+                   help="the Critic's floor of analytic cases (critic.abort_below_n; default: the configuration's)")
     r.set_defaults(func=cmd_validate_registry)
     i = sub.add_parser("init-registry", help="draft a registry for a CSV (printed; edit it before a run)")
     i.add_argument("data", help="the CSV file")

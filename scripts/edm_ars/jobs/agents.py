@@ -58,10 +58,14 @@ def formulate(smk: Any) -> None:
 
     def revised(spec):
         """This run's requested changes, after those earlier runs' lessons carry for the same outcome
-        (lessons.k = 0 turns lessons off)."""
+        (lessons.k = 0 turns lessons off); a lesson whose action would leave this specification invalid is
+        skipped, logged and recorded in its revision_actions_applied, never a failed job."""
         carried = (carried_actions(relevant(stored, now, stage="formulate", k=len(stored)), "formulate",
                                    spec["outcome"]["name"]) if smk.params.lessons_k else [])
-        return actions.apply_to_spec(spec, carried + requested, reg)
+        out, skipped = actions.apply_with_lessons(spec, carried, requested, reg, columns)
+        for line in skipped:
+            log.warning("lesson from an earlier run skipped: %s", line)
+        return out
 
     if lessons:
         log.info("%s", lessons)

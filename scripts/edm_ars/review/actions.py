@@ -179,6 +179,33 @@ def spec_problems_after(spec: dict[str, Any], actions: list[dict[str, Any]], reg
     return [v for v in validate_spec(apply_to_spec(spec, acts, reg), reg) if v not in before]
 
 
+def apply_with_lessons(spec: dict[str, Any], carried: list[dict[str, Any]], requested: list[dict[str, Any]],
+                       reg: Registry, data_columns: set[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The specification with the actions earlier runs' lessons carry (edm_ars.formulate.lessons.carried_actions)
+    and then this run's requested ones applied, and one line for each carried action skipped: a lesson learned on
+    another specification whose action would leave this one invalid (a drop leaving fewer predictors than a study
+    needs, ...) is never applied, so it cannot fail the formulate job. The carried actions are tried in order,
+    each on the specification the kept ones leave; a skipped one is recorded in `revision_actions_applied`, where
+    the carried actions applied are recorded too."""
+    before = set(validate_spec(spec, reg, data_columns))
+    kept: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    current = spec
+    for a in carried:
+        after = apply_to_spec(current, [a], reg)
+        left = [v for v in validate_spec(after, reg, data_columns) if v not in before]
+        if left:
+            skipped.append(f"{a['action']} {a.get('value')} ({a.get('reason') or a.get('issue')}): not applied, it "
+                           f"would leave an invalid specification ({'; '.join(left)})")
+        else:
+            kept.append(a)
+            current = after
+    out = apply_to_spec(spec, kept + requested, reg)
+    if skipped:
+        out["revision_actions_applied"] = list(out.get("revision_actions_applied") or []) + skipped
+    return out, skipped
+
+
 def describe(a: dict[str, Any]) -> str:
     value = f" {a['value']}" if a.get("value") is not None else ""
     return f"{a['action']}{value} ({a['stage']})"
