@@ -29,19 +29,48 @@ def perturbations(cfg: dict[str, Any]) -> list[str]:
     return names
 
 
-def bootstrap_rows(n: int, k: int, seed: int) -> np.ndarray:
-    """Training rows of bootstrap perturbation k (sampled with replacement, seeded)."""
-    return np.random.default_rng(seed + 7919 * k).integers(0, n, n)
+def bootstrap_rows(n: int, k: int, seed: int, groups: np.ndarray | None = None) -> np.ndarray:
+    """Training rows of bootstrap perturbation k (sampled with replacement, seeded). With `groups` (one id per
+    training row: the split's groups, train_groups.parquet) whole groups are drawn instead, as many as there are,
+    and every row of a drawn group is taken as often as its group was drawn (in the order of the draws, each
+    group's rows in their order): a child's records, or a school's students, are never separated by the draw."""
+    rng = np.random.default_rng(seed + 7919 * k)
+    if groups is None:
+        return rng.integers(0, n, n)
+    groups = np.asarray(groups)
+    if len(groups) != n:
+        raise ValueError(f"bootstrap_rows: {len(groups)} group ids for {n} training rows (train_groups.parquet "
+                         "must hold one id per training row)")
+    codes = pd.factorize(pd.Series(groups, dtype=object), use_na_sentinel=False)[0]
+    n_groups = int(codes.max()) + 1 if n else 0
+    order = np.argsort(codes, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(codes, minlength=n_groups))[:-1])
+    drawn = rng.integers(0, n_groups, n_groups)
+    return np.concatenate([members[g] for g in drawn]) if n_groups else np.zeros(0, dtype=np.int64)
+
+
+def resamples_groups(split: dict[str, Any]) -> bool:
+    """Whether the stability bootstrap draws the split's groups whole (data_report.json:split): when the split kept
+    together what the registry declares, its cluster columns (dataset.grouping with reconstructed: false, or
+    several levels) and/or the repeated records of a unit (dataset.repeated). Rows are drawn, as always, when the
+    split is not grouped, and when its only groups are clusters reconstructed from school-level characteristics
+    (the HSLS:09 default, whose resampled rows stay those of earlier runs)."""
+    if not split.get("grouped", split.get("clustered")):
+        return False
+    if split.get("repeated") or split.get("grouped_by") in ("unit", "cluster_and_unit"):
+        return True
+    return not bool((split.get("grouping") or {}).get("reconstructed", True))
 
 
 def perturbed(kind: str, arg: str, seed: int, X: pd.DataFrame, y: np.ndarray, X_test: pd.DataFrame,
-              sources: dict[str, str], reprepare: Callable[[str], Prepared]
+              sources: dict[str, str], reprepare: Callable[[str], Prepared], groups: np.ndarray | None = None
               ) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, dict[str, str]]:
     """Training and test features (and their sources) under perturbation <kind>_<arg>, on the same split and the
     same test students. X, y, X_test, sources: the DataEngineer's; reprepare(strategy): the DataEngineer's
-    preparation of the same data with another imputation strategy (edm_ars.data.engineer.prepare)."""
+    preparation of the same data with another imputation strategy (edm_ars.data.engineer.prepare); groups: the
+    training rows' split groups when the bootstrap draws them whole (:func:`resamples_groups`), else None."""
     if kind == "bootstrap":
-        rows = bootstrap_rows(len(y), int(arg), seed)
+        rows = bootstrap_rows(len(y), int(arg), seed, groups)
         return X.iloc[rows].reset_index(drop=True), y[rows], X_test, sources
     if kind == "impute":
         if arg != "simple":
@@ -124,6 +153,7 @@ def summarize(reference_top: list[str], reference_metric: float, runs: list[dict
             "top10_overlap": overlap(reference_top, feats, 10) if feats else None,
             "rank_correlation": rank_correlation(reference_top, feats) if feats else None,
             "top5": feats[:5],
+            **({"resampled": r["resampled"]} if r.get("resampled") else {}),  # a bootstrap of whole groups
         })
     frame = pd.DataFrame(rows)
     values = frame[metric].dropna().to_numpy(dtype=float) if len(frame) else np.array([])

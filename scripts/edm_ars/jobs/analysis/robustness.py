@@ -35,16 +35,22 @@ def stability_run(smk: Any) -> None:
         write_json(smk.output.run, kept)
         return
     # the model libraries are imported here: a run kept from the previous round needs none of them
-    from edm_ars.analysis.stability import perturbed, refit
+    from edm_ars.analysis.stability import perturbed, refit, resamples_groups
     from edm_ars.core.frames import read_column, read_frame
 
     seed = smk.params.seed
+    report = read_json(smk.input.report, "data_report")
+    # a grouped split's bootstrap draws its training groups whole (a child's records, a school's students)
+    groups = (read_column(smk.input.train_groups).to_numpy()
+              if kind == "bootstrap" and resamples_groups(report.get("split") or {}) else None)
+    if groups is not None:
+        out["resampled"] = {"by": "groups", "n_groups": int(len(set(groups.tolist())))}
 
     def data() -> tuple[Any, ...]:
         X, y = read_frame(smk.input.train_X), read_column(smk.input.train_y).to_numpy(dtype=float)
         Xt = read_frame(smk.input.test_X)
-        sources = read_json(smk.input.report, "data_report")["feature_sources"]
-        return perturbed(kind, arg, seed, X, y, Xt, sources, lambda strategy: _reprepared(smk, seed, strategy))
+        return perturbed(kind, arg, seed, X, y, Xt, report["feature_sources"],
+                         lambda strategy: _reprepared(smk, seed, strategy), groups)
 
     params = read_json(smk.input[f"{name}_meta"])["best_params"]
     yt = read_column(smk.input.test_y).to_numpy(dtype=float)
