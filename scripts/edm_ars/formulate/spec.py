@@ -134,7 +134,7 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
             continue
         rec = reg.variable(name) or {}
         predictors.append({"name": name, "label": rec.get("label", name), "wave": wave_of(reg, name),
-                           "rationale": rationale})
+                           "rationale": rationale or ""})  # '' (or left empty): the paper states none
     subgroups = [s for s in q.get("subgroups", reg.protected_default) if reg.knows(s)]
     limitations = ["Predictive associations only: the design supports no causal interpretation of any predictor."]
     limitations += reg.limitations

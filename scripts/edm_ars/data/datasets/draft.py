@@ -4,10 +4,13 @@ Every decision is a stated suspicion from the column's name and values (identifi
 missing code, cluster, repeated person identifier (long format), protected attribute, outcome with its task, ranked
 scores first, near-duplicate columns); the draft loads and matches its own file,
 and its header lists each suspicion for the user to check. Every text the paper would print that the draft
-can only guess (names, population, source, variable labels, value labels, questions, rationales, the
-provenance statement) starts with the literal DRAFT_MARKER, and `validate_registry` refuses the registry, naming
-each key, until the user has replaced them all. Prose is drafted without leading articles ("mathplacement data"),
-since the paper's sentences add their own.
+can only guess (names, population and source of the data set, labels of columns named by codes, value labels,
+the provenance statement) starts with the literal DRAFT_MARKER, and `validate_registry` refuses the registry,
+naming each key, until the user has replaced them all. A text is drafted without the marker only when it cannot
+be false: a readable column name as its label ("math_score" -> "Math score"), a question and population built
+from the draft's own facts (outcome, predictors, subgroups, unit noun), and '' for the optional texts whose
+absence makes the paper say something neutral (measures, purpose, actors, decision_time, predictor rationales).
+Prose is drafted without leading articles ("mathplacement data"), since the paper's sentences add their own.
 """
 
 from __future__ import annotations
@@ -240,9 +243,42 @@ def _time_column(frame: pd.DataFrame, clean: dict[Any, pd.Series], unit_col: Any
     return min(ranked)[2] if ranked else None
 
 
+def readable_name(name: Any) -> str | None:
+    """The column's name as words ("math_score" -> "Math score", "verbal" -> "Verbal") when it is made of
+    readable words (letters only, lower case after the first letter, each word with a vowel, joined by _ or .);
+    None for a code (X1TXMTSCOR, v23, q4b, ACTM, PlcmtScore), whose label only the user can write."""
+    words = str(name).replace(".", "_").split("_")
+    if not all(re.fullmatch(r"[A-Za-z][a-z]*", w) and re.search(r"[aeiouy]", w.lower()) for w in words):
+        return None
+    return " ".join(w.lower() for w in words).capitalize()
+
+
 def _variable(col: Any, values: pd.Series) -> dict[str, Any]:
-    return {"name": col, "label": draft(" ".join(tokens(col)).capitalize() or str(col)), "role": "predictor",
+    """A variable entry; its label is the readable name of the column (it names the column and claims nothing
+    else), or a draft-marker text for a code."""
+    label = readable_name(col) or draft(" ".join(tokens(col)).capitalize() or str(col))
+    return {"name": col, "label": label, "role": "predictor",
             "type": column_type(values), "pct_missing": round(float(values.isna().mean() * 100), 2)}
+
+
+def _named(names: list[str]) -> str:
+    """Names joined as in a sentence: "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def _question_texts(col: Any, predictors: list[Any], subgroups: list[Any], units: str) -> tuple[str, str]:
+    """The question and population of a drafted question, from the facts the draft holds (the outcome, its
+    predictors, the subgroups, the unit noun), true by construction: each variable by its readable name in lower
+    case, or by its column name when that is a code; more than 6 predictors: the first 3 "and other variables"."""
+    def name(c: Any) -> str:
+        readable = readable_name(c)
+        return readable.lower() if readable else str(c)
+    shown = [name(p) for p in predictors] if len(predictors) <= 6 else [
+        *(name(p) for p in predictors[:3]), "other variables"]
+    across = (", and is the prediction equally accurate across " + _named([name(s) for s in subgroups])
+              + " groups?" if subgroups else "?")
+    question = f"How accurately can {name(col)} be predicted from {_named(shown)}{across}"
+    return question, f"{units.capitalize()} with a recorded value of {name(col)}"
 
 
 def _outcome_rank(name: str, typ: str, values: pd.Series, position: int) -> tuple[int, int, int, int] | None:
@@ -279,8 +315,9 @@ def _protected_reason(words: list[str], typ: str, values: pd.Series) -> str | No
 
 def near_duplicates(clean: dict[Any, pd.Series], names: list[Any]) -> list[tuple[Any, Any, str]]:
     """Pairs of columns holding the same information, in column order, each with why: equal after recoding (a
-    one-to-one map between their values), a correlation above 0.98, or the second a deterministic function of the
-    first's categories (at most MAX_LEVELS, at least 5 rows each)."""
+    one-to-one map between their values, at most MAX_LEVELS of them or at least 5 rows each), a correlation above
+    0.98, or the second a deterministic function of the first's categories (at most MAX_LEVELS, at least 5 rows
+    each)."""
     found = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
@@ -289,7 +326,9 @@ def near_duplicates(clean: dict[Any, pd.Series], names: list[Any]) -> list[tuple
                 continue
             a_fixes_b = bool(both.groupby("a")["b"].nunique().max() == 1)
             b_fixes_a = bool(both.groupby("b")["a"].nunique().max() == 1)
-            if a_fixes_b and b_fixes_a:
+            levels = both["a"].nunique()
+            if a_fixes_b and b_fixes_a and (levels <= MAX_LEVELS or len(both) >= 5 * levels):
+                # categories, not measurements: two columns of (nearly) all-distinct values map one-to-one trivially
                 found.append((a, b, "equal after recoding"))
                 continue
             numeric = all(pd.api.types.is_numeric_dtype(both[c]) and not pd.api.types.is_bool_dtype(both[c])
@@ -508,20 +547,15 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
             notes.append(f"no question drafted for {col}: {len(per_question[col])} usable predictor(s), a run "
                          "needs at least 3")
     outcomes = [o for o in outcomes if len(per_question[o]) >= 3]
-    across = (", and is the prediction equally accurate across " + " and ".join(map(str, protected)) + " groups?"
-              if protected else "?")
-    questions = [{
-        "id": f"{identifier_name(col)}_prediction", "default": i == 0,
-        "question": f"How accurately can {col} be predicted from the other variables of {file}{across}",
-        "outcome": col,
-        "keywords": tokens(col),
-        "population": draft(f"Students whose records make up {file}, with a recorded {col}."),
-        "subgroups": list(protected),
-        "predictors": {p: draft("why it may predict the outcome; keep it only if it is measured before the "
-                                "outcome and is not part of it.") for p in per_question[col]},
-    } for i, col in enumerate(outcomes)]
-    for q in questions:
-        q["question"] = draft(q["question"])
+    questions = []
+    for i, col in enumerate(outcomes):
+        question, population = _question_texts(col, per_question[col], list(protected), "students")
+        questions.append({
+            "id": f"{identifier_name(col)}_prediction", "default": i == 0, "question": question, "outcome": col,
+            "keywords": tokens(col), "population": population, "subgroups": list(protected),
+            # '' until the user states why: the paper then leaves the rationale sentence out (registry/README.md)
+            "predictors": {p: "" for p in per_question[col]},
+        })
     words = " ".join(tokens(Path(str(source)).stem)) or dname
     dataset = {
         "name": dname, "title": draft(f"{words.capitalize()} data ({file})"),
@@ -530,14 +564,9 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
         "prose": {"short": draft(f"{words} data"), "long": draft(f"{words} data ({file})"),
                   "about": draft(f"students whose records make up {file}"), "source": draft(f"data file {file}"),
                   "design": "", "unit": "student", "units": "students",
-                  # why a prediction from these data matters (registry/README.md, "The paper's words"); '' leaves a
-                  # neutral sentence chosen by the task
-                  "measures": draft(f"what {file} records for each student, as a noun phrase"),
-                  "purpose": draft("what a prediction of the outcome would be used for, as a verb phrase without "
-                                   "'to' (e.g. offer support to students likely to fall behind)"),
-                  "actors": draft("who would act on the prediction, plural (e.g. teachers)"),
-                  "decision_time": draft("when they would act, as an adverbial phrase (e.g. early in the school "
-                                         "year); '' when predictors and outcome were recorded together")},
+                  # optional (the header says what each adds): '' makes the paper say something neutral instead
+                  # (registry/README.md, "The paper's words about the data set")
+                  "measures": "", "purpose": "", "actors": "", "decision_time": ""},
         "provenance": {"kind": "local_file",
                        "statement": draft(f"where the rows of {file} come from: who collected them, when and for "
                                           "what, and under which licence or agreement you use them.")},
@@ -564,9 +593,14 @@ HEADER = """\
 {keys}
 # Format: registry/README.md of EDM-ARS. Check and edit at least:
 #   - dataset.title, dataset.prose: the names (without a leading "the": the paper adds it), population (about),
-#     source ("We used <source>") and design (e.g. "longitudinal survey"; '' says nothing) the paper states,
-#     and measures, purpose, actors, decision_time: what the data record, what a prediction would serve, who acts
-#     on it and when ('' for any of them: the paper says something neutral instead);
+#     source ("We used <source>") and design (e.g. "longitudinal survey"; '' says nothing) the paper states;
+#   - optional, drafted '' (the paper then says something neutral; fill them to say more): dataset.prose.measures
+#     (what the data record, a noun phrase: "they record <measures>"; '' says "many variables on each of the
+#     <units>"), purpose (what a prediction would serve, a verb phrase without "to": "<actors> could use such a
+#     prediction to <purpose>"; '' gives a sentence chosen by the task), actors (who acts on it, plural; ''
+#     says "schools"), decision_time (when they act, e.g. "early in the school year"; '' when predictors and
+#     outcome were recorded together: the paper then says the model cannot flag anyone in advance), and each
+#     question's predictor rationales (why the predictor may predict the outcome; '' leaves that out);
 #   - dataset.provenance: kind (public_use_file, restricted_use_file, generated, package_export or local_file), an
 #     optional citation (a bibliography key) and the statement of where the rows come from; add the data set's own
 #     BibTeX entry as dataset.citation (the entry as text, or a .bib file name beside this registry) to cite it;
@@ -578,11 +612,13 @@ HEADER = """\
 #   - dataset.waves: [] declares one cross-section (the paper then says time order could not be checked). If the
 #     data have a time order, add waves [{{key, order, label, prose}}] and a `wave` on every variable, so that
 #     each predictor strictly precedes the outcome;
-#   - variables: labels, types and roles; values: the readable name of each code (group names in the paper);
+#   - variables: labels (a readable column name is drafted as its label: "math_score" -> "Math score"; make it
+#     say more if you like), types and roles; values: the readable name of each code (group names in the paper);
 #     a binary outcome whose values are not 0/1 or No/Yes needs its positive
 #     label (research_spec outcome.positive_label, or derive: {{from: COLUMN, map: {{LABEL: 1, OTHER: 0}}}});
 #   - questions: one per candidate outcome, the first is the default; keep a predictor only when it is measured
-#     before the outcome and is not a part or a proxy of it, and replace the drafted rationales.
+#     before the outcome and is not a part or a proxy of it. The question and population name the outcome, the
+#     predictors and the subgroups as drafted: check them, and rewrite them when you change those or a label.
 # What the draft suspects:
 {notes}
 """
@@ -604,6 +640,8 @@ def keys_to_edit(doc: dict[str, Any]) -> list[str]:
         mine = [k for k in keys if k.startswith(f"questions[{q['id']}]")]
         rationales = [k for k in mine if ".predictors." in k]
         rest = [k.split("]", 1)[1].lstrip(".") for k in mine if k not in rationales]
+        if not mine:
+            continue
         lines.append(f"questions[{q['id']}]: " + ", ".join(rest)
                      + (f" and the rationales of its {len(rationales)} predictors" if rationales else ""))
     return [line for line in lines if line]
