@@ -300,3 +300,23 @@ def test_a_structural_outcome_is_one_limitation_not_two(tmp_path, said):
                                                     if said else []))
     lim = _limitations((out / "paper.tex").read_text())
     assert ("structural missingness" in lim) is not said, lim
+
+
+def test_an_audited_numeric_scale_is_described_as_the_audit_groups_it():
+    """A protected attribute with many numeric values is binned into quintiles by the audit, so Table 1 describes it
+    like a continuous predictor (mean, SD, r), not as a list of its raw values; coded groups stay groups."""
+    rng = np.random.default_rng(0)
+    n = 300
+    y = pd.Series(rng.normal(size=n))
+    X = pd.DataFrame({"x": rng.normal(size=n)})
+    protected = pd.DataFrame({"ses": rng.integers(10, 51, n).astype(float),             # a scale: 41 values
+                              "coded": rng.choice([1, 2, 3], n),                        # labelled codes
+                              "many_codes": rng.integers(0, 20, n)})                    # 20 codes, every one labelled
+    labels = {"coded": {"1": "low", "2": "middle", "3": "high"},
+              "many_codes": {str(k): f"group {k}" for k in range(20)}}
+    out = describe_sample(X, {"x": "continuous"}, y, "regression", protected, {}, labels=labels)
+    kinds = {rec["name"]: rec["kind"] for rec in out["audited"]}
+    assert kinds == {"ses": "continuous", "coded": "categorical", "many_codes": "categorical"}
+    ses = next(rec for rec in out["audited"] if rec["name"] == "ses")
+    assert ses["mean"] == pytest.approx(protected["ses"].mean()) and "levels" not in ses
+    assert ses["corr"] == pytest.approx(np.corrcoef(protected["ses"], y)[0, 1])

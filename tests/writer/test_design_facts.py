@@ -257,3 +257,118 @@ def test_design_papers_compile(tmp_path, design):
     out = tmp_path / "paper"
     pdf = compile_pdf(out / "paper.tex", out / "compile.log")
     assert pdf.exists()
+
+
+def test_few_predictors_methods_describe_what_the_stability_analysis_compares(tmp_path):
+    """With at most five predictors every top five holds all of them: the Methods describe the comparison of their
+    order and of the metric, and state no top-five criterion (it cannot fail); with 17 they keep the criterion."""
+    three = _flat(slot_content(_paper(tmp_path / "three", _three_predictors()), "METHODS"))
+    stab = three[three.index("sec:stability-method"):]
+    assert "top-five and top-ten features that each refit recovered" not in stab
+    assert "A conclusion was regarded as stable when the mean top-five overlap" not in stab
+    assert "rank correlation between each refit's order of the predictors and the original one" in stab
+    assert "since every refit meets it when there are only \\NPredictors{} predictors" in stab
+    full = _flat(slot_content(_paper(tmp_path / "full", tw.real_artifacts()), "METHODS"))
+    assert "the share of the original top-five and top-ten features that each refit recovered" in full
+    assert "A conclusion was regarded as stable when the mean top-five overlap" in full
+    assert "order of the predictors" not in full
+
+
+def _eight_predictors() -> dict:
+    """The fixture run cut to its eight leading predictors (every top ten then holds all of them, a top five not)."""
+    arts = tw.real_artifacts()
+    keep = [f["feature"] for f in arts["results"]["top_features"][:8]]
+    arts["data_report"]["predictors_before"] = keep
+    return arts
+
+
+def test_at_most_ten_predictors_methods_compare_no_top_ten(tmp_path):
+    tex = _flat(slot_content(_paper(tmp_path, _eight_predictors()), "METHODS"))
+    stab = tex[tex.index("sec:stability-method"):]
+    assert "top-ten" not in stab
+    assert "the share of the original top-five features that each refit recovered" in stab
+    assert "A conclusion was regarded as stable when the mean top-five overlap" in stab  # a top five can still fail
+
+
+def _long_format(regression: bool = False) -> tuple[dict, dict]:
+    """The fixture run as a long-format study (yearly records of children, tests/writer/test_repeated_records_paper),
+    with the fairness figures' captions as the analysis writes them (jobs/analysis/fairness.py)."""
+    from test_repeated_records_paper import long_artifacts
+
+    arts, prose = long_artifacts(regression)
+    figures = [f for f in arts["results"]["figures"] if f["kind"] != "fairness"]
+    figures.append({"path": "figures/fairness/fairness.pdf", "kind": "fairness", "caption": (
+        "Held-out AUC of the selected model by student subgroup with 95% cluster bootstrap intervals; the number of "
+        "test students beside each group; the dotted line marks the whole test set.")})
+    figures.append({"path": "figures/fairness/fairness_calibration.pdf", "kind": "fairness_calibration", "caption": (
+        "Calibration of the selected model by student subgroup: the observed proportion of the positive outcome "
+        "against the mean predicted probability in bins of the whole test set's predictions (bins with fewer than "
+        "ten of a group's students left out); the legend gives each group's number of test students; the dotted "
+        "diagonal marks perfect calibration.")})
+    arts["results"]["figures"] = figures
+    return arts, prose
+
+
+def test_long_format_fairness_captions_count_records_beside_each_group(tmp_path):
+    arts, prose = _long_format()
+    tex = _flat(_paper(tmp_path / "long", arts, dataset=prose))
+    assert "the number of test records beside each group" in tex
+    assert "each group's number of test records" in tex
+    assert "fewer than ten of a group's records" in tex
+    for wrong in ("test children", "test child", "a group's children", "test students"):
+        assert wrong not in tex, wrong
+    assert "by child subgroup" in tex  # a subgroup is of children: only the counts are records
+    default = _long_format()[0]
+    default["data_report"] = tw.real_artifacts()["data_report"]  # one row per student: the captions as written
+    tex = _flat(_paper(tmp_path / "rows", default))
+    assert "the number of test students beside each group" in tex and "ten of a group's students" in tex
+
+
+def test_groups_are_groups_of_children_not_of_records(tmp_path):
+    """The subgroup audit compares groups of children (a long-format study) or of students (one row each), never
+    'groups of records'."""
+    arts, prose = _long_format()
+    tex = _flat(_paper(tmp_path / "long", arts, dataset=prose))
+    assert "group of records" not in tex and "groups of records" not in tex
+    assert "for each group of children; they are not estimates of a causal influence" in tex
+    assert "reserved for checking performance across groups of children" in tex
+    assert "predictive performance across groups of children defined by" in tex
+    rows = _flat(_paper(tmp_path / "rows", tw.real_artifacts()))
+    assert "for each group of students; they are not estimates of a causal influence" in rows
+    assert "predictive performance across groups of students defined by" in rows
+
+
+def _resampled_groups(arts: dict, n_groups: int) -> dict:
+    """The stability runs as a grouped split's bootstrap records them (analysis.stability.resamples_groups)."""
+    for r in arts["results"]["stability"]["runs"]:
+        if r["kind"] == "bootstrap":
+            r["resampled"] = {"by": "groups", "n_groups": n_groups}
+    return arts
+
+
+def test_a_grouped_stability_bootstrap_says_what_it_resampled(tmp_path):
+    arts, prose = _long_format()
+    raw = _paper(tmp_path / "long", _resampled_groups(arts, 1300), dataset=prose)
+    tex, methods = _flat(raw), _flat(slot_content(raw, "METHODS"))
+    assert "bootstrap resamples of the training set's children with all their records" in methods
+    assert "bootstrap resamples of the training set," not in tex
+    clusters = tw.real_artifacts()  # a split by declared school clusters, one row per student
+    clusters["data_report"]["split"].update(grouped=True, grouped_by="cluster",
+                                            grouping={"unit": "school", "reconstructed": False})
+    tex = _flat(_paper(tmp_path / "schools", _resampled_groups(clusters, 755)))
+    assert "bootstrap resamples of the training set's schools with all their students" in tex
+    rows = _flat(_paper(tmp_path / "rows", tw.real_artifacts()))  # a row bootstrap (the default): as before
+    assert "bootstrap resamples of the training set," in rows and "with all their" not in rows
+
+
+@pytest.mark.parametrize("design", ["long_grouped_bootstrap", "eight_predictors"])
+def test_the_new_design_papers_pass_verify_paper(tmp_path, design):
+    if design == "eight_predictors":
+        arts, prose = _eight_predictors(), None
+    else:
+        arts, prose = _long_format()
+        arts = _resampled_groups(arts, 1300)
+    tex = _paper(tmp_path, arts, dataset=prose)
+    report = verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts))
+    assert report.ok, report.summary()
+    assert _codes(tex) == []

@@ -15,8 +15,8 @@ import pandas as pd
 
 from edm_ars.analysis.figure_sanity import ranked
 from edm_ars.data.registry import code_key
+from edm_ars.data.sample import is_numeric_scale
 
-CONTINUOUS_MIN_UNIQUE = 10  # a numeric protected attribute with more distinct values is binned into quintiles
 DERIVED_CONCORDANCE = 0.98  # share of cross-group pairs a predictor orders like the groups: a binned predictor
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
 
@@ -52,15 +52,6 @@ def _sort_key(label: str) -> tuple[int, float, str]:
 # ---- grouping ---------------------------------------------------------------------------------
 
 
-def _is_continuous(s: pd.Series) -> bool:
-    """A numeric attribute (or one read as text whose every value is a number) with many distinct values."""
-    if pd.api.types.is_bool_dtype(s) or isinstance(s.dtype, pd.CategoricalDtype):
-        return False
-    values = s.dropna()
-    numbers = pd.to_numeric(values, errors="coerce")
-    return bool(numbers.notna().all()) and numbers.nunique() > CONTINUOUS_MIN_UNIQUE
-
-
 def _quintile_labels(k: int) -> list[str]:
     labels = [f"Q{i + 1}" for i in range(k)]
     if k >= 2:
@@ -88,7 +79,7 @@ def _grouping(s: pd.Series, values: dict[str, str] | None = None
             present = {r for r in rows if r is not None}
             order = [lab for lab in dict.fromkeys(values.values()) if lab in present]
             return rows, ranked(order) or order, None  # labels stating their places in that order
-    if _is_continuous(s):
+    if is_numeric_scale(s):
         x = pd.to_numeric(s, errors="coerce").astype(float)
         _, edges = pd.qcut(x, 5, retbins=True, duplicates="drop")
         k = len(edges) - 1

@@ -34,6 +34,28 @@ MAX_GROUPS = 12
 OTHER_LEVELS = "Other levels"
 
 
+#: a numeric audited attribute with more distinct values is a scale: the audit bins it into quintiles
+#: (edm_ars.analysis.fairness_groups) and Table 1 describes it like a continuous predictor
+CONTINUOUS_MIN_UNIQUE = 10
+
+
+def is_numeric_scale(s: pd.Series) -> bool:
+    """A numeric attribute (or one read as text whose every value is a number) with many distinct values."""
+    if pd.api.types.is_bool_dtype(s) or isinstance(s.dtype, pd.CategoricalDtype):
+        return False
+    values = s.dropna()
+    numbers = pd.to_numeric(values, errors="coerce")
+    return bool(numbers.notna().all()) and numbers.nunique() > CONTINUOUS_MIN_UNIQUE
+
+
+def _audited_kind(values: pd.Series, labels: dict[str, str] | None) -> str:
+    """How Table 1 describes an audited attribute: as the audit groups it (edm_ars.analysis.fairness_groups:
+    codes that the registry labels are groups; else a numeric scale is binned into quintiles)."""
+    if labels and _keys(values).dropna().isin(list(labels)).all():
+        return "categorical"
+    return "continuous" if is_numeric_scale(values) else "categorical"
+
+
 def _num(value: Any) -> float | None:
     v = float(value)
     return None if not np.isfinite(v) else v
@@ -147,7 +169,8 @@ def describe_sample(X: pd.DataFrame, kinds: dict[str, str], y: pd.Series, task: 
     out["predictors"] = [describe_variable(c, X[c], kinds[c], y, task, classes, labels.get(c), var_labels.get(c),
                                            max_levels, orders.get(c)) for c in kinds]
     # the audited groups: sizes, shares and the base rate (binary: `rate`) or the outcome's mean per group
-    out["audited"] = [describe_variable(c, protected[c], "categorical", y, task, classes, labels.get(c),
+    out["audited"] = [describe_variable(c, protected[c], _audited_kind(protected[c], labels.get(c)), y, task,
+                                        classes, labels.get(c),
                                         var_labels.get(c), max(max_levels, MAX_GROUPS), orders.get(c))
                       for c in protected.columns]
     out["flow"] = flow

@@ -9,6 +9,7 @@ from edm_ars.data.registry import EARLY, PRIOR, common_timing, timing_class
 from edm_ars.writer import provenance
 from edm_ars.writer.context import Ctx, Figure
 from edm_ars.writer.macros import METRIC_LABEL, macro_name
+from edm_ars.writer.phrases import plural
 
 # the level of every interval the paper reports (macros.MacroTable.ci), for a phrase's {level} slot
 CI_LEVEL = "95\\%"
@@ -179,10 +180,32 @@ def perturbation_words(ctx: Ctx, kind: str) -> tuple[str, str]:
     that it changed no value (never "alternative imputation of the missing values" when none were missing)."""
     if kind == "impute" and nothing_missing(ctx):
         return ctx.ph("common.perturbation_impute_complete_one"), ctx.ph("common.perturbation_impute_complete_many")
+    if kind == "bootstrap" and bootstrap_groups(ctx):
+        groups, rows = bootstrap_groups(ctx), ctx.units
+        return (ctx.ph("common.perturbation_bootstrap_groups_one", groups=groups, rows=rows),
+                ctx.ph("common.perturbation_bootstrap_groups_many", groups=groups, rows=rows))
     if kind in PERTURBATION_KIND:
         return PERTURBATION_KIND[kind]
     return (ctx.ph("common.perturbation_other_one", kind=escape_latex(kind)),
             ctx.ph("common.perturbation_other_many", kind=escape_latex(kind)))
+
+
+def bootstrap_groups(ctx: Ctx) -> str | None:
+    """The registry's noun (plural) of what the stability bootstrap drew whole (results.json:stability.runs
+    resampled.by = groups: the split's groups, edm_ars.analysis.stability.resamples_groups): 'children' (the units
+    of repeated records), 'schools' (the clusters), 'groups of schools' (clusters joined by units who moved, or
+    several levels); None when it drew rows."""
+    runs = ctx.stability.get("runs") or []
+    if not any((r.get("resampled") or {}).get("by") == "groups" for r in runs if r.get("kind") == "bootstrap"):
+        return None
+    kind = ctx.split_groups_kind
+    if kind == "unit" and ctx.repeated:
+        return ctx.repeated["units"]
+    if kind == "levels":
+        return ctx.ph("common.groups_of", clusters=join_list([plural(lv["unit"]) for lv in ctx.kept_levels]))
+    if kind == "joined":
+        return ctx.ph("common.groups_of", clusters=plural(ctx.cluster))
+    return plural(ctx.cluster)
 
 
 def perturbation_kinds(ctx: Ctx) -> str:
@@ -309,6 +332,15 @@ def data_name(ctx: Ctx, *, studied: bool = True) -> str:
     if studied and provenance.kind(ctx) == "generated":
         return ctx.ph("common.generated_data_name", short=short)
     return short if short.lower().endswith(("data", "data set", "dataset")) else short + " data"
+
+
+def flagged_phrase(ctx: Ctx) -> str:
+    """Who the audit's rule flags: "most at risk" when the study declares the class a school would act on (config or
+    registry `at_risk`); with neither declared, the rule flags the likeliest positive class, which may be a good
+    outcome (a degree), so only "predicted most likely to have the outcome"."""
+    rule = ctx.fairness.get("decision_rule") or {}
+    undeclared = "at_risk_source" in rule and not rule["at_risk_source"]
+    return ctx.ph("methods.flagged_likely") if undeclared else ctx.ph("methods.flagged_at_risk")
 
 
 def at_risk_phrase(ctx: Ctx, full: bool = False) -> str:

@@ -224,12 +224,14 @@ def outcome_text(ctx: Ctx) -> str:
     note = (spec.get("temporal_order_note") or "").strip()
     if note:
         sents.append(sentence(ctx.t(note, "research_spec.json:temporal_order_note")))
-    preds = spec.get("predictors", [])
-    if preds:
-        first = preds[0]
-        sents.append(ctx.ph("methods.predictor_rationale", name=escape_latex(first["name"]),
+    # the first predictor with a stated rationale (a registry may leave rationales ''): none, no sentence
+    stated = [(i, p) for i, p in enumerate(spec.get("predictors", [])) if (p.get("rationale") or "").strip(" .")]
+    if stated:
+        i, first = stated[0]
+        every = len(stated) == len(spec["predictors"])
+        sents.append(ctx.ph(f"methods.predictor_rationale{'' if every else '_some'}", name=escape_latex(first["name"]),
                             rationale=lc_first(ctx.t(first["rationale"].strip().rstrip("."),
-                                                     "research_spec.json:predictors.0.rationale"))))
+                                                     f"research_spec.json:predictors.{i}.rationale"))))
     protected = d.get("protected") or []
     if protected:
         used = [p for p in protected if p in d["predictors_before"]]
@@ -240,9 +242,9 @@ def outcome_text(ctx: Ctx) -> str:
             sents.append(ctx.ph("methods.protected_some_used", attributes=labels,
                                 used=join_list([lc_first(ctx.label_tex(p, "registry label")) for p in used])))
         elif len(protected) > 1:
-            sents.append(ctx.ph("methods.protected_unused", attributes=labels, units=ctx.units))
+            sents.append(ctx.ph("methods.protected_unused", attributes=labels, units=ctx.people))
         else:
-            sents.append(ctx.ph("methods.protected_unused_one", attributes=labels, units=ctx.units))
+            sents.append(ctx.ph("methods.protected_unused_one", attributes=labels, units=ctx.people))
     return (f"\\subsection{{{ctx.ph('methods.outcome_title')}}}\n" + " ".join(sents) + "\n\n"
             + predictor_table(ctx))
 
@@ -271,7 +273,9 @@ def preprocessing_text(ctx: Ctx) -> str:
                             cite=c.citep("missing_data", limit=1)))
     elif any(v in (d.get("missingness") or {}) for v in d.get("predictors_before") or []):
         sents.append(ctx.ph("methods.no_missing_values"))
-    sents.append(ctx.ph("methods.validation_checks", n=n["NChecks"], passed=n["NChecksPassed"]))
+    # with no waves the temporal gate cannot order anything: it is not named as an example of what was checked
+    sents.append(ctx.ph("methods.validation_checks", n=n["NChecks"], passed=n["NChecksPassed"]) if ctx.has_waves
+                 else ctx.ph("methods.validation_checks_no_waves", n=n["NChecks"], passed=n["NChecksPassed"]))
     failed = [ch["name"] for ch in d.get("checks", []) if not ch.get("passed")]
     if failed:
         checks = join_list([f"\\texttt{{{escape_latex(x)}}}" for x in failed])

@@ -43,8 +43,11 @@ _UNIT_WORD = re.compile(r"\b(?:(an?|An?) )?([Ss]tudents?)\b('(?![A-Za-z]))?")  #
 
 
 #: what comes right before a count of rows: a number, a number macro or a slot (`after_slot`), perhaps with the side
-#: of the split ("\\TestN{} test students", "{n} students"), or the side alone ("the training students")
-_COUNTED = re.compile(r"(?:(?:\\[A-Za-z]+\{\}|\d)\s*(?:(?:test|training|held-out)\s+)?|\b(?:test|training|held-out)\s+)$")
+#: of the split ("\\TestN{} test students", "{n} students"), or the side alone ("the training students"), or a number
+#: word of a group's rows ("fewer than ten of a group's students": a figure caption of the analysis)
+_COUNTED = re.compile(r"(?:(?:\\[A-Za-z]+\{\}|\d)\s*(?:(?:test|training|held-out)\s+)?|\b(?:test|training|held-out)\s+"
+                      r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|twenty|fifty|hundred) of (?:a|each|the) "
+                      r"group's\s+)$")
 
 
 def unit_words(text: str, unit: str, units: str, rows: tuple[str, str] | None = None, after_slot: bool = False) -> str:

@@ -7,7 +7,16 @@ from typing import Any
 
 from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import cap_first, is_number, join_list, lc_first, number_word
-from edm_ars.writer.common import CI_LEVEL, at_risk_phrase, attr_label, fig_of, fig_ref, figure_env, model_np
+from edm_ars.writer.common import (
+    CI_LEVEL,
+    at_risk_phrase,
+    attr_label,
+    fig_of,
+    fig_ref,
+    figure_env,
+    flagged_phrase,
+    model_np,
+)
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name
 
@@ -89,7 +98,7 @@ def fairness_table(ctx: Ctx) -> str:
     metric = FAIR_LABEL.get(primary, escape_latex(primary))
     if ctx.binary:
         share = flag_share(ctx)
-        rates = (ctx.ph("results.fairness_rates_rule", share=share) if share else ctx.ph("results.fairness_rates"))
+        rates = (ctx.ph("results.fairness_rates_rule", share=share, who=flagged_phrase(ctx)) if share else ctx.ph("results.fairness_rates"))
         caption = ctx.ph("results.fairness_caption_binary", model=model, metric=metric, level=CI_LEVEL, rates=rates)
     else:
         caption = ctx.ph("results.fairness_caption_regression", model=model, metric=metric, level=CI_LEVEL)
@@ -146,6 +155,16 @@ def _gap_ok(g: Any) -> bool:
         and g.get("min_group") is not None and g.get("max_group") is not None
 
 
+#: groups whose shares of the acted-on class differ by less than this (2 percentage points) have the same base rate
+SAME_BASE_RATE = 0.02
+
+
+def _spread(rec: dict[str, Any], key: str) -> float:
+    """The highest minus the lowest value of a group metric over the reliable groups (0 with fewer than two)."""
+    values = [g[key] for g in rec.get("groups") or [] if g.get("reliable", True) and is_number(g.get(key))]
+    return max(values) - min(values) if len(values) > 1 else 0.0
+
+
 def _range_macros(ctx: Ctx, attr: str, rec: dict[str, Any], key: str) -> dict[str, str] | None:
     """The lowest and highest value of a group metric over the reliable groups (macros and group names)."""
     groups = [(i, g) for i, g in enumerate(rec.get("groups") or []) if g.get("reliable", True) and is_number(g.get(key))]
@@ -200,13 +219,16 @@ def _attribute_summary(ctx: Ctx, attr: str, rec: dict[str, Any]) -> str:
                       if src in ("tpr", "fpr") else "")
             flagged = ", " + ctx.ph("results.equalized_odds_flagged") if eo.get("flagged") else ""
             text += " " + ctx.ph("results.equalized_odds", share=share, gap=me["gap"], set_by=set_by,
+                                 who=flagged_phrase(ctx),
                                  min_group=me["min_group"], min=me["min"], max_group=me["max_group"], max=me["max"],
                                  flagged=flagged)
         rate_flags = [k for k in ("tpr", "fpr", "flag_rate") if _gap_ok(gaps.get(k)) and gaps[k].get("flagged")]
         base = _range_macros(ctx, attr, rec, "at_risk_rate")
         if rate_flags and base:
             who = at_risk_phrase(ctx)
-            if "fair:base_rate_explained" not in ctx.n:
+            if _spread(rec, "at_risk_rate") < SAME_BASE_RATE:  # the groups' shares agree: no part of the gaps
+                text += " " + ctx.ph("results.base_rate_same", students=who, low=base["min"], high=base["max"])
+            elif "fair:base_rate_explained" not in ctx.n:
                 ctx.n["fair:base_rate_explained"] = "1"
                 text += " " + ctx.ph("results.base_rate_explained", students=who, low=base["min"], high=base["max"])
             else:
@@ -272,7 +294,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         attributes = ctx.ph("results.audit_attributes_one", count=number_word(len(singles)))
     text = ctx.ph("results.audit", model=model_t, attributes=attributes,
                   refs=f" ({join_list(refs)})" if refs else "")
-    text += " " + ctx.ph("results.audit_not_causal", outcome=ctx.outcome_phrase, units=ctx.units)
+    text += " " + ctx.ph("results.audit_not_causal", outcome=ctx.outcome_phrase, units=ctx.people)
     overall = (fa.get("overall") or {}).get(primary)
     if is_number(overall):
         mname = FAIR_LABEL.get(primary, escape_latex(primary))

@@ -128,6 +128,8 @@ def sample_table(ctx: Ctx) -> str:
     else:
         heads = [ctx.ph("common.sample_col_all"), ctx.ph("common.sample_col_outcome")]
         caption = ctx.ph("common.sample_table_caption_regression", n=n, units=ctx.units, outcome=ctx.outcome_phrase)
+    if any(rec.get("kind") == "continuous" for rec in s.get("audited") or []):
+        caption += " " + ctx.ph("common.sample_table_caption_scale")
     heads.append(ctx.ph("common.sample_col_missing"))
     width = len(heads) + 1
     body = [f"\\multicolumn{{{width}}}{{@{{}}l}}{{\\emph{{{ctx.ph('common.sample_panel_predictors')}}}}} \\\\"]

@@ -100,12 +100,17 @@ def fairness(smk: Any) -> None:
     if same_inputs(kept, inputs) and kept["audit"] is not None:
         log.info("audit of %s kept from the previous round (same predictions, same groups)", best)
         result = kept["audit"]
-    with recorded(errors, "fairness"):
-        result = result or audit(task, y / scale, pred / scale, protected, attributes, intersections=pairs,
-                                 rule=rule, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed,
-                                 min_group=cfg["min_group"], gap_threshold=cfg["gap_threshold"], labels=labels,
-                                 values=values, clusters=clusters, derived=derived, predictors=numeric,
-                                 error_scale=error_scale)
+    if not any(a in protected.columns for a in attributes):
+        # a registry without protected attributes (or subgroups): nothing to audit, and nothing failed
+        log.info("no protected attribute among the test rows' columns (subgroups: %s): no subgroup audit",
+                 ", ".join(attributes) or "none")
+    else:
+        with recorded(errors, "fairness"):
+            result = result or audit(task, y / scale, pred / scale, protected, attributes, intersections=pairs,
+                                     rule=rule, n_resamples=smk.params.n_bootstrap, seed=smk.params.seed,
+                                     min_group=cfg["min_group"], gap_threshold=cfg["gap_threshold"], labels=labels,
+                                     values=values, clusters=clusters, derived=derived, predictors=numeric,
+                                     error_scale=error_scale)
     fig_dir = Path(smk.output.figures)
     fig_dir.mkdir(parents=True, exist_ok=True)
     figs, rows = [], []

@@ -53,8 +53,9 @@ def write(ctx: Ctx) -> str:
     if pop:
         text += " " + ctx.ph("introduction.population", population=pop)
     models = ctx.results["models"]
+    stated = all((p.get("rationale") or "").strip(" .") for p in spec.get("predictors", []))
     text += " " + ctx.ph(
-        "introduction.predictors", n_predictors=n["NPredictors"], waves=ctx.waves_text,
+        f"introduction.predictors{'' if stated else '_unstated'}", n_predictors=n["NPredictors"], waves=ctx.waves_text,
         linear=ctx.ph("introduction.family_linear") + c.citep("elastic_net", limit=2),
         ensembles=ctx.ph("introduction.family_trees") + c.citep("random_forest", "xgboost", limit=3),
         others=(", " + ctx.ph("introduction.family_neural") if "mlp" in models else "")
@@ -84,7 +85,7 @@ def write(ctx: Ctx) -> str:
         what = []
         if ctx.fairness:
             labels = [attribute_noun(ctx, g, lc_first(ctx.label_tex(g, "research_spec.json:subgroups"))) for g in ctx.spec.get("subgroups") or []]
-            what.append(ctx.ph("introduction.audit_subgroups_named", units=ctx.units, groups=join_list(labels))
+            what.append(ctx.ph("introduction.audit_subgroups_named", units=ctx.people, groups=join_list(labels))
                         if labels else ctx.ph("introduction.audit_subgroups"))
         if ctx.stability.get("runs"):
             what.append(ctx.ph(f"introduction.audit_stability{'_complete' if nothing_missing(ctx) else ''}"))
@@ -112,7 +113,8 @@ def data_pitfalls(ctx: Ctx) -> str:
     about = f", {ds['about']}," if ds.get("about") else ""
     cite = c.citep(ctx.dataset_topic, limit=3) if ctx.dataset_topic else ""
     # The citation follows a word, so it cannot be a slot: the phrase ends there and the code goes on.
-    what = measures(ctx) or ctx.ph("introduction.measures_default", units=units, unit=unit)
+    what = measures(ctx) or (ctx.ph("introduction.measures_default", units=units, unit=unit)
+                             if ctx.grouping["columns"] else ctx.ph("introduction.measures_default_rows", units=units))
     if ctx.survey and ctx.has_waves:
         text = (ctx.ph("introduction.data_survey", dataset=ctx.full_name, about=about) + cite + ". "
                 + ctx.ph("introduction.data_survey_waves", units=units, measures=what))

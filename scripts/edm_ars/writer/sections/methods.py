@@ -27,6 +27,7 @@ from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name
 from edm_ars.writer.methods_data import data_text, outcome_text, preprocessing_text, wave_label
 from edm_ars.writer.phrases import plural
+from edm_ars.writer.table_one import fmt_fixed
 
 
 def evaluation_text(ctx: Ctx) -> str:
@@ -293,6 +294,8 @@ def methods_fairness(ctx: Ctx) -> str:
                     ".binned.bins")
         sents.append(ctx.ph("methods.fairness_binned", attributes=join_list(
             [f"\\texttt{{{escape_latex(a)}}}" for a in binned]), k=k))
+        for a in binned:  # the cut points, so that a reader knows which values each group holds
+            sents += [t for t in [cut_points_sentence(ctx, a, attrs[a]["binned"].get("edges") or [])] if t]
     derived = [a for a in singles if (attrs[a].get("derived_from") or {}).get("predictor")]
     for a in derived:
         sents.append(derived_sentence(ctx, a, attrs[a]["derived_from"]))
@@ -376,6 +379,18 @@ def derived_sentence(ctx: Ctx, attr: str, d: dict[str, Any]) -> str:
     return ctx.ph("methods.fairness_derived_detected", attribute=attribute, predictor=name)
 
 
+def cut_points_sentence(ctx: Ctx, attr: str, edges: list[float]) -> str:
+    """Where the quantile groups of a numeric audited attribute were cut (results.json binned.edges: the inner ones),
+    or '' without inner edges."""
+    src = f"results.json:fairness.attributes.{attr}.binned.edges"
+    points = [ctx.m.add(macro_name("FairCut", attr, str(i)), fmt_fixed(e, 0 if float(e).is_integer() else 2),
+                        float(e), f"{src}.{i}") for i, e in enumerate(edges) if 0 < i < len(edges) - 1]
+    if not points:
+        return ""
+    return ctx.ph("methods.fairness_cut_points", attribute=f"\\texttt{{{escape_latex(attr)}}}",
+                  points=join_list(points))
+
+
 def methods_stability(ctx: Ctx) -> str:
     st = ctx.stability
     if not st or not st.get("runs"):
@@ -383,12 +398,22 @@ def methods_stability(ctx: Ctx) -> str:
     c = ctx.cites
     kinds = perturbation_kinds(ctx)
     model = st.get("model") or ctx.interpreted or ctx.best
+    metric = metric_name(ctx, st.get("metric") or ctx.primary)
+    # what is compared follows the number of predictors (as in the Results): with at most five every top five holds
+    # all of them, so their order and the metric are compared and no top-five criterion (it cannot fail) is stated;
+    # with at most ten the top-ten share is left out
+    if ctx.all_in_top(5):
+        design = ctx.ph("methods.stability_design_order", metric=metric, n=ctx.n["NPredictors"])
+    elif ctx.all_in_top(10):
+        design = ctx.ph("methods.stability_design_top_five", metric=metric)
+    else:
+        design = ctx.ph("methods.stability_design", metric=metric)
     sents = [ctx.ph("methods.stability_rationale")
              + c.cite_keys("yu2020veridical", topics=("stability",), limit=1) + ".",
              ctx.ph("methods.stability_refits", model=model_np(ctx, model), n=n_perturbations(ctx))
-             + (f" ({kinds})" if kinds else "") + ", "
-             + ctx.ph("methods.stability_design", metric=metric_name(ctx, st.get("metric") or ctx.primary))]
-    rule = stability_rule(ctx)
+             + (f" ({kinds})" if kinds else "") + ", " + design]
+    rule = (ctx.ph("methods.stability_rule_by_construction", n=ctx.n["NPredictors"]) if ctx.all_in_top(5)
+            else stability_rule(ctx))
     if rule:
         sents.append(rule)
     return (f"\\subsection{{{ctx.ph('methods.stability_title')}}}\\label{{sec:stability-method}}\n"

@@ -1,0 +1,68 @@
+"""A numeric audited attribute and a data set without waves: the Methods say where the audit cut the attribute into
+groups, and name only checks that could run (issue 33, every sentence follows the facts of the design)."""
+
+from __future__ import annotations
+
+import json
+
+import test_writer as tw
+from test_design_facts import _flat, _paper
+
+from edm_ars.writer import slot_content
+from edm_ars.writer.verify import verify_paper
+
+
+def test_the_cut_points_of_a_binned_attribute_are_stated_and_reconcile(tmp_path):
+    arts = tw.real_artifacts()
+    arts["results"]["fairness"]["attributes"]["X1SESQ5"]["binned"] = {
+        "bins": 5, "edges": [10.0, 20.0, 23.0, 30.0, 37.5, 50.0]}
+    tex = _flat(_paper(tmp_path, arts))
+    assert "The cut points of \\texttt{X1SESQ5} (each the upper end of a group) were" in tex
+    report = verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts))
+    assert report.ok, report.summary()
+    macros = json.loads((tmp_path / "paper" / "numbers.json").read_text())["macros"]
+    cuts = {m["source"].rsplit(".", 1)[1]: m["value"] for m in macros
+            if m["source"].startswith("results.json:fairness.attributes.X1SESQ5.binned.edges.")}
+    assert cuts == {"1": "20", "2": "23", "3": "30", "4": "37.50"}  # the inner edges only, as the data give them
+
+
+def test_without_waves_no_temporal_check_is_named(tmp_path):
+    arts = tw.real_artifacts()
+    for p in arts["spec"]["predictors"]:
+        p["wave"] = None
+    arts["spec"]["outcome"]["wave"] = None
+    no_waves = _flat(_paper(tmp_path / "nw", arts, dataset=dict(tw.HSLS_PROSE, waves={}, wave_labels={},
+                                                                  wave_order=[])))
+    assert "automated validation checks" in no_waves and "temporal ordering of predictors" not in no_waves
+    waves = _flat(_paper(tmp_path / "w", tw.real_artifacts()))
+    assert "temporal ordering of predictors" in waves
+
+
+def _rule_paper(tmp_path, *, declared: bool, same_base_rates: bool) -> str:
+    res = tw.results(True)
+    if not declared:
+        res["fairness"]["decision_rule"].update(at_risk_class=1, at_risk_declared=False, at_risk_source=None)
+    sex = res["fairness"]["attributes"]["X1SEX"]
+    for g in sex["groups"]:
+        g["at_risk_rate"] = 0.257 if same_base_rates else g["at_risk_rate"]
+    sex["gaps"]["tpr"] = dict(sex["gaps"]["tpr"] or {}, flagged=True)
+    _, out = tw._build(tmp_path, binary=True, passed=True, results=res)
+    return _flat(slot_content((out / "paper.tex").read_text(), "RESULTS"))
+
+
+def test_an_undeclared_class_is_not_called_at_risk(tmp_path):
+    """With no class declared as the one a school acts on, the rule flags the likeliest positive class, which may
+    be a good outcome (a degree): those students are 'predicted most likely to have the outcome', not 'at risk'."""
+    undeclared = _rule_paper(tmp_path / "u", declared=False, same_base_rates=False)
+    assert "most at risk" not in undeclared and "predicted most likely to have the outcome were flagged" in undeclared
+    declared = _rule_paper(tmp_path / "d", declared=True, same_base_rates=False)
+    assert "most at risk were flagged" in declared
+
+
+def test_equal_base_rates_are_not_said_to_explain_the_gaps(tmp_path):
+    same = _rule_paper(tmp_path / "s", declared=True, same_base_rates=True)
+    sex = same[same.index("For \\emph{x1 Student's sex}") if "For \\emph{x1 Student's sex}" in same else 0:]
+    assert "was about the same in every group" in same
+    assert "partly mirror" not in sex[:sex.index("For ", 10)] if "For " in sex[10:] else True
+    differ = _rule_paper(tmp_path / "d", declared=True, same_base_rates=False)
+    assert "partly mirror differences in the share" in differ and "about the same in every group" not in differ
