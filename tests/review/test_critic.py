@@ -1015,3 +1015,15 @@ def test_a_dropped_or_incomplete_supplementary_analysis_is_an_issue(good, reg, r
     assert issue["severity"] == "minor" and issue["target_stage"] == "analyze"
     assert "gap was dropped (attempt 3 of 3: memory" in issue["description"]
     assert "drop_top_predictor: its purpose announced score_with_top" in issue["description"]
+
+
+def test_no_subgroup_audit_is_asked_of_a_study_without_protected_attributes(good, reg):
+    """A data set that declares no protected attribute has nothing to audit and no revision can add one: the
+    subgroup check does not apply (no issue, no revision round), while a declared but missing audit still fails."""
+    def without(a):
+        a["spec"]["subgroups"] = []
+        a["results"]["fairness"] = {}
+    skipped = CHECKS["subgroup_results"](artifacts(good, reg, without), {})
+    assert skipped.passed is None and "declares no protected attribute" in skipped.message
+    missing = CHECKS["subgroup_results"](artifacts(good, reg, lambda a: a["results"].update(fairness={})), {})
+    assert missing.passed is False

@@ -66,3 +66,32 @@ def test_equal_base_rates_are_not_said_to_explain_the_gaps(tmp_path):
     assert "partly mirror" not in sex[:sex.index("For ", 10)] if "For " in sex[10:] else True
     differ = _rule_paper(tmp_path / "d", declared=True, same_base_rates=False)
     assert "partly mirror differences in the share" in differ and "about the same in every group" not in differ
+
+
+def test_a_study_without_protected_attributes_or_clusters_claims_neither(tmp_path):
+    """A data set of states without protected attributes or cluster columns (the SAT data of 50 states): no
+    fairness literature, no 'groups such as', no captions about an audit, no 'states and their schools'; the
+    literature's findings about students stay about students."""
+    arts = _no_waves_arts()
+    arts["spec"]["subgroups"] = []
+    arts["results"]["fairness"] = None
+    arts["results"]["figures"] = [f for f in arts["results"]["figures"] if not f["kind"].startswith("fairness")]
+    dataset = dict(tw.HSLS_PROSE, waves={}, wave_labels={}, wave_order=[], unit="state", units="states",
+                   grouping={"unit": "school", "columns": [], "reconstructed": False})
+    tex = _flat(_paper(tmp_path, arts, dataset=dataset))
+    assert "Predictive models in education can be less accurate" not in tex
+    assert "between groups such as" not in tex and "differences between models cannot be judged" in tex
+    assert "audit leaves out" not in tex and "For the audited attributes" not in tex
+    assert "states and their schools" not in tex and "describe states at one point in time" in tex
+    assert "Early-warning systems flag students at risk" in tex  # the literature, not the data set's states
+    with_groups = _flat(_paper(tmp_path / "groups", tw.real_artifacts()))
+    assert "between models or between groups such as" in with_groups
+    assert "Predictive models in education can be less accurate" in with_groups
+
+
+def _no_waves_arts() -> dict:
+    arts = tw.real_artifacts()
+    for p in arts["spec"]["predictors"]:
+        p["wave"] = None
+    arts["spec"]["outcome"]["wave"] = None
+    return arts

@@ -133,3 +133,10 @@ def test_default_paper_keeps_its_nouns(tmp_path):
     text = flat((out / "paper.tex").read_text())
     assert "we analysed \\AnalyticN{} students" in text and "test set of \\TestN{} students," in text
     assert "Units{}" not in text and "records of" not in text
+
+
+def test_the_note_names_the_data_set_as_the_paper_does():
+    """The note says the data set's short name (dataset.prose.short), not its registry key."""
+    reg = long_registry(repeated=False)
+    reg.dataset.setdefault("prose", {})["short"] = "College Distance data"
+    assert temporal_order_note(reg).startswith("The College Distance data have no wave structure")

@@ -391,12 +391,14 @@ def temporal_order_note(reg: Registry) -> str | None:
     if reg.dataset.get("time_order_note"):
         return reg.dataset["time_order_note"]
     rep = reg.repeated
+    # the data set's name as the paper says it (dataset.prose.short, e.g. "College Distance data")
+    data = str((reg.dataset.get("prose") or {}).get("short") or f"{reg.name} data")
     if rep:  # long format without waves: not a cross-section, but no record is declared to precede the outcome
-        held = (f"The records of each {rep['unit']} in the {reg.name} data are ordered by {rep['time']}"
-                if rep.get("time") else f"The {reg.name} data hold several records of each {rep['unit']}")
+        held = (f"The records of each {rep['unit']} in the {data} are ordered by {rep['time']}"
+                if rep.get("time") else f"The {data} hold several records of each {rep['unit']}")
         return (f"{held}, but the registry declares no waves, so the temporal gate could not establish that every "
                 "predictor was measured before the outcome.")
-    return (f"The {reg.name} data have no wave structure: predictors and outcome come from one cross-section, "
+    return (f"The {data} have no wave structure: predictors and outcome come from one cross-section, "
             "so the temporal gate could not establish that every predictor was measured before the outcome.")
 
 

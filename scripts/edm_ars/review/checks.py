@@ -255,6 +255,9 @@ def check_top_features(a: Artifacts, p: dict[str, Any]) -> Finding:
 @code_check("subgroup_results")
 def check_subgroup_results(a: Artifacts, p: dict[str, Any]) -> Finding:
     audit = a.results.get("fairness") or {}
+    if not a.spec.get("subgroups") and not audit.get("attributes"):
+        # a data set without protected attributes: there is nothing to audit, and no revision can add one
+        return Finding(None, {"attributes": []}, "skipped: the study declares no protected attribute to audit")
     reported = sorted(name for name, rec in (audit.get("attributes") or {}).items()
                       if any(g.get("metric") is not None for g in rec.get("groups") or []))
     errs = _phase_errors(a.results, "fairness")

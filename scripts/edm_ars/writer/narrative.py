@@ -89,10 +89,12 @@ def motivation(ctx: Ctx) -> str:
     actors = use_prose(ctx)["actors"] or ctx.ph("narrative.practice_default_actors")
     if not ctx.has_waves:
         kind = "repeated" if ctx.records_without_waves else "cross_section"
+        # "pupils and their classes" only where the data identify the clusters
+        clustered = (" " + ctx.ph("narrative.and_their_clusters", unit=ctx.cluster)) if ctx.grouping["columns"] else ""
         return (ctx.ph(f"narrative.motivation_{kind}", units=ctx.people, actors=actors)
                 + f"{c.citep('methods', 'leakage', limit=2)}. "
                 + ctx.ph(f"narrative.motivation_{kind}_indicators", indicators=indicators, units=ctx.people,
-                         unit=ctx.cluster))
+                         clustered=clustered))
     return (ctx.ph("narrative.motivation_policy_brief", units=ctx.people, actors=actors, unit=ctx.person)
             + f"{c.citep('early_warning', 'dropout', limit=3)}. "
             + ctx.ph("narrative.motivation_policy_brief_indicators", indicators=indicators, actors=actors))
@@ -122,7 +124,9 @@ def gap(ctx: Ctx) -> str:
     handled = ([ctx.ph("narrative.gap_reserve_codes")] if has_reserve_codes(ctx) else []) + (
         [ctx.ph("narrative.gap_clusters", units=ctx.people, unit=ctx.cluster)] if ctx.grouping["columns"] else []) + [
         ctx.ph("narrative.gap_missing"), ctx.ph("narrative.gap_categorical")]
-    return (ctx.ph("narrative.gap", data=data, handled=join_list(handled), groups=_subgroups(ctx))
+    between = (ctx.ph("narrative.gap_between_groups", groups=_subgroups(ctx)) if ctx.spec.get("subgroups")
+               else ctx.ph("narrative.gap_between_models"))
+    return (ctx.ph("narrative.gap", data=data, handled=join_list(handled), between=between)
             + f"{c.citep('stability', 'leakage', limit=2)}. "
             + ctx.ph("narrative.gap_addressed", short=data_name(ctx)))
 

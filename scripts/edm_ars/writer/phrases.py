@@ -12,6 +12,8 @@ join phrases with spaces.
 The phrases are written about students. Where the registry names its unit otherwise (`dataset.prose.unit` and
 `units`: pupil, pupils), :meth:`Phrases.for_unit` gives a table that says the registry's noun in the phrases' own
 words (student -> pupil, Students -> Pupils, a student -> an applicant), never in the values filled into slots.
+A phrase that starts with `= ` states what the literature found about students (early-warning systems flag
+students at risk): it keeps its word students whatever the data set's unit (states, classes) is.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class PhraseError(EdmArsError):
     """The phrase file is malformed, a phrase is missing, or a phrase's slots do not match the values."""
 
 
+#: the start of a phrase about students in the literature (its words keep saying students)
+LITERATURE_MARK = "= "
 #: the unit noun the phrases are written with (singular, plural)
 DEFAULT_UNIT = ("student", "students")
 _UNIT_WORD = re.compile(r"\b(?:(an?|An?) )?([Ss]tudents?)\b('(?![A-Za-z]))?")  # group 3: a plural's possessive
@@ -116,6 +120,9 @@ class Phrases:
     def __call__(self, key: str, **values: Any) -> str:
         """The phrase `key` ("section.name") with its slots filled from `values`."""
         template = self._template(key)
+        literature = template.startswith(LITERATURE_MARK)  # about students in general, never the data set's unit
+        if literature:
+            template = template[len(LITERATURE_MARK):]
         found = _slot_matches(template)
         wanted = {m.group(1) for m in found}
         missing, extra = sorted(wanted - values.keys()), sorted(values.keys() - wanted)
@@ -126,7 +133,7 @@ class Phrases:
         out, end = [], 0
 
         def text(part: str, after_slot: bool = False) -> str:  # the phrase's own words (never a slot's value)
-            return unit_words(part, *self.unit, rows=self.rows, after_slot=after_slot)
+            return part if literature else unit_words(part, *self.unit, rows=self.rows, after_slot=after_slot)
 
         for m in found:
             value = str(values[m.group(1)])

@@ -124,10 +124,13 @@ def sample_table(ctx: Ctx) -> str:
             k = ctx.m.count(macro_name("SampleClass", str(c["value"]), "N"), c["n"], f"sample.json:classes.{i}.n")
             heads.append(name + f" ($n$ = {k})")
         heads.append(ctx.ph("common.sample_col_rate"))
-        caption = ctx.ph("common.sample_table_caption_binary", n=n, units=ctx.units)
+        audited = (" " + ctx.ph("common.sample_caption_audited_binary", units=ctx.units)) if s.get("audited") else ""
+        caption = ctx.ph("common.sample_table_caption_binary", n=n, units=ctx.units, audited=audited)
     else:
         heads = [ctx.ph("common.sample_col_all"), ctx.ph("common.sample_col_outcome")]
-        caption = ctx.ph("common.sample_table_caption_regression", n=n, units=ctx.units, outcome=ctx.outcome_phrase)
+        audited = (" " + ctx.ph("common.sample_caption_audited", units=ctx.units)) if s.get("audited") else ""
+        caption = ctx.ph("common.sample_table_caption_regression", n=n, units=ctx.units, outcome=ctx.outcome_phrase,
+                         audited=audited)
     if any(rec.get("kind") == "continuous" for rec in s.get("audited") or []):
         caption += " " + ctx.ph("common.sample_table_caption_scale")
     heads.append(ctx.ph("common.sample_col_missing"))
@@ -177,7 +180,8 @@ def flow_table(ctx: Ctx) -> str:
     spec = "@{}Xrr@{}" if clusters else "@{}Xr@{}"
     lines = [" & ".join([a, b] + ([c or ""] if clusters else [])) + " \\\\" for a, b, c in rows]
     head = " & ".join([ctx.ph("common.sample_col_step"), ctx.units.capitalize()] + ([clusters] if clusters else []))
-    return ("\\begin{table}[tbp]\n\\caption{" + ctx.ph("common.sample_flow_caption", units=ctx.units) + "}\n"
+    return ("\\begin{table}[tbp]\n\\caption{" + (ctx.ph("common.sample_flow_caption", units=ctx.units) if ctx.sample.get("audited")
+                                 else ctx.ph("common.sample_flow_caption_no_audit", units=ctx.units)) + "}\n"
             "\\label{tab:flow}\n\\small\n"
             f"\\begin{{tabularx}}{{\\columnwidth}}{{{spec}}}\n\\toprule\n{head} \\\\\n\\midrule\n"
             + "\n".join(lines) + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")

@@ -47,7 +47,7 @@ def write(ctx: Ctx) -> str:
                                ctx.ph("related_work.shap_attribution", cite=_cite(c, shap), units=ctx.units,
                                       outcome=ctx.outcome_phrase),
                                ctx.ph("related_work.shap_not_causal", outcome=ctx.outcome_phrase)]))
-    fair = c.keys("fairness")
+    fair = c.keys("fairness") if ctx.spec.get("subgroups") else []  # no audit, no fairness literature
     if fair:
         groups = [attribute_noun(ctx, g, lc_first(ctx.label_tex(g, "research_spec.json:subgroups")))
                   for g in ctx.spec.get("subgroups", [])]
