@@ -91,7 +91,7 @@ def good(reg):
     names = [p["name"] for p in spec["predictors"]]
     report = {"analytic_n": 5000, "test_n": 1000, "outcome": outcome, "outcome_source": outcome,
               "predictors_before": names, "predictors_after": names, "feature_sources": {n: n for n in names},
-              "split": {"group_overlap": 0},
+              "split": {"group_overlap": 0, "grouped": True, "test_clusters": 189},
               "checks": [{"name": "no_missing_values", "passed": True, "detail": 0},
                          {"name": "outcome_not_in_features", "passed": True, "detail": outcome}]}
     models = {m: {"metrics": {"auc": 0.80 - 0.01 * k}, "ci": {"auc": [0.77 - 0.01 * k, 0.83 - 0.01 * k]}}
@@ -244,7 +244,7 @@ def test_rerun_from_picks_the_earliest_stage():
 def test_rubric_loads_with_four_weighted_dimensions(rubric):
     assert rubric["dimensions"] == DIMENSIONS
     assert sum(rubric["dimensions"].values()) == pytest.approx(1.0)
-    assert 26 <= len(rubric["items"]) <= 40
+    assert 26 <= len(rubric["items"]) <= 45
     ids = [i["id"] for i in rubric["items"]]
     assert len(ids) == len(set(ids))
     assert {i["dimension"] for i in rubric["items"]} == set(DIMENSIONS)
@@ -302,6 +302,7 @@ FAILURES = {
     "model_count": lambda a: [a["results"]["models"].pop(m) for m in ("xgboost", "random_forest")],
     "test_rows_only": lambda a: a["results"].update(test_n=1200),
     "test_n": lambda a: (a["results"].update(test_n=11), a["report"].update(test_n=11)),
+    "test_clusters": lambda a: a["report"]["split"].update(test_clusters=4),
     "intervals": lambda a: a["results"]["models"]["xgboost"]["ci"].pop("auc"),
     "quality_floor": lambda a: a["results"]["models"]["logistic"]["metrics"].update(auc=0.55),
     "shap_figures": lambda a: a["results"].update(figures=[f for f in a["results"]["figures"]

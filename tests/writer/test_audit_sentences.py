@@ -95,3 +95,19 @@ def _no_waves_arts() -> dict:
         p["wave"] = None
     arts["spec"]["outcome"]["wave"] = None
     return arts
+
+
+def test_few_test_clusters_are_named_in_the_abstract(tmp_path):
+    """A grouped split with 4 clusters in the test set (19 secondary schools split 15/4): the review's check
+    test_clusters failed, and the abstract says the intervals understate the uncertainty, with the count."""
+    arts = tw.real_artifacts()
+    arts["data_report"]["split"].update(grouped=True, grouped_by="cluster", test_clusters=4)
+    arts["review"].setdefault("checks", []).append({"id": "an_test_clusters_min", "function": "test_clusters",
+                                                     "passed": False})
+    tex = _paper(tmp_path, arts)
+    abstract = _flat(slot_content(tex, "ABSTRACT"))
+    assert "The test set holds only \\TestClusters{} schools" in abstract
+    report = verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts))
+    assert report.ok, report.summary()
+    plain = _flat(slot_content(_paper(tmp_path / "plain", tw.real_artifacts()), "ABSTRACT"))
+    assert "The test set holds only" not in plain

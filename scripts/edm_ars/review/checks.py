@@ -186,6 +186,23 @@ def check_test_n(a: Artifacts, p: dict[str, Any]) -> Finding:
                    "must say in its abstract that the sample is small and every held-out estimate imprecise.")
 
 
+@code_check("test_clusters")
+def check_test_clusters(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """A grouped split leaves at least `min_test_clusters` clusters (or units) in the test set: the intervals and the
+    paired p-values resample them, and a bootstrap over a handful (4 schools: 35 distinct resamples) cannot estimate
+    the spread. No revision can add clusters, so the item targets the Writer and caps the verdict."""
+    split = a.report.get("split") or {}
+    k = split.get("test_clusters")
+    least = int(p.get("min_test_clusters", 10))
+    if not split.get("grouped") or not isinstance(k, int):
+        return Finding(None, {"minimum": least}, "skipped: the split keeps no clusters together")
+    return Finding(k >= least, {"test_clusters": k, "minimum": least},
+                   f"The test set holds {k} clusters ({split.get('grouped_by') or 'cluster'} groups), fewer than the "
+                   f"{least} (rubric an_test_clusters_min) a cluster bootstrap needs to estimate the spread of the "
+                   "held-out metrics; no revision can add clusters, so the paper must say in its abstract that the "
+                   "intervals and p-values understate the uncertainty.")
+
+
 def _valid_interval(ci: Any) -> bool:
     return (isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci)
             and all(math.isfinite(v) for v in ci) and ci[0] <= ci[1])

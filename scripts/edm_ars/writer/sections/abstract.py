@@ -18,6 +18,7 @@ from edm_ars.writer.common import (
 )
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name
+from edm_ars.writer.phrases import plural
 
 
 def model_list(ctx: Ctx) -> str:
@@ -87,6 +88,12 @@ def write(ctx: Ctx) -> str:
                                 metric=metric_name(ctx))))
     if small_test_set(ctx):
         parts.append((0, ctx.ph("abstract.small_sample", test_n=n["TestN"], units=ctx.units)))
+    if few_test_clusters(ctx):
+        split = ctx.data["split"]
+        clusters = ctx.people if split.get("grouped_by") == "unit" else plural(ctx.cluster)  # children; schools
+        parts.append((0, ctx.ph("abstract.few_clusters", clusters=clusters,
+                                k=ctx.m.count("TestClusters", split["test_clusters"],
+                                              "data_report.json:split.test_clusters"))))
     if ctx.unverified:  # the automation itself is disclosed once, in the Methods
         parts.append((0, ctx.ph("abstract.unverified_draft")))
 
@@ -106,6 +113,13 @@ def small_test_set(ctx: Ctx) -> bool:
     """The review found the test set under the Critic's floor (critic.min_test_n: the code check `test_n`
     failed): the abstract says the sample is small."""
     return any(c.get("function") == "test_n" and c.get("passed") is False for c in ctx.review.get("checks") or [])
+
+
+def few_test_clusters(ctx: Ctx) -> bool:
+    """The review found too few clusters in the test set for a cluster bootstrap (the code check `test_clusters`
+    failed): the abstract says the intervals understate the uncertainty."""
+    return any(c.get("function") == "test_clusters" and c.get("passed") is False
+               for c in ctx.review.get("checks") or [])
 
 
 def _predicted(ctx: Ctx) -> str:
