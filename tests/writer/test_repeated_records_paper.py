@@ -140,3 +140,11 @@ def test_the_note_names_the_data_set_as_the_paper_does():
     reg = long_registry(repeated=False)
     reg.dataset.setdefault("prose", {})["short"] = "College Distance data"
     assert temporal_order_note(reg).startswith("The College Distance data have no wave structure")
+
+
+def test_the_introduction_speaks_of_children_not_records(tmp_path):
+    """Records are counted as records, but it is children who are nested in schools and to whom accuracy should
+    carry over."""
+    text = flat(build(tmp_path, True)[0])
+    assert "carry over to new records" not in text and "records are nested" not in text
+    assert re.search(r"carry over to new (children|pupils|students)", text), text[:3000]

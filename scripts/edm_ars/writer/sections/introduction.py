@@ -133,9 +133,9 @@ def data_pitfalls(ctx: Ctx) -> str:
                     else ctx.ph("introduction.pitfall_no_order"))
     g = ctx.grouping
     if g["columns"] and g["reconstructed"]:
-        pitfalls.append(ctx.ph("introduction.pitfall_suppressed_clusters", units=units, unit=unit))
+        pitfalls.append(ctx.ph("introduction.pitfall_suppressed_clusters", units=ctx.people, unit=unit))
     elif g["columns"]:
-        pitfalls.append(ctx.ph("introduction.pitfall_nested", units=units, unit=unit))
+        pitfalls.append(ctx.ph("introduction.pitfall_nested", units=ctx.people, unit=unit))
     miss = ctx.data.get("missingness")
     worst = max([(r or {}).get("pct_missing") or 0 for r in (miss or {}).values()], default=0)
     if ctx.survey and worst >= SUBSTANTIAL_MISSING_PCT:  # "substantial" only when some predictor lacks that many
@@ -146,6 +146,6 @@ def data_pitfalls(ctx: Ctx) -> str:
     if len(pitfalls) == 1:
         return text + " " + ctx.ph("introduction.pitfalls_one", pitfall=listed,
                                    cite=c.citep("missing_data", "leakage", limit=3), short=data_name(ctx),
-                                   population=f"{units} or {plural(unit)}" if g["columns"] else units)
+                                   population=f"{ctx.people} or {plural(unit)}" if g["columns"] else ctx.people)
     return text + " " + ctx.ph("introduction.pitfalls", pitfalls=listed, cite=c.citep("missing_data", "leakage", limit=3),
-                               short=data_name(ctx), population=f"{units} or {plural(unit)}" if g["columns"] else units)
+                               short=data_name(ctx), population=f"{ctx.people} or {plural(unit)}" if g["columns"] else ctx.people)
