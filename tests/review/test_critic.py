@@ -1028,3 +1028,16 @@ def test_no_subgroup_audit_is_asked_of_a_study_without_protected_attributes(good
     assert skipped.passed is None and "declares no protected attribute" in skipped.message
     missing = CHECKS["subgroup_results"](artifacts(good, reg, lambda a: a["results"].update(fairness={})), {})
     assert missing.passed is False
+
+
+def test_a_cap_no_revision_can_lift_ends_the_loop_at_once():
+    """Too few test rows (a capping issue that targets the Writer) beside a minor issue an analysis re-run would
+    meet again: no revision round, the paper is written flagged UNVERIFIED; without the cap the minor issue alone
+    does not stop a PASS, and a capping issue an analysis stage can fix still asks for a round."""
+    small = dict(issue("an_test_n_min", "major", "write"), caps_verdict=True)
+    minor = issue("an_phase_errors", "minor", "analyze")
+    out = compute_verdict([small, minor], 9.0, round_=0, max_revisions=2)
+    assert out["verdict"] == "UNVERIFIED" and out["unverified"] and out["rubric_verdict"] == "REVISE"
+    assert any("no revision can lift" in n for n in out["notes"])
+    leak = dict(issue("sv_leakage", "major", "analyze"), caps_verdict=True)
+    assert compute_verdict([leak, minor], 9.0, round_=0, max_revisions=2)["verdict"] == "REVISE"

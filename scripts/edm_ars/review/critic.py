@@ -213,7 +213,8 @@ def compute_verdict(issues: list[dict[str, Any]], overall: float, *, round_: int
     """PASS iff no critical issue, no issue that caps the verdict (`caps_verdict`: a failed data check, a
     leakage flag, an undisclosed generated data set, an inconsistent claim, whatever its severity), at most two
     major and overall >= 7; ABORT only for an unfixable critical issue; REVISE otherwise. REVISE with no rounds
-    left (round >= max_revisions) becomes UNVERIFIED (`unverified` true): the paper is written and flagged. A
+    left (round >= max_revisions), or capped by an issue only the Writer can answer (too few test rows or clusters:
+    no revision lifts it), becomes UNVERIFIED (`unverified` true): the paper is written and flagged. A
     model's verdict is advisory: a disagreement is recorded in the notes, never followed."""
     critical = [i for i in issues if i["severity"] == "critical"]
     major = [i for i in issues if i["severity"] == "major"]
@@ -240,7 +241,14 @@ def compute_verdict(issues: list[dict[str, Any]], overall: float, *, round_: int
                 f"no critical issue, {len(major)} major, overall {overall:g} >= {PASS_SCORE:g}"
             notes.append(f"model verdict {model_verdict} overruled by the rubric verdict {verdict}: {why}")
     rubric_verdict, unverified = verdict, False
-    if verdict == "REVISE" and round_ >= max_revisions:
+    lasting = [i["id"] for i in capping if i.get("target_stage") == "write"]
+    if verdict == "REVISE" and lasting:
+        # a cap no analysis stage can lift (too few test rows or clusters): a revision round would redo the study
+        # and meet the same cap, so the paper is written now, flagged
+        notes.append(f"REVISE capped by {', '.join(lasting)}, which no revision can lift: the paper is written "
+                     "and flagged UNVERIFIED without a revision round")
+        verdict, unverified = UNVERIFIED, True
+    elif verdict == "REVISE" and round_ >= max_revisions:
         notes.append(f"REVISE in round {round_} with no revision rounds left (max {max_revisions}): "
                      "the paper is written and flagged UNVERIFIED")
         verdict, unverified = UNVERIFIED, True
