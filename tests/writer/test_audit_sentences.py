@@ -76,14 +76,22 @@ def test_a_study_without_protected_attributes_or_clusters_claims_neither(tmp_pat
     arts["spec"]["subgroups"] = []
     arts["results"]["fairness"] = None
     arts["results"]["figures"] = [f for f in arts["results"]["figures"] if not f["kind"].startswith("fairness")]
+    arts["results"]["tables"] = [t for t in arts["results"].get("tables") or [] if t.get("kind") != "fairness"]
+    arts["data_report"]["split"].update(method="ShuffleSplit (no cluster groups available)", clustered=False,
+                                        grouped=False, grouped_by=None, n_groups=50, train_clusters=40,
+                                        test_clusters=10)  # as the engineer records a split of 50 states
     dataset = dict(tw.HSLS_PROSE, waves={}, wave_labels={}, wave_order=[], unit="state", units="states",
-                   grouping={"unit": "school", "columns": [], "reconstructed": False})
+                   grouping={"unit": "school", "columns": [], "reconstructed": False},
+                   actors="", purpose="", decision_time="")
     tex = _flat(_paper(tmp_path, arts, dataset=dataset))
     assert "Predictive models in education can be less accurate" not in tex
     assert "between groups such as" not in tex and "differences between models cannot be judged" in tex
     assert "audit leaves out" not in tex and "For the audited attributes" not in tex
     assert "states and their schools" not in tex and "describe states at one point in time" in tex
     assert "Early-warning systems flag students at risk" in tex  # the literature, not the data set's states
+    assert "from the same school may appear in both" not in tex  # no cluster columns: rows declared independent
+    assert "could help schools" not in tex  # no declared use, and states are not whom schools support
+    assert "Performance was also reported for groups" not in tex
     with_groups = _flat(_paper(tmp_path / "groups", tw.real_artifacts()))
     assert "between models or between groups such as" in with_groups
     assert "Predictive models in education can be less accurate" in with_groups

@@ -26,6 +26,11 @@ from edm_ars.writer.common import (
 )
 from edm_ars.writer.context import Ctx
 
+#: units a school can offer support to: without a declared use (`prose.actors`, `prose.purpose`), the practice
+#: sentence speaks of schools supporting them; for other units (states, classes) it is left out
+STUDENT_NOUNS = frozenset({"student", "pupil", "child", "learner", "applicant", "senior", "undergraduate", "youth",
+                           "adolescent", "participant", "respondent", "person", "candidate"})
+
 
 def group_meaning(ctx: Ctx, group: str | None) -> str | None:
     """What a registry variable group means for the units, in running text (the registry's group_phrases)."""
@@ -279,6 +284,8 @@ def practice(ctx: Ctx) -> str:
                       check=ctx.ph(f"narrative.practice_fairness_check_{'binary' if ctx.binary else 'regression'}"),
                       output=ctx.ph(f"narrative.practice_fairness_output_{'binary' if ctx.binary else 'regression'}"))
     use = use_prose(ctx)
+    if not use["actors"] and not use["purpose"] and ctx.person not in STUDENT_NOUNS:
+        return ""  # no declared use, and rows that are not students (states): no one to say it would serve
     actors = use["actors"] or ctx.ph("narrative.practice_default_actors")
     purpose = use["purpose"] or ctx.ph("narrative.practice_default_purpose")
     if not ctx.has_waves:  # one cross-section: nothing is known in advance of the outcome

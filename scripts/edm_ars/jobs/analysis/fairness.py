@@ -146,5 +146,6 @@ def fairness(smk: Any) -> None:
             log.info("fairness flag: %s", flag)
     write_csv(smk.output.table, pd.DataFrame(rows))
     write_json(smk.output.fairness, {"audit": result, "figures": figs, "errors": errors, "inputs": inputs,
-                                     "tables": [{"path": "tables/fairness.csv", "kind": "fairness"}]},
+                                     "tables": [{"path": "tables/fairness.csv", "kind": "fairness"}]
+                                     if result is not None else []},
                "fairness")

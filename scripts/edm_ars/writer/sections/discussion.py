@@ -149,7 +149,8 @@ def write(ctx: Ctx) -> str:
     verdict = escape_latex(rv.get("verdict", ""))
     if ctx.unverified:  # the review's score is never quoted: its verdict and (in the appendix) its issues
         add("review", ctx.ph("discussion.review_unverified", verdict=verdict.lower(),
-                             marked=" " + ctx.ph("discussion.review_marked") if rv.get("unverified") else ""))
+                             marked=" " + ctx.ph("discussion.review_marked")
+                             if rv.get("unverified") and rv.get("verdict") != "UNVERIFIED" else ""))
     else:
         add("review", ctx.ph("discussion.review_passed"))
     add("meaning", narrative.meaning(ctx))

@@ -50,7 +50,7 @@ def write(ctx: Ctx) -> str:
     g, unit = ctx.grouping, ctx.cluster
     if ctx.school_split_ok and g["reconstructed"]:
         items.append(cap_first(ctx.ph("limitations.clusters_reconstructed", unit=unit)))
-    elif not ctx.school_split_ok:
+    elif not ctx.school_split_ok and g["columns"]:  # no cluster columns: the registry declares the rows independent
         items.append(cap_first(ctx.ph("limitations.clusters_shared", units=ctx.units, unit=unit)))
     if level_not_kept_sentence(ctx):
         items.append(level_not_kept_sentence(ctx))
@@ -182,6 +182,10 @@ def errors_sentence(ctx: Ctx) -> str:
         else:
             items.append(ctx.t(str(e)[:140], src))
     problems = "; ".join(items) + (" " + ctx.ph("limitations.errors_more") if len(errs) > 4 else "")
+    warnings = all(isinstance(e, dict) and str(e.get("type") or "").endswith("Warning") for e in errs)
+    if warnings:  # a fit that stopped at its iteration limit: its results exist
+        return (ctx.ph("limitations.warnings_many", k=k, problems=problems) if len(errs) != 1
+                else ctx.ph("limitations.warnings_one", k=k, problems=problems))
     return (ctx.ph("limitations.errors_many", k=k, problems=problems) if len(errs) != 1
             else ctx.ph("limitations.errors_one", k=k, problems=problems))
 
