@@ -333,8 +333,10 @@ def test_cross_classified_pupils_draft_the_attainment_score_as_the_outcome(tmp_p
     rec = {v["name"]: v for v in draft["variables"]}
     assert rec["attain"]["role"] == "outcome" and rec["attain"]["type"] == "continuous"
     assert [q["outcome"] for q in draft["questions"]] == ["attain"]
-    assert draft["dataset"]["grouping"] == {"unit": "secondary school", "columns": ["second"],
-                                            "reconstructed": False}
+    assert draft["dataset"]["grouping"] == {"unit": "secondary school", "columns": ["second"], "reconstructed": False,
+                                            "also": [{"unit": "primary school", "columns": ["primary"],
+                                                      "reconstructed": False}],
+                                            "split_by": "secondary school"}  # the primary level declared, not kept
     assert "primary" not in rec and "second" not in rec and {"primary", "second"} <= set(draft["tier3"]["exact"])
     assert draft["dataset"]["protected_default"] == ["sex", "social"]
     assert set(draft["questions"][0]["predictors"]) == {"verbal", "sex", "social"}

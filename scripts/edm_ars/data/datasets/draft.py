@@ -485,7 +485,15 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
             notes.append(f"another cluster-like column: {what}; kept as a predictor")
         else:
             excluded.append(other)
-            notes.append(f"another cluster level (nested or cross-classified): {what}; never a predictor")
+            if grouping["columns"]:  # declared as a level the split does not keep: the paper then says so
+                grouping.setdefault("also", []).append({"unit": other_unit, "columns": [other], "reconstructed": False})
+                grouping["split_by"] = grouping["unit"]
+                notes.append(f"another cluster level (nested or cross-classified): {what}; never a predictor; drafted "
+                             f"as grouping.also, with split_by: {grouping['unit']} (the split keeps each "
+                             f"{grouping['unit']} on one side; split_by: all would keep every connected group of "
+                             "both levels together)")
+            else:
+                notes.append(f"another cluster level (nested or cross-classified): {what}; never a predictor")
     used = [r["name"] for r in variables] + grouping["columns"]
     for code in sorted(codes):  # the codes apply to every column: warn where one looks like a real value
         for col in used:
