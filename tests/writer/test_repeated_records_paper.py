@@ -148,3 +148,10 @@ def test_the_introduction_speaks_of_children_not_records(tmp_path):
     text = flat(build(tmp_path, True)[0])
     assert "carry over to new records" not in text and "records are nested" not in text
     assert re.search(r"carry over to new (children|pupils|students)", text), text[:3000]
+
+
+def test_a_split_by_child_says_so_where_a_split_by_school_would(tmp_path):
+    """Without a cluster column the split keeps each child's records together: the abstract's and contributions'
+    'split ... by child', as a clustered split says 'by school'."""
+    text = flat(build(tmp_path, True)[0])
+    assert "split the data into training and test sets by child before any encoding" in text

@@ -277,7 +277,10 @@ class Ctx:
 
     @property
     def split_by(self) -> str:
-        """'by reconstructed school clusters ', 'by school ' or '' (how the split kept clusters together)."""
+        """'by reconstructed school clusters ', 'by school ', 'by child ' (repeated records without clusters: each
+        child's records kept together) or '' (how the split kept clusters together)."""
+        if self.data["split"].get("grouped_by") == "unit":
+            return self.ph("common.split_by_cluster", cluster=self.person) + " "
         if not self.school_split_ok:
             return ""
         if self.grouping["reconstructed"]:
