@@ -197,7 +197,7 @@ def check_test_clusters(a: Artifacts, p: dict[str, Any]) -> Finding:
     if not split.get("grouped") or not isinstance(k, int):
         return Finding(None, {"minimum": least}, "skipped: the split keeps no clusters together")
     return Finding(k >= least, {"test_clusters": k, "minimum": least},
-                   f"The test set holds {k} clusters ({split.get('grouped_by') or 'cluster'} groups), fewer than the "
+                   f"The test set holds {k} {'units' if split.get('grouped_by') == 'unit' else 'clusters'}, fewer than the "
                    f"{least} (rubric an_test_clusters_min) a cluster bootstrap needs to estimate the spread of the "
                    "held-out metrics; no revision can add clusters, so the paper must say in its abstract that the "
                    "intervals and p-values understate the uncertainty.")
