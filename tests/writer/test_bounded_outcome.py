@@ -61,3 +61,10 @@ def test_a_continuous_score_with_a_ceiling_gets_its_range_without_the_stripes(tm
     assert "The outcome ranged from \\OutcomeLow{} to \\OutcomeHigh{} in the training students." in flat
     assert "stripe" not in flat and "OutcomeNValues" not in _values(numbers)
     assert "\\OutcomeCeilingPct{} of the training students were at its ceiling" in flat
+
+
+def test_no_clipped_prediction_is_said_as_none(tmp_path):
+    tex, numbers, _ = _bounded(tmp_path, clipped=0)
+    flat = " ".join(tex.split())
+    assert "none of the selected model's \\TestN{} test predictions fell outside it" in flat
+    assert "BestNClipped" not in _values(numbers)

@@ -202,11 +202,13 @@ def bounded_outcome_sentences(ctx: Ctx) -> list[str]:
     sents.append(ctx.ph("methods.outcome_at_bounds", ceiling=n["ShapeCeilingPct"], floor=n["ShapeFloorPct"],
                         low=low, high=high, units=units))
     kept = (ctx.results.get("models", {}).get(ctx.best) or {}).get("prediction_range")
-    if kept:
+    if kept and kept["n_clipped"]:
         clipped = ctx.m.count("BestNClipped", kept["n_clipped"],
                               f"results.json:models.{ctx.best}.prediction_range.n_clipped")
         sents.append(ctx.ph("methods.outcome_kept_in_range", low=low, high=high, clipped=clipped,
                             test_n=n["TestN"]))
+    elif kept:  # "0 of the 690 test predictions were outside it" said as none
+        sents.append(ctx.ph("methods.outcome_kept_in_range_none", low=low, high=high, test_n=n["TestN"]))
     if shape.get("ceiling_effect") or shape.get("floor_effect"):
         sents.append(ctx.ph("methods.outcome_bounds_metrics", units=units))
     return sents
