@@ -244,7 +244,8 @@ def test_an_undisclosed_generated_data_set_caps_the_review(hsls, passing, manife
     assert r["rubric_verdict"] == "REVISE" and r["unverified"] is True and r["overall_score"] >= 7
     assert r["verdict"] == "UNVERIFIED"
     assert any("flagged UNVERIFIED" in n for n in r["notes"])
-    assert compute_verdict(r["issues"], r["overall_score"], round_=0, max_revisions=2)["verdict"] == "REVISE"
+    decision = compute_verdict(r["issues"], r["overall_score"], round_=0, max_revisions=2)
+    assert decision["rubric_verdict"] == "REVISE" and decision["verdict"] == "UNVERIFIED"  # no round can lift it
 
 
 def test_a_disclosed_generated_data_set_and_a_real_file_pass(hsls, passing):
