@@ -1,7 +1,8 @@
 """The bubblewrap layer of the sandbox (edm_ars.codegen.sandbox): the command line that runs a script in
 namespaces of its own (network, pid, ipc, uts, cgroup, user) on a minimal read-only file system, as an
-unprivileged uid when started as root, under rlimits (`prlimit`) and a seccomp filter that refuses execve; and
-the probe of whether bubblewrap can run a trivial sandbox here (sandbox_available).
+unprivileged uid when started as root, under rlimits (`prlimit`), in a fresh, empty session keyring and under a
+seccomp filter that refuses execve, the keyring calls and the other calls an analysis never needs (_BOOTSTRAP,
+REFUSED_CALLS); and the probe of whether bubblewrap can run a trivial sandbox here (sandbox_available).
 
 How the uid drop works when the workflow runs as root (RLIMIT_NPROC is not enforced for uid 0): bwrap itself
 runs as root so it can bind the interpreter from inside /root (pyenv), creates every namespace but the user
@@ -37,37 +38,90 @@ INSTALL_HINT = ("install bubblewrap (`apt-get install bubblewrap`), or set `code
                 "configuration to run generated code without a sandbox (the paper then says so)")
 
 
-#: Runs in the sandbox before the script: a seccomp filter that answers execve/execveat with EPERM (so no
-#: program beyond this interpreter can start, from subprocess, os.system or os.exec*), then the script as
-#: __main__. The filter is classic BPF built by hand: check the architecture, refuse the exec calls (and the
-#: whole x32 range on x86_64), allow the rest. Arguments: the script path.
+#: System calls the filter answers with EPERM, by name and number per architecture (checked against the kernel
+#: headers by tests/codegen/test_seccomp.py). None of them is needed by an analysis in numpy, pandas, scipy,
+#: sklearn, xgboost, shap or matplotlib: program execution; the kernel keyring (a fresh, empty session keyring is
+#: joined first, so a call that got through would still see nothing of the launcher's); other processes' memory
+#: (ptrace, process_vm_*, kcmp, pidfd_getfd); kernel code and state (modules, kexec, bpf, perf, syslog, clocks,
+#: reboot, swap, accounting, quotas, host/domain names); mounts and namespaces (mount and the new mount API,
+#: unshare, setns); file handles that bypass paths (open_by_handle_at); userfaultfd and io_uring (kernel attack
+#: surface; io_uring also runs calls the filter never sees); fanotify; vhangup; x86 port I/O and uselib. Not refused,
+#: on purpose: clone (but any CLONE_NEW* flag is EPERM), fork, futex, mmap/mprotect/madvise, sched_*, prctl,
+#: set_mempolicy/mbind (threads, OpenMP, BLAS and xgboost use them); personality (its flags act on exec, refused).
+#: clone3 answers ENOSYS: its flags sit in memory the filter cannot read, and glibc then falls back to clone.
+REFUSED_CALLS: dict[str, dict[str, int]] = {
+    "x86_64": {
+        "execve": 59, "execveat": 322, "keyctl": 250, "add_key": 248, "request_key": 249, "ptrace": 101,
+        "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438, "init_module": 175,
+        "finit_module": 313, "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320, "bpf": 321,
+        "perf_event_open": 298, "syslog": 103, "settimeofday": 164, "clock_settime": 227, "adjtimex": 159,
+        "clock_adjtime": 305, "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163, "quotactl": 179,
+        "quotactl_fd": 443, "sethostname": 170, "setdomainname": 171, "lookup_dcookie": 212, "mount": 165,
+        "umount2": 166, "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "unshare": 272, "setns": 308,
+        "name_to_handle_at": 303, "open_by_handle_at": 304, "userfaultfd": 323, "io_uring_setup": 425,
+        "io_uring_enter": 426, "io_uring_register": 427, "fanotify_init": 300, "vhangup": 153, "iopl": 172,
+        "ioperm": 173, "uselib": 134,
+    },
+    "aarch64": {
+        "execve": 221, "execveat": 281, "keyctl": 219, "add_key": 217, "request_key": 218, "ptrace": 117,
+        "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438, "init_module": 105,
+        "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294, "bpf": 280,
+        "perf_event_open": 241, "syslog": 116, "settimeofday": 170, "clock_settime": 112, "adjtimex": 171,
+        "clock_adjtime": 266, "reboot": 142, "swapon": 224, "swapoff": 225, "acct": 89, "quotactl": 60,
+        "quotactl_fd": 443, "sethostname": 161, "setdomainname": 162, "lookup_dcookie": 18, "mount": 40,
+        "umount2": 39, "pivot_root": 41, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "unshare": 97, "setns": 268,
+        "name_to_handle_at": 264, "open_by_handle_at": 265, "userfaultfd": 282, "io_uring_setup": 425,
+        "io_uring_enter": 426, "io_uring_register": 427, "fanotify_init": 262, "vhangup": 58,
+    },
+}
+#: (audit architecture, clone, clone3) per architecture
+_ARCH = {"x86_64": (0xC000003E, 56, 435), "aarch64": (0xC00000B7, 220, 435)}
+#: CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
+CLONE_NEW_FLAGS = 0x7E020000
+
+#: Runs in the sandbox before the script: join a new, empty session keyring (KEYCTL_JOIN_SESSION_KEYRING with no
+#: name), so the launcher's keys are not this process's to find; then a seccomp filter (classic BPF built by
+#: hand): kill on a foreign architecture (and the whole x32 range on x86_64 is EPERM), EPERM for REFUSED_CALLS
+#: (so no program beyond this interpreter starts, from subprocess, os.system or os.exec*, and no keyring is
+#: reachable) and for clone with a CLONE_NEW* flag, ENOSYS for clone3, allow the rest; then the script as
+#: __main__. A keyring join that fails with EPERM/ENOSYS (keyrings already refused, e.g. by a container's own
+#: filter, or not built in) goes on; any other failure stops the attempt. Arguments: the script path.
 _BOOTSTRAP = r"""
 import ctypes, platform, struct, sys
-ARCH = {"x86_64": (0xC000003E, (59, 322)), "aarch64": (0xC00000B7, (221, 281))}
-arch, calls = ARCH[platform.machine()]
+ARCH, REFUSED = @ARCH@, @REFUSED@
+arch, clone, clone3 = ARCH[platform.machine()]
+refused = REFUSED[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(refused["keyctl"], 1, None) < 0 and ctypes.get_errno() not in (1, 38):
+    sys.exit("sandbox: cannot join a new session keyring (errno %d)" % ctypes.get_errno())
 def op(code, jt, jf, k): return struct.pack("HBBI", code, jt, jf, k)
-LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+checks = [(JGE, 0x40000000, "eperm")] if arch == 0xC000003E else []
+checks += [(JEQ, nr, "eperm") for nr in sorted(refused.values())] + [(JEQ, clone3, "enosys"), (JEQ, clone, "clone")]
+n = len(checks)
+to = {"clone": n + 1, "eperm": n + 4, "enosys": n + 5}
 prog = [op(LD, 0, 0, 4), op(JEQ, 1, 0, arch), op(RET, 0, 0, 0x80000000), op(LD, 0, 0, 0)]
-if arch == 0xC000003E:
-    prog.append(op(JGE, len(calls) + 1, 0, 0x40000000))
-for i, nr in enumerate(calls):
-    prog.append(op(JEQ, len(calls) - i, 0, nr))
-prog += [op(RET, 0, 0, 0x7FFF0000), op(RET, 0, 0, 0x00050000 | 1)]
+prog += [op(code, to[where] - i - 1, 0, k) for i, (code, k, where) in enumerate(checks)]
+prog += [op(RET, 0, 0, 0x7FFF0000), op(LD, 0, 0, 16), op(JSET, 1, 0, @CLONE_NEW@), op(RET, 0, 0, 0x7FFF0000),
+         op(RET, 0, 0, 0x00050000 | 1), op(RET, 0, 0, 0x00050000 | 38)]
 code = b"".join(prog)
 buf = ctypes.create_string_buffer(code, len(code))
 class Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 fprog = Fprog(len(prog), ctypes.addressof(buf))
-libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):
     sys.exit("sandbox: cannot install the seccomp filter (errno %d)" % ctypes.get_errno())
-del ctypes, platform, struct, ARCH, arch, calls, op, prog, code, buf, Fprog, fprog, libc
+del ctypes, platform, struct, ARCH, REFUSED, arch, clone, clone3, refused, libc, op, checks, n, to, prog, code, buf
+del Fprog, fprog
 path = sys.argv[1]
 sys.argv = [path]
 with open(path, encoding="utf-8") as fh:
     source = fh.read()
 exec(compile(source, path, "exec"), {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})
-"""
+""".replace("@ARCH@", repr(_ARCH)).replace("@REFUSED@", repr(REFUSED_CALLS)).replace(
+    "@CLONE_NEW@", str(CLONE_NEW_FLAGS))
 
 
 @lru_cache(maxsize=4)
@@ -159,8 +213,12 @@ def _bwrap_command(bwrap: str, python: str, binds: list[str], env: dict[str, str
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     tmp_size = ["--size", str(TMP_MB * 1024 * 1024)] if _supports(bwrap, "--size") else []  # bwrap >= 0.8
-    cmd += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp",
-            *_interpreter_binds(folders), "--dir", SANDBOX, *binds, "--remount-ro", "/", "--chdir", SANDBOX, "--"]
+    # /proc/keys and /proc/key-users masked (as container runtimes do): an ordinary user's sandbox shares the
+    # user's uid, and /proc/keys would list the names of the user's keys (their contents stay unreadable)
+    masked = [a for f in ("/proc/keys", "/proc/key-users") if os.path.exists(f) for a in ("--ro-bind", "/dev/null", f)]
+    cmd += [*_system_binds(), "--proc", "/proc", *masked, "--dev", "/dev", "--perms", "1777", *tmp_size,
+            "--tmpfs", "/tmp", *_interpreter_binds(folders), "--dir", SANDBOX, *binds, "--remount-ro", "/",
+            "--chdir", SANDBOX, "--"]
     cmd += _drop_privileges(own_userns) if root else []
     return cmd + _prlimit(limits, nproc=limits.max_procs) + [interpreter, "-I", "-B", "-c", _BOOTSTRAP,
                                                               *script_args]
