@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from edm_ars.codegen.outputs import read_result, remove_tree
 from edm_ars.core.artifacts import atomic_write_text, validate, write_json
 from edm_ars.core.causal import causal_phrases
 from edm_ars.core.errors import EdmArsError, SchemaError
@@ -254,12 +254,12 @@ def _causal(text: str) -> bool:
 def check_output(out: Path, entry: dict[str, Any]) -> dict[str, Any]:
     """out/result.json validated against the schema and the contract; ContractError names what is wrong."""
     result_file = out / "result.json"
-    if not result_file.is_file():
+    if result_file.is_symlink() or not result_file.is_file():
         raise ContractError("the script wrote no out/result.json")
     try:
-        result = json.loads(result_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ContractError(f"out/result.json is not valid JSON ({exc})") from None
+        result = read_result(result_file)
+    except (OSError, ValueError) as exc:
+        raise ContractError(str(exc)) from None
     try:
         validate(result, "supplementary_result", where="out/result.json")
     except SchemaError as exc:
@@ -303,17 +303,24 @@ def check_output(out: Path, entry: dict[str, Any]) -> dict[str, Any]:
 
 def run_analysis(entry: dict[str, Any], inputs: dict[str, Path], folder: Path, *, limits: Any, mode: str,
                  attempts: int, repair: Callable[[str, dict[str, str]], str | None] | None,
-                 runner: Callable[..., Any] | None = None) -> dict[str, Any]:
+                 runner: Callable[..., Any] | None = None, scratch: Path | None = None) -> dict[str, Any]:
     """Run `entry` with `inputs` (name -> file, bound read-only as inputs/<name>) in `folder` (attempt_<k>/ with
     analysis.py, out/, stdout.txt, stderr.txt and outcome.json per attempt),
     repairing through `repair(code, failure) -> new code` (None offline or when the model gives no code). Returns
-    the record: status "ok" with the result, or "dropped" with the last failure's reason."""
+    the record: status "ok" with the result, or "dropped" with the last failure's reason.
+
+    With `scratch` (a folder outside the job's declared outputs), each attempt's out/ is written there and moved
+    into attempt_<k>/ only once the sandbox has tidied it: a job killed mid-attempt then leaves its untidied out/
+    (any depth, locked folders) where Snakemake's removal of the outputs never meets it, and the next run removes
+    it. Leftovers of earlier runs, in `folder` or `scratch`, are removed whatever their depth or mode."""
     from edm_ars.codegen.sandbox import run_sandboxed
 
     runner = runner or run_sandboxed
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("attempt_*"):  # a rerun starts from its first attempt
-        shutil.rmtree(old)
+    for old in sorted(folder.glob("attempt_*")):  # a rerun starts from its first attempt, whatever was left
+        remove_tree(old)
+    if scratch is not None:
+        remove_tree(scratch)
     code = entry.get("code") if entry["source"] == "generated" else library_code(entry["library"])
     history: list[dict[str, Any]] = []
     result = None
@@ -323,7 +330,10 @@ def run_analysis(entry: dict[str, Any], inputs: dict[str, Path], folder: Path, *
         script = where / "analysis.py"
         atomic_write_text(script, code)
         out = where / "out"
-        run = runner(script, inputs, out, limits=limits, mode=mode)
+        written = out if scratch is None else scratch / f"attempt_{k}" / "out"
+        run = runner(script, inputs, written, limits=limits, mode=mode)
+        if written != out and written.is_dir():  # tidied by the runner: no link, no deep or locked folder
+            written.rename(out)
         atomic_write_text(where / "stdout.txt", run.stdout)
         atomic_write_text(where / "stderr.txt", run.stderr)
         failure = None
@@ -348,6 +358,8 @@ def run_analysis(entry: dict[str, Any], inputs: dict[str, Path], folder: Path, *
         if not new:
             break
         code = new
+    if scratch is not None:
+        remove_tree(scratch)
     record = {key: entry[key] for key in ("name", "purpose", "reports", "source", "requested_by")}
     if entry.get("library"):
         record["library"] = entry["library"]

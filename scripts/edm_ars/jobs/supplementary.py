@@ -89,7 +89,7 @@ def supplementary(smk: Any) -> None:
     name = entry["name"]
     cfg = smk.params.codegen
     folder = folder / name  # output/branch_<b>/round_<r>/supplementary/slot_<k>/<name>/attempt_<j>/
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)  # a rerun without Snakemake (which removes the slot folder first) reuses it
     context_file = folder / "context.json"
     write_json(context_file, doc["context"] | {"analysis": {"name": name, "purpose": entry["purpose"],
                                                              "reports": entry["reports"]}})
@@ -106,8 +106,10 @@ def supplementary(smk: Any) -> None:
     if limits.memory_mb != cfg["limits"]["memory_mb"]:
         log.info("%s: memory limit %d MB (configured %d MB) for frames of %d cells", name, limits.memory_mb,
                  cfg["limits"]["memory_mb"], cells)
+    # out/ is written beside the slot's folder, not in it, until tidied: see run_analysis
+    scratch = Path(smk.output.attempts).with_name(f".slot_{slot}.running")
     record = run_analysis(entry, inputs, folder, limits=limits, mode=cfg["sandbox"],
-                          attempts=cfg["attempts"], repair=repair)
+                          attempts=cfg["attempts"], repair=repair, scratch=scratch)
     for a in record["attempts"]:
         log.info("%s attempt %d: %s %s", name, a["attempt"], a["status"], a["reason"])
     log.info("%s: %s%s", name, record["status"], f" ({record['reason']})" if record["reason"] else "")
