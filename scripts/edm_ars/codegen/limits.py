@@ -14,11 +14,12 @@ NOFILE = 256
 class Limits:
     """Resource limits of one sandboxed run."""
 
-    cpu_s: int = 120  # RLIMIT_CPU of the interpreter (SIGXCPU at cpu_s, SIGKILL 2 s later)
-    memory_mb: int = 2048  # RLIMIT_AS
+    cpu_s: int = 120  # all processes together (totals.py), and RLIMIT_CPU of each (SIGXCPU at cpu_s)
+    memory_mb: int = 2048  # all processes together (totals.py), and RLIMIT_AS of each
     wall_s: int = 300  # the whole sandbox is killed after this
-    max_procs: int = 16  # RLIMIT_NPROC (threads count), in the sandbox's own user namespace
-    output_mb: int = 50  # RLIMIT_FSIZE, and the out folder's total size afterwards
+    max_procs: int = 16  # RLIMIT_NPROC (threads count), in the sandbox's own user namespace; the cgroup's
+    # pids.max (plus bubblewrap's own processes) where there is one
+    output_mb: int = 50  # RLIMIT_FSIZE, and the out folder's total size while written and afterwards
 
 
 #: the memory limit for scripts given large frames: this much for the interpreter and its libraries, plus

@@ -13,9 +13,13 @@ Two layers, on purpose:
   of rules, not a proof.
 - run_sandboxed() is the real boundary: bubblewrap namespaces (network, pid, ipc, uts, cgroup, user), a
   minimal read-only file system, an unprivileged uid when started as root, rlimits (CPU, address space,
-  processes, file size, open files), a seccomp filter that refuses execve (no programs beyond the
-  interpreter), and a wall clock that kills the whole sandbox. The bubblewrap command line and the probe of
-  whether it can run here are edm_ars.codegen.bwrap; the limits are edm_ars.codegen.limits.
+  processes, file size, open files), a fresh, empty session keyring and a seccomp filter that refuses execve
+  (no programs beyond the interpreter), the keyring calls and the other calls an analysis never needs
+  (edm_ars.codegen.bwrap.REFUSED_CALLS), and a wall clock that kills the whole sandbox. The bubblewrap command
+  line and the probe of whether it can run here are edm_ars.codegen.bwrap; the limits are edm_ars.codegen.limits.
+  Memory, CPU, processes and out/ are also bounded over all of an attempt's processes together, in both modes:
+  a cgroup of the attempt's own where the host allows one, and a watcher of the process tree and of out/ that
+  kills the whole attempt at a total over its limit (edm_ars.codegen.totals).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from functools import partial
 from pathlib import Path
 
 from edm_ars.codegen.bwrap import (
+    _BOOTSTRAP,
     SANDBOX,
     UNPRIVILEGED_ID,
     _bwrap_command,
@@ -45,6 +50,8 @@ from edm_ars.codegen.bwrap import (
 )
 from edm_ars.codegen.codescan import FORBIDDEN_MODULES, scan
 from edm_ars.codegen.limits import NOFILE, Limits
+from edm_ars.codegen.outputs import MAX_DEPTH, empty_folder, listing, shown, tidy
+from edm_ars.codegen.totals import AttemptCgroup, Verdict, Watcher
 
 __all__ = ["FORBIDDEN_MODULES", "SandboxResult", "run_sandboxed", "scan"]
 
@@ -107,45 +114,21 @@ def _refused(reason: str) -> SandboxResult:
 
 
 def _tidy_out(out_dir: Path, owner: int | None) -> tuple[int, list[str]]:
-    """Total bytes of the out folder's regular files. Removes anything else (links, fifos, sockets), hands
-    everything back to `owner` when given, strips setuid/setgid/sticky bits and unlocks folders the script
-    locked (mode 000), never following a link."""
-    total, removed = 0, []
-    _unlock(out_dir)
-    for dirpath, dirnames, filenames in os.walk(out_dir):  # top-down: a folder is unlocked before the descent
-        for name in dirnames + filenames:
-            path = Path(dirpath, name)
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                removed.append(str(path.relative_to(out_dir)))
-                path.unlink()
-                continue
-            if owner is not None:
-                os.chown(path, owner, os.getegid(), follow_symlinks=False)
-            if mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
-                os.chmod(path, stat.S_IMODE(mode) & 0o777)
-            if stat.S_ISDIR(mode):
-                _unlock(path)
-            else:
-                total += path.lstat().st_size
-        dirnames[:] = [d for d in dirnames if Path(dirpath, d).is_dir() and not Path(dirpath, d).is_symlink()]
-    if owner is not None:
-        os.chown(out_dir, owner, os.getegid(), follow_symlinks=False)
-    return total, removed
-
-
-def _unlock(folder: Path) -> None:
-    mode = folder.lstat().st_mode
-    if mode & 0o700 != 0o700:
-        os.chmod(folder, stat.S_IMODE(mode) | 0o700)
+    """Total bytes of the out folder's regular files and what was removed with why (edm_ars.codegen.outputs.tidy:
+    links, fifos, sockets, names that are not printable UTF-8, folders nested too deep), everything kept handed
+    back to `owner` when given, special mode bits stripped, locked folders unlocked, never following a link. When
+    the folder cannot be walked at all it is emptied, and that is the one removal listed."""
+    try:
+        return tidy(out_dir, owner)
+    except OSError as exc:
+        empty_folder(out_dir)
+        if owner is not None:
+            os.chown(out_dir, owner, os.getegid(), follow_symlinks=False)
+        return 0, [f"everything (the folder could not be read: {shown(str(exc))})"]
 
 
 def _empty(out_dir: Path) -> None:
-    for child in out_dir.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+    empty_folder(out_dir)
 
 
 def _classify(code: int | None, killed: bool, stderr: str, limits: Limits) -> tuple[str, str]:
@@ -197,9 +180,11 @@ def run_sandboxed(script: Path, inputs: dict[str, Path], out_dir: Path, limits: 
     """Run `script` (a .py file) under the contract (see the module docstring) and classify how it ended.
 
     mode "bwrap" is the sandbox; mode "none" runs the script directly (same limits, same empty environment, a
-    private working folder laid out like /sandbox with links; no namespaces, no exec filter, and RLIMIT_NPROC
-    only on top of the caller's own processes and not at all as root) and only when the caller passes it
-    explicitly. scan() runs first unless skip_scan; a violation, a non-empty out_dir or a missing bubblewrap is
+    private working folder laid out like /sandbox with links, the same fresh session keyring and seccomp filter
+    in the child; but no namespaces, so no network isolation, no read-only file system (the script can read
+    what the caller can, and /proc/keys still lists the names of the caller's keys, never their contents), no
+    uid drop, and RLIMIT_NPROC only on top of the caller's own processes and not at all as root) and only when
+    the caller passes it explicitly. scan() runs first unless skip_scan; a violation, a non-empty out_dir or a missing bubblewrap is
     status "refused" and nothing runs. Raises ValueError/FileNotFoundError for a bad input name or file."""
     if mode not in {"bwrap", "none"}:
         raise ValueError(f"sandbox mode {mode!r}: expected 'bwrap' or 'none'")
@@ -229,17 +214,19 @@ def run_sandboxed(script: Path, inputs: dict[str, Path], out_dir: Path, limits: 
                 plan = _bwrap_plan(staging, sources, out_dir, python, limits)
             else:
                 plan = _direct_plan(staging, sources, out_dir, python, limits)
-            code, killed, seconds = _execute(*plan, staging, limits.wall_s)
+            code, killed, seconds, verdict = _execute(*plan, staging, limits, out_dir)
         finally:
             total, removed = _tidy_out(out_dir, os.geteuid() if drop else None)
         stdout, stderr = _trim(staging / "stdout.txt"), _trim(staging / "stderr.txt")
-    status, reason = _classify(code, killed, stderr, limits)
+    status, reason = (verdict.status, verdict.reason) if verdict is not None else _classify(code, killed, stderr,
+                                                                                              limits)
     if status == "ok" and total > limits.output_mb * 1024 * 1024:
         status, reason = "output_too_large", f"the output folder holds {total} bytes, over {limits.output_mb} MB"
     if status == "output_too_large":
         _empty(out_dir)
     elif status == "ok" and removed:
-        status, reason = "error", f"the output folder may hold only files and folders; removed: {', '.join(removed)}"
+        status, reason = "error", ("the output folder may hold only files and folders with printable UTF-8 names, "
+                                   f"at most {MAX_DEPTH} folders deep; removed: {listing(removed)}")
     return SandboxResult(status, None if killed else code, stdout, stderr, seconds, reason)
 
 
@@ -274,26 +261,50 @@ def _direct_plan(staging: Path, sources: dict[str, Path], out_dir: Path, python:
     (work / "out").symlink_to(out_dir.resolve())
     nproc = None if os.geteuid() == 0 else _count_tasks(os.geteuid()) + limits.max_procs
     env = _child_env(os.path.dirname(python), str(work / "out"), str(work / "tmp"))
-    return [python, "-I", "-B", "analysis.py"], work, env, partial(_set_limits, limits, nproc)
+    # the same bootstrap as in the sandbox: a fresh session keyring and the seccomp filter, in the child only
+    return [python, "-I", "-B", "-c", _BOOTSTRAP, "analysis.py"], work, env, partial(_set_limits, limits, nproc)
 
 
 def _execute(cmd: list[str], cwd: Path, env: dict[str, str], preexec: Callable[[], None] | None, staging: Path,
-             wall_s: int) -> tuple[int, bool, float]:
-    """Run in a session of its own with stdout/stderr into files (RLIMIT_FSIZE bounds them; a pipe would not);
-    kill the whole group at the wall limit. Returns (exit code, 128+n for signal n; killed at the wall; s)."""
+             limits: Limits, out_dir: Path) -> tuple[int, bool, float, Verdict | None]:
+    """Run in a session of its own with stdout/stderr into files (RLIMIT_FSIZE bounds them; a pipe would not),
+    in a cgroup of the attempt's own where the host allows one, under the watcher of the totals (memory, CPU,
+    out/; edm_ars.codegen.totals); kill the whole attempt at the wall limit. Returns (exit code, 128+n for signal
+    n; killed at the wall; s; the watcher's or the cgroup's verdict when a total went over its limit)."""
     start = time.monotonic()
     killed = False
-    with open(staging / "stdout.txt", "wb") as out_fh, open(staging / "stderr.txt", "wb") as err_fh:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_fh, stderr=err_fh, cwd=cwd, env=env,
-                                start_new_session=True, preexec_fn=preexec)
-        try:
-            proc.wait(timeout=wall_s)
-        except subprocess.TimeoutExpired:
-            killed = True
-            try:  # bwrap dies; --die-with-parent takes the pid namespace (every process in it) along
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:  # it ended just now
-                pass
-            proc.wait()
+    cgroup = AttemptCgroup.create(limits)
+    if cgroup is not None:
+        hook = cgroup.join if preexec is None else partial(_both, cgroup.join, preexec)
+    else:
+        hook = preexec
+    try:
+        with open(staging / "stdout.txt", "wb") as out_fh, open(staging / "stderr.txt", "wb") as err_fh:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_fh, stderr=err_fh, cwd=cwd, env=env,
+                                    start_new_session=True, preexec_fn=hook)
+            watcher = Watcher(proc.pid, out_dir, limits, cgroup if cgroup is not None and cgroup.holds(proc.pid)
+                              else None)
+            watcher.start()
+            try:
+                proc.wait(timeout=limits.wall_s)
+            except subprocess.TimeoutExpired:
+                killed = True
+                try:  # bwrap dies; --die-with-parent takes the pid namespace (every process in it) along
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:  # it ended just now
+                    pass
+                watcher.kill()
+                proc.wait()
+            finally:
+                watcher.stop()
+            verdict = watcher.verdict or watcher.cgroup_verdict()
+    finally:
+        if cgroup is not None:
+            cgroup.remove()
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
-    return code, killed, time.monotonic() - start
+    return code, killed and verdict is None, time.monotonic() - start, verdict
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> None:
+    first()
+    second()
