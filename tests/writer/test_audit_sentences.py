@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import test_writer as tw
-from test_design_facts import _flat, _paper
+from test_design_facts import _flat, _no_waves, _paper
 
 from edm_ars.writer import slot_content
 from edm_ars.writer.verify import verify_paper
@@ -27,10 +27,7 @@ def test_the_cut_points_of_a_binned_attribute_are_stated_and_reconcile(tmp_path)
 
 
 def test_without_waves_no_temporal_check_is_named(tmp_path):
-    arts = tw.real_artifacts()
-    for p in arts["spec"]["predictors"]:
-        p["wave"] = None
-    arts["spec"]["outcome"]["wave"] = None
+    arts = _no_waves()
     no_waves = _flat(_paper(tmp_path / "nw", arts, dataset=dict(tw.HSLS_PROSE, waves={}, wave_labels={},
                                                                   wave_order=[])))
     assert "automated validation checks" in no_waves and "temporal ordering of predictors" not in no_waves
@@ -72,7 +69,7 @@ def test_a_study_without_protected_attributes_or_clusters_claims_neither(tmp_pat
     """A data set of states without protected attributes or cluster columns (the SAT data of 50 states): no
     fairness literature, no 'groups such as', no captions about an audit, no 'states and their schools'; the
     literature's findings about students stay about students."""
-    arts = _no_waves_arts()
+    arts = _no_waves()
     arts["spec"]["subgroups"] = []
     arts["results"]["fairness"] = None
     arts["results"]["figures"] = [f for f in arts["results"]["figures"] if not f["kind"].startswith("fairness")]
@@ -96,13 +93,6 @@ def test_a_study_without_protected_attributes_or_clusters_claims_neither(tmp_pat
     assert "between models or between groups such as" in with_groups
     assert "Predictive models in education can be less accurate" in with_groups
 
-
-def _no_waves_arts() -> dict:
-    arts = tw.real_artifacts()
-    for p in arts["spec"]["predictors"]:
-        p["wave"] = None
-    arts["spec"]["outcome"]["wave"] = None
-    return arts
 
 
 def test_few_test_clusters_are_named_in_the_abstract(tmp_path):
