@@ -31,6 +31,19 @@ if _unknown:
 validate(config, schema="config/config.schema.yaml")
 
 
+# A model-backed run checks its models against the installed anthropic SDK before any job: a deprecated one gets
+# a warning line (end of life, key, replacement), one the SDK does not know stops the run with one line
+# (edm_ars.llm.models).
+if config["backend"] == "anthropic":
+    from edm_ars.llm.models import preflight
+
+    _preflight = preflight(config)
+    for _line in _preflight.warnings:
+        print(_line, file=sys.stderr)
+    if _preflight.error:
+        sys.exit(_preflight.error)
+
+
 # The key is read from the environment by the client; declared only when it is needed, because a
 # declared variable that is unset fails even a dry-run.
 if config["backend"] == "anthropic" and not config.get("api_key_env"):

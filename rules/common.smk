@@ -178,10 +178,12 @@ def agent_settings(agent):
         "agent": agent,
         "backend": config["backend"],
         "model": config.get("model") or per_agent.get("model", ""),
-        "temperature": per_agent.get("temperature", 0.0),
+        "temperature": per_agent.get("temperature"),  # only models that take sampling parameters have one
+        "effort": per_agent.get("effort"),  # output_config.effort of the current models (low | medium | high)
         "max_tokens": per_agent.get("max_tokens", 4000),
         "timeout_s": llm.get("timeout_s", 120),
         "max_retries": llm.get("max_retries", 4),
+        "prompt_caching": llm.get("prompt_caching", True),
         "base_url": config.get("base_url") or None,
         "api_key_env": config.get("api_key_env") or None,
     }

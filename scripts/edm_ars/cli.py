@@ -1,4 +1,4 @@
-"""`edm-ars`: chores around the workflow (status, validate-spec, validate-registry, init-registry, approve,
+"""`edm-ars`: chores around the workflow (status, models, validate-spec, validate-registry, init-registry, approve,
 reject, lessons, verify-paper, metrics)."""
 
 from __future__ import annotations
@@ -160,15 +160,57 @@ def cmd_init_registry(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_config(configfiles: list[str], settings: list[str] | None = None) -> dict:
+    """The configuration a run with these --configfile files and --config KEY=VALUE settings would have:
+    config/config.yaml beside the package, updated by each file in turn, then by each setting (its value read as
+    YAML, as Snakemake reads it). EdmArsError naming the file or setting that cannot be read."""
+    import yaml
+
+    from edm_ars.core.errors import yaml_problem
+
+    config: dict = {}
+    for path in ([CONFIG_FILE] if CONFIG_FILE.exists() else []) + [Path(f) for f in configfiles]:
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise EdmArsError(f"config file {path}: {exc.strerror or exc}") from exc
+        except yaml.YAMLError as exc:
+            raise EdmArsError(f"config file {path}: not valid YAML ({yaml_problem(exc)})") from exc
+        if doc is not None and not isinstance(doc, dict):
+            raise EdmArsError(f"config file {path}: holds a {type(doc).__name__}, not a mapping of settings")
+        update_config(config, doc or {})
+    for item in settings or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise EdmArsError(f"--config {item!r}: expected KEY=VALUE (e.g. backend=anthropic)")
+        try:
+            config[key] = yaml.safe_load(value) if value else ""
+        except yaml.YAMLError:
+            config[key] = value
+    return config
+
+
+def model_preflight(config: dict) -> tuple[list[str], str | None]:
+    """The preflight of a model-backed run (edm_ars.llm.models.preflight): its warning lines and error line."""
+    from edm_ars.llm.models import preflight
+
+    found = preflight(config)
+    return found.warnings, found.error
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from edm_ars.core.runstate import describe, run_state
 
+    warnings, error = model_preflight(load_config(args.configfile or [], args.config or []))
+    for line in [*warnings, *([error] if error else [])]:
+        print(line)
+    code = 1 if error else 0
     for line in describe(run_state(args.directory), args.directory):
         print(line)
     out = Path(args.directory) / "output"
     if not out.exists():
         print(f"no run yet in {Path(args.directory).resolve()} (no output/ folder)")
-        return 0
+        return code
     branches = sorted((int(m.group(1)), p) for p in out.glob("branch_*")
                       if (m := re.fullmatch(r"branch_(\d+)", p.name)))
     for b, folder in branches:
@@ -192,7 +234,54 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"paper: {out / 'paper.pdf'}")
     else:
         print("paper: not built yet (run: snakemake --cores 8 output/paper.pdf)")
-    return 0
+    return code
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """`edm-ars models`: models.list() with the key, each listed model with the agents using it and its prices
+    (config llm.prices), then any configured model the key cannot use. 1 when an agent's model is not listed."""
+    import os
+
+    from edm_ars.llm.models import agent_models, price_text, sdk_deprecated
+
+    config = load_config(args.configfile or [], args.config or [])
+    key_env = args.api_key_env or config.get("api_key_env") or "ANTHROPIC_API_KEY"
+    key = os.environ.get(key_env)
+    if not key:
+        raise EdmArsError(f"no API key: set {key_env} (or name another variable with --api-key-env) to list the "
+                          "models it can use")
+    import anthropic
+
+    base_url = args.base_url or config.get("base_url") or None
+    client = anthropic.Anthropic(api_key=key, base_url=base_url, timeout=30.0, max_retries=1)
+    where = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    try:
+        listed = [m.id for m in client.models.list(limit=100)]
+    except anthropic.APIStatusError as exc:
+        raise EdmArsError(f"{where}: the service answered HTTP {exc.status_code} to models.list() "
+                          f"({exc.message}); check the key in {key_env}") from None
+    except anthropic.APIConnectionError as exc:
+        raise EdmArsError(f"{where}: could not reach the service ({type(exc).__name__}); check base_url and the "
+                          "network") from None
+    users: dict[str, list[str]] = {}
+    for agent, _key, model in agent_models(config):
+        users.setdefault(model, []).append(agent)
+    prices = (config.get("llm") or {}).get("prices") or {}
+    deprecated = sdk_deprecated()
+
+    def line(model: str, extra: str = "") -> str:
+        used = f"used by {', '.join(users[model])}" if model in users else "not used"
+        price = price_text(prices[model]) if model in prices else "not priced (cost null)"
+        end = f"; deprecated: end of life {deprecated[model]}" if model in deprecated else ""
+        return f"{model}  {used}{extra}; {price}{end}"
+
+    print(f"models the key in {key_env} can use at {where}: {len(listed)}")
+    for model in listed:
+        print(line(model))
+    missing = [m for m in users if m not in listed]
+    for model in missing:
+        print(line(model, "; not listed for this key (the service would answer 404 not_found)"))
+    return 1 if missing else 0
 
 
 def _round_line(r: int, path: Path) -> str:
@@ -305,7 +394,18 @@ def main(argv: list[str] | None = None) -> int:
     i.set_defaults(func=cmd_init_registry)
     s = sub.add_parser("status", help="where the run in a workflow directory stands")
     s.add_argument("--directory", "-d", default=".")
+    s.add_argument("--configfile", action="append", metavar="FILE",
+                   help="a config file of the run (as snakemake --configfile); its models are checked")
+    s.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="a setting of the run (as snakemake --config, e.g. backend=anthropic)")
     s.set_defaults(func=cmd_status)
+    mo = sub.add_parser("models", help="the models the API key can use, which agent uses which, and their prices")
+    mo.add_argument("--configfile", action="append", metavar="FILE", help="a config file of the run")
+    mo.add_argument("--config", action="append", metavar="KEY=VALUE", help="a setting of the run (e.g. model=...)")
+    mo.add_argument("--base-url", help="the API's URL (default: the config's base_url, else the SDK's)")
+    mo.add_argument("--api-key-env", help="the variable holding the key (default: the config's, else "
+                    "ANTHROPIC_API_KEY)")
+    mo.set_defaults(func=cmd_models)
     for name, helptext in (("approve", "approve a human gate so the run continues"),
                            ("reject", "send a gated stage back with a note (its revision instruction)")):
         g = sub.add_parser(name, help=helptext)

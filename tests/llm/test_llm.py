@@ -30,7 +30,8 @@ PRICES = {"claude-test": {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
           "gpt-test": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}}
 FAKE = {"anthropic": FakeAnthropic, "openai_compatible": FakeOpenAI}
 LEDGER_KEYS = {"time", "agent", "round", "tag", "backend", "model", "attempt", "status", "http_status", "retry",
-               "repair", "input_tokens", "output_tokens", "cost_usd", "latency_s", "cache_hit", "stop_reason"}
+               "repair", "input_tokens", "output_tokens", "cost_usd", "latency_s", "cache_hit", "stop_reason",
+               "cache_creation_input_tokens", "cache_read_input_tokens"}
 SCHEMA = {"type": "object", "required": ["question", "n"], "additionalProperties": False,
           "properties": {"question": {"type": "string"}, "n": {"type": "integer"}}}
 USER = [{"role": "user", "content": "Propose one research question as JSON."}]
@@ -60,7 +61,8 @@ def sleeps():
 @pytest.fixture
 def make(tmp_path, sleeps):
     """A client for a running fake server; keyword arguments go to AgentSettings or LLMClient."""
-    setting_names = {"temperature", "max_tokens", "timeout_s", "max_retries", "api_key_env", "model", "base_url"}
+    setting_names = {"temperature", "max_tokens", "timeout_s", "max_retries", "api_key_env", "model", "base_url",
+                     "effort", "prompt_caching"}
 
     def _make(server, **kw):
         backend = "anthropic" if isinstance(server, FakeAnthropic) else "openai_compatible"
@@ -501,7 +503,7 @@ def test_unreachable_or_unusable_base_url(api, tmp_path, sleeps):
 def test_an_incomplete_answer_cached_by_an_earlier_version_is_asked_again(api, make, tmp_path):
     with FAKE[api]([GOOD]) as server:
         client = make(server)
-        key = cache_key(api, MODEL[api], "s", USER, 0.2, 512)
+        key = client.cache_key("s", USER, SCHEMA)
         path = tmp_path / "cache" / key[:2] / f"{key}.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps({"response": {"text": '{"question": "q", "n"', "stop_reason": "max_tokens",
@@ -556,14 +558,15 @@ def test_cached_rerun_makes_no_request(api, make, tmp_path):
         first, _ = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
         assert server.count == 1
     with FAKE[api]([]) as server:
-        again, comp = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+        client = make(server)
+        again, comp = client.complete_json("s", USER, tag="spec", schema=SCHEMA)
         assert server.count == 0
     assert again == first
     assert comp.cache_hit and comp.cost_usd == 0.0 and comp.attempts == 0
     lines = ledger(tmp_path)
     assert [line["cache_hit"] for line in lines] == [False, True]
     assert lines[1]["cost_usd"] == 0.0 and lines[1]["attempt"] == 0 and lines[1]["status"] == "ok"
-    key = cache_key(api, MODEL[api], "s", USER, 0.2, 512)
+    key = client.cache_key("s", USER, SCHEMA)
     assert (tmp_path / "cache" / key[:2] / f"{key}.json").exists()
     assert sorted(p.name for p in (tmp_path / "transcripts").iterdir()) == [
         "spec-1.prompt.json", "spec-1.response.txt", "spec-2.prompt.json", "spec-2.response.txt"]
@@ -692,3 +695,198 @@ def test_the_project_prompt_files_load():
     for path in sorted((ROOT / "config" / "prompts").glob("*.yaml")):
         if path.name != "phrases.yaml":  # the Writer's fixed sentences, not a prompt (tests/writer/test_phrases.py)
             assert isinstance(load_prompt(path)["system"], str)
+
+
+# ------------------------------------------------------------------------------------------ today's request contract
+CURRENT = "claude-sonnet-5-5"
+CURRENT_PRICES = {CURRENT: {"input_per_mtok": 2.0, "output_per_mtok": 10.0, "cache_write_per_mtok": 2.5,
+                            "cache_read_per_mtok": 0.1}}
+LONG_SYSTEM = "You are the Critic. " + "Check every number against the artifacts. " * 120  # > 2048 characters
+
+
+def _post(server, body):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(f"{server.url}/v1/messages", data=json.dumps(body).encode(), method="POST",
+                                     headers={"x-api-key": KEY, "content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_the_fake_server_speaks_the_current_contract():
+    base = {"max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    rejected = [{"temperature": 0.2}, {"top_p": 0.9}, {"top_k": 5},
+                {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "{"}]},
+                {"tool_choice": {"type": "any"}}, {"tool_choice": {"type": "tool", "name": "x"}},
+                {"thinking": {"type": "enabled", "budget_tokens": 1024}}, {"thinking": {"type": "disabled"}},
+                {"output_config": {"effort": "extreme"}}]
+    with FakeAnthropic(lambda request: "fine") as server:
+        for extra in rejected:
+            status, body = _post(server, {**base, "model": CURRENT, **extra})
+            assert status == 400, extra
+            assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error", extra
+        for retired in ("claude-opus-4-1", "claude-3-5-haiku-20241022"):
+            status, body = _post(server, {**base, "model": retired})
+            assert (status, body["error"]["type"]) == (404, "not_found_error")
+        # an older id keeps the old contract: sampling and prefill are accepted, no thinking block
+        status, body = _post(server, {**base, "model": "claude-sonnet-4-5", "temperature": 0.2})
+        assert status == 200 and [b["type"] for b in body["content"]] == ["text"]
+        status, body = _post(server, {**base, "model": CURRENT, "output_config": {"effort": "low"}})
+        assert status == 200 and [b["type"] for b in body["content"]] == ["thinking", "text"]
+        marks = [{"type": "text", "text": f"part {i}", "cache_control": {"type": "ephemeral"}} for i in range(5)]
+        status, body = _post(server, {**base, "model": "claude-sonnet-4-5", "system": marks})
+        assert status == 400 and "4" in body["error"]["message"]
+
+
+def test_a_current_model_gets_no_rejected_parameter_and_its_effort(make, tmp_path):
+    with FakeAnthropic([{"text": "The answer.", "thinking": "private reasoning first"}]) as server:
+        client = make(server, model=CURRENT, temperature=0.7, prices=CURRENT_PRICES)
+        client.settings.effort = "medium"
+        comp = client.complete("s", USER, tag="plain")
+        body = server.requests[0]
+    assert comp.text == "The answer."  # the thinking block before the text is skipped
+    assert not {"temperature", "top_p", "top_k", "thinking", "tool_choice"} & set(body)
+    assert body["output_config"] == {"effort": "medium"}
+    assert [line["status"] for line in ledger(tmp_path)] == ["ok"]
+
+
+def test_a_prefill_is_never_sent_to_a_current_model(make):
+    with FakeAnthropic(["never"]) as server:
+        client = make(server, model=CURRENT)
+        with pytest.raises(LLMError, match="prefill"):
+            client.complete("s", [*USER, {"role": "assistant", "content": "{"}], tag="prefill")
+        assert server.count == 0
+
+
+def test_a_thinking_block_before_the_text_is_skipped_for_any_model(make):
+    with FakeAnthropic([{"text": '{"question": "q", "n": 2}', "thinking": '{"question": "draft", "n": 0}'}]) as server:
+        value, comp = make(server).complete_json("s", USER, tag="spec", schema=SCHEMA)
+    assert value == {"question": "q", "n": 2} and "draft" not in comp.text
+
+
+def test_prompt_cache_usage_is_recorded_and_priced(make, tmp_path):
+    with FakeAnthropic(["first", "second"]) as server:
+        client = make(server, model=CURRENT, prices=CURRENT_PRICES)
+        one = client.complete(LONG_SYSTEM, [{"role": "user", "content": "Review round 1."}], tag="r1")
+        two = client.complete(LONG_SYSTEM, [{"role": "user", "content": "Review round 2."}], tag="r2")
+        sent = server.requests[0]["system"]
+    assert sent == [{"type": "text", "text": LONG_SYSTEM, "cache_control": {"type": "ephemeral"}}]
+    prefix = len(LONG_SYSTEM) // 4
+    assert (one.cache_creation_input_tokens, one.cache_read_input_tokens) == (prefix, 0)
+    assert (two.cache_creation_input_tokens, two.cache_read_input_tokens) == (0, prefix)
+    assert two.cost_usd == pytest.approx(two.input_tokens * 2.0 / 1e6 + two.output_tokens * 10.0 / 1e6
+                                         + prefix * 0.1 / 1e6)
+    assert one.cost_usd == pytest.approx(one.input_tokens * 2.0 / 1e6 + one.output_tokens * 10.0 / 1e6
+                                         + prefix * 2.5 / 1e6)
+    lines = ledger(tmp_path)
+    assert [(x["cache_creation_input_tokens"], x["cache_read_input_tokens"]) for x in lines] == [(prefix, 0),
+                                                                                                   (0, prefix)]
+    total = summarize(read_ledgers([tmp_path / "ledger.jsonl"]))["total"]
+    assert (total["cache_creation_input_tokens"], total["cache_read_input_tokens"]) == (prefix, prefix)
+    assert total["cost_usd"] == pytest.approx(one.cost_usd + two.cost_usd, abs=1e-6)
+
+
+def test_cache_tokens_on_a_model_without_cache_prices_cost_null(make, tmp_path):
+    with FakeAnthropic(["first"]) as server:
+        client = make(server, model=CURRENT, prices={CURRENT: {"input_per_mtok": 2.0, "output_per_mtok": 10.0}})
+        comp = client.complete(LONG_SYSTEM, USER, tag="r1")
+    assert comp.cache_creation_input_tokens > 0 and comp.cost_usd is None
+    assert summarize(read_ledgers([tmp_path / "ledger.jsonl"]))["total"]["cost_usd"] is None
+
+
+def test_prompt_caching_off_sends_no_breakpoint(make):
+    marked = [{"type": "text", "text": LONG_SYSTEM, "cache_control": {"type": "ephemeral"}},
+              {"type": "text", "text": "and the rest"}]
+    with FakeAnthropic(["a"]) as server:
+        client = make(server, model=CURRENT, prices=CURRENT_PRICES)
+        client.settings.prompt_caching = False
+        comp = client.complete(LONG_SYSTEM, [{"role": "user", "content": marked}], tag="r1")
+        assert server.requests[0]["system"] == LONG_SYSTEM
+        assert "cache_control" not in json.dumps(server.requests[0])  # not even the caller's own breakpoint
+    assert (comp.cache_creation_input_tokens, comp.cache_read_input_tokens) == (0, 0)
+
+
+def test_a_conversation_caches_its_earlier_turns_within_four_breakpoints():
+    from edm_ars.llm.backends import cache_breakpoints
+
+    long = "x" * 3000
+    marked = {"type": "text", "text": "m", "cache_control": {"type": "ephemeral"}}
+    system, messages = cache_breakpoints(long, [{"role": "user", "content": long},
+                                                {"role": "assistant", "content": "answer"},
+                                                {"role": "user", "content": "repair it"}])
+    assert system[0]["cache_control"] and messages[1]["content"][-1]["cache_control"]
+    assert messages[0]["content"][-1]["cache_control"] and messages[2]["content"] == "repair it"
+    # breakpoints the caller set count: never more than 4 in all
+    system, messages = cache_breakpoints(long, [{"role": "user", "content": [marked, marked, marked]},
+                                                {"role": "assistant", "content": long},
+                                                {"role": "user", "content": "next"}])
+    assert json.dumps([system, messages]).count("cache_control") == 4
+
+
+def test_structured_output_needs_no_repair(make, tmp_path):
+    prose = 'Here it is: {"question": "q", "n": 3,}'  # a trailing comma: unusable as JSON
+    # an older model: no output format is sent, the answer needs the repair re-prompt
+    with FakeAnthropic([prose, '{"question": "q", "n": 3}']) as server:
+        make(server).complete_json("s", USER, tag="old", schema=SCHEMA)
+        assert "output_config" not in server.requests[0]
+    # a current model: the schema goes in output_config.format and the JSON answer is used as it is
+    with FakeAnthropic([{"text": prose, "json": {"question": "q", "n": 3}}]) as server:
+        value, comp = make(server, model=CURRENT, prices=CURRENT_PRICES).complete_json("s", USER, tag="new",
+                                                                                        schema=SCHEMA)
+        fmt = server.requests[0]["output_config"]["format"]
+        assert server.count == 1
+    assert fmt["type"] == "json_schema" and fmt["schema"]["required"] == ["question", "n"]
+    assert value == {"question": "q", "n": 3}
+    repairs = {tag: sum(x["repair"] for x in ledger(tmp_path) if x["tag"].startswith(tag)) for tag in ("old", "new")}
+    assert repairs == {"old": 1, "new": 0}
+
+
+def test_the_cache_key_holds_what_is_sent(make):
+    with FakeAnthropic([]) as server:
+        cold = make(server, model=CURRENT, temperature=0.0)
+        warm = make(server, model=CURRENT, temperature=0.9)
+        assert cold.cache_key("s", USER) == warm.cache_key("s", USER)  # a temperature not sent keys nothing
+        warm.settings.effort = "low"
+        assert cold.cache_key("s", USER) != warm.cache_key("s", USER)  # the effort sent does
+        assert cold.cache_key("s", USER, SCHEMA) != cold.cache_key("s", USER)  # so does the output format
+    assert cache_key("anthropic", CURRENT, "s", USER, 0.2, 512) != cache_key("anthropic", CURRENT, "s", USER, 0.2,
+                                                                             512, options={})
+
+
+def test_an_older_model_keeps_the_old_request_and_a_map_schema_is_asked_for_in_words(make):
+    scores = {"type": "object", "required": ["scores"],
+              "properties": {"scores": {"type": "object", "additionalProperties": {"type": "number"}}}}
+    with FakeAnthropic(['{"question": "q", "n": 1}', '{"scores": {"rigour": 7}}']) as server:
+        old = make(server, effort="medium")  # claude-test: no effort, no output format
+        old.complete_json("s", USER, tag="old", schema=SCHEMA)
+        current = make(server, model=CURRENT, prices=CURRENT_PRICES)
+        value, _ = current.complete_json("s", USER, tag="map", schema=scores)
+        assert "output_config" not in server.requests[0]
+        # structured outputs close every object, so a map would lose its keys: no format is sent for it
+        assert "format" not in (server.requests[1].get("output_config") or {})
+    assert value == {"scores": {"rigour": 7}}
+
+
+def test_calls_that_begin_alike_share_one_cached_prefix(make, tmp_path):
+    from edm_ars.llm.prompts import shared_prefix_contents
+
+    context = "## Results summary\n" + "the same results line\n" * 150
+    turns = [context + f"Your role: {role}.\n" for role in ("optimist", "skeptic", "methodologist")]
+    contents = shared_prefix_contents(turns)
+    assert all(c[0]["text"] == context and c[0]["cache_control"] for c in contents)
+    assert ["".join(b["text"] for b in c) for c in contents] == turns  # the words are the same
+    assert shared_prefix_contents(["short a", "short b"]) == ["short a", "short b"]
+    with FakeAnthropic(["a", "b", "c"]) as server:
+        client = make(server, model=CURRENT, prices=CURRENT_PRICES)
+        comps = [client.complete("s", [{"role": "user", "content": c}], tag="turn") for c in contents]
+    shared = (len("s") + len(context)) // 4  # the prefix: the system prompt and the shared context
+    assert [(c.cache_creation_input_tokens, c.cache_read_input_tokens) for c in comps] == [
+        (shared, 0), (0, shared), (0, shared)]
+    # an OpenAI-compatible server gets the same words as one text, without the breakpoint
+    with FakeOpenAI(["a"]) as server:
+        make(server).complete("s", [{"role": "user", "content": contents[0]}], tag="turn")
+        assert conversation(server, 0) == [{"role": "user", "content": turns[0]}]

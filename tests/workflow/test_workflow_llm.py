@@ -12,6 +12,7 @@ from fakes.llm_servers import FakeAnthropic, FakeOpenAI
 from fakes.scholar_servers import CROSSREF_WORKS, S2_PAPERS, FakeCrossRef, FakeSemanticScholar
 from workflow import ROOT, jobs_run, snakemake
 
+from edm_ars.core.artifacts import read_yaml
 from edm_ars.data.registry import load_registry
 from edm_ars.formulate.spec import offline_spec
 
@@ -180,12 +181,24 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
         write_log = (tmp_path / "logs" / "write" / "paper.log").read_text()
         assert "unknown citation key(s) removed: invented2031ghost" in write_log
         assert "discussion: the model's text was rejected (literal number(s)" in write_log
-        assert costs["total"]["input_tokens"] == reported_in == sum(c["input_tokens"] for c in calls)
-        price = {"claude-sonnet-4-5": (3.0, 15.0), "claude-opus-4-1": (15.0, 75.0)}
-        expected = sum(c["input_tokens"] * price[c["model"]][0] / 1e6 + c["output_tokens"] * price[c["model"]][1] / 1e6
-                       for c in calls)
-        assert costs["total"]["cost_usd"] == pytest.approx(expected)
-        assert {c["model"] for c in calls if c["agent"] == "critique"} == {"claude-opus-4-1"}
+        # prompt caching: the input the server counted is the uncached input, the cache writes and the cache reads
+        t = costs["total"]
+        assert t["input_tokens"] + t["cache_creation_input_tokens"] + t["cache_read_input_tokens"] == reported_in
+        assert t["input_tokens"] == sum(c["input_tokens"] for c in calls)
+        assert t["cache_read_input_tokens"] > 0 and t["cache_creation_input_tokens"] > 0
+        assert any(isinstance(r.get("system"), list) and r["system"][-1].get("cache_control") for r in llm.requests)
+        # config llm.prices: input, output, cache write, cache read
+        prices = read_yaml(ROOT / "config" / "config.yaml", "config")["llm"]["prices"]
+        price = {m: (p["input_per_mtok"], p["output_per_mtok"], p["cache_write_per_mtok"], p["cache_read_per_mtok"])
+                 for m, p in prices.items()}
+        expected = sum((c["input_tokens"] * price[c["model"]][0] + c["output_tokens"] * price[c["model"]][1]
+                        + c["cache_creation_input_tokens"] * price[c["model"]][2]
+                        + c["cache_read_input_tokens"] * price[c["model"]][3]) / 1e6 for c in calls)
+        assert costs["total"]["cost_usd"] == pytest.approx(expected, abs=1e-5)  # costs.json rounds per agent
+        # the current models' contract: no sampling parameter, effort sent, JSON asked for with a schema
+        assert not any({"temperature", "top_p", "top_k"} & set(r) for r in llm.requests)
+        assert any("format" in (r.get("output_config") or {}) for r in llm.requests)
+        assert {c["model"] for c in calls if c["agent"] == "critique"} == {"claude-opus-5-5"}
         claims = {c["id"]: c for c in json.loads((out / "branch_1" / "round_0" / "claims.json").read_text())["claims"]}
         assert claims["ranking_robust"]["status"] == "inconclusive"  # the model made it more conservative
         assert claims["test_set_size"]["evidence"][0]["value"] > 0  # read from results.json by code
@@ -290,7 +303,7 @@ def test_model_fault_stops_formulate_with_one_line(tmp_path, monkeypatch, backen
         result = snakemake(tmp_path, "output/branch_1/round_0/research_spec.json", config=config,
                            overrides="llm: {max_retries: 1}\n")
         requests = llm.count
-    model = "claude-sonnet-4-5" if backend == "anthropic" else "local-llama"
+    model = "claude-sonnet-5-5" if backend == "anthropic" else "local-llama"
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     [line] = [x for x in result.stderr.splitlines() if x.startswith("EDM-ARS ")]

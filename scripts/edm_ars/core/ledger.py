@@ -34,6 +34,8 @@ def _count(agent: dict[str, Any], line: dict[str, Any]) -> None:
     agent["statuses"][status] = agent["statuses"].get(status, 0) + 1
     agent["input_tokens"] += int(line.get("input_tokens") or 0)
     agent["output_tokens"] += int(line.get("output_tokens") or 0)
+    agent["cache_creation_input_tokens"] += int(line.get("cache_creation_input_tokens") or 0)
+    agent["cache_read_input_tokens"] += int(line.get("cache_read_input_tokens") or 0)
     if line.get("cost_usd") is None:
         agent["unpriced_calls"] += 1
     else:
@@ -42,14 +44,16 @@ def _count(agent: dict[str, Any], line: dict[str, Any]) -> None:
         agent["models"].append(line["model"])
 
 
-COUNTS = ("calls", "cache_hits", "attempts", "retries", "repairs", "failures", "input_tokens", "output_tokens")
+COUNTS = ("calls", "cache_hits", "attempts", "retries", "repairs", "failures", "input_tokens", "output_tokens",
+          "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def summarize(lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Per agent and in total: calls (answers received, cached or not), cache_hits, attempts (requests made),
     retries (attempts that repeat a failed one), repairs (repair re-prompts), failures (attempts that did not
-    end in a usable answer) with their statuses, tokens and cost. Failed attempts that got an answer (cut off,
-    refused, unusable) cost what they used. A cost is null when a model has no price, never a partial sum."""
+    end in a usable answer) with their statuses, tokens (prompt-cache writes and reads apart) and cost. Failed
+    attempts that got an answer (cut off, refused, unusable) cost what they used. A cost is null when a model
+    has no price, never a partial sum."""
     agents: dict[str, dict[str, Any]] = {}
     for line in lines:
         agent = agents.setdefault(line["agent"], {**dict.fromkeys(COUNTS, 0), "statuses": {}, "cost_usd": 0.0,

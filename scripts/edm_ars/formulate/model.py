@@ -144,12 +144,14 @@ def formulate_with_model(client: Any, prompts: dict[str, Any], reg: Registry, *,
     revision = ("The Critic asked for these changes to the previous specification:\n"
                 + "\n".join(f"- {n}" for n in revision_notes) + "\n") if revision_notes else ""
     user_prompt = prompt or "(none: choose a question the data set supports well)"
+    from edm_ars.llm.prompts import shared_prefix_contents
+
+    turns = [prompts["debate_user"].format(prompt=user_prompt, questions=ctx["questions"],
+                                           literature=ctx["literature"], revision=revision, lessons=lessons,
+                                           role=role, role_brief=prompts["roles"][role]) for role in ROLES]
     debate = []
-    for role in ROLES:
-        text = prompts["debate_user"].format(prompt=user_prompt, questions=ctx["questions"],
-                                             literature=ctx["literature"], revision=revision, lessons=lessons,
-                                             role=role,
-                                             role_brief=prompts["roles"][role])
+    # the prompt, questions and literature every turn shares: written to the prompt cache once
+    for role, text in zip(ROLES, shared_prefix_contents(turns), strict=True):
         answer = client.complete(system, [{"role": "user", "content": text}], tag=f"debate-{role}")
         debate.append(f"[{role}] {answer.text.strip()}")
     candidates = []

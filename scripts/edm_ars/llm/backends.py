@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -44,6 +45,10 @@ class Reply:
     input_tokens: int
     output_tokens: int
     http_status: int = 200
+    #: prompt caching (Anthropic): input tokens written to and read from the service's prompt cache. They are
+    #: billed apart from `input_tokens` (which counts only the tokens after the last cache breakpoint).
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
 
 
 class AttemptFailed(Exception):  # noqa: N818 - an outcome, caught by the client's retry loop
@@ -149,9 +154,19 @@ class Backend(ABC):
                            f"no API key: set the environment variable {env}")
         return key or None
 
+    def request_options(self, json_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What a request carries besides the model, system prompt, messages and max_tokens (sampling, effort,
+        output format): the answer depends on it, so it is part of the response cache key."""
+        temperature = self.settings.temperature
+        return {"temperature": temperature} if self.sends_temperature and temperature is not None else {}
+
     @abstractmethod
-    def send(self, system: str, messages: list[dict[str, Any]]) -> Reply:
-        """Send one request; return its Reply or raise AttemptFailed (or LLMError for a setup problem)."""
+    def send(self, system: str, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None
+             ) -> Reply:
+        """Send one request; return its Reply or raise AttemptFailed (or LLMError for a setup problem).
+
+        `json_schema`: the JSON schema the answer must match, for backends that can ask for structured output
+        (the others ignore it; the client validates every JSON answer either way)."""
 
 
 BACKENDS: dict[str, type[Backend]] = {}
@@ -177,9 +192,141 @@ def _short(text: Any, limit: int = 300) -> str:
     return s if len(s) <= limit else s[:limit] + "..."
 
 
+#: The request contract of current (5.x) Claude models, per Anthropic's Claude Sonnet 5.5 migration guide
+#: (https://platform.claude.com/docs/en/models/sonnet-5-5/migration-guide): sampling parameters (temperature,
+#: top_p, top_k), assistant prefill, forced tool choice, thinking budgets and `thinking: {type: disabled}` are
+#: answered with HTTP 400; thinking is adaptive, so an answer may start with thinking blocks before its text (the
+#: Sonnet 5 migration guide: "select content blocks by type"); depth is set with `output_config.effort`
+#: (https://platform.claude.com/docs/en/build-with-claude/effort); JSON answers can be asked for with
+#: `output_config.format` = {type: json_schema, schema} (structured outputs,
+#: https://platform.claude.com/docs/en/build-with-claude/structured-outputs).
+_CLAUDE_GENERATION = re.compile(r"^claude-[a-z]+-(\d+)(?:-|$)")
+#: At most this many cache_control breakpoints in one request (Anthropic's prompt caching page,
+#: https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
+MAX_CACHE_BREAKPOINTS = 4
+#: Our own floor: a prefix shorter than this many characters gets no breakpoint (the service does not cache
+#: prefixes under a model's minimum cacheable length, and a short prompt is cheap anyway).
+MIN_CACHE_PREFIX_CHARS = 2048
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def current_contract(model: str) -> bool:
+    """Whether a Claude model id is of a generation (5 and later: claude-sonnet-5-5, claude-opus-5-5, ...) that
+    rejects sampling parameters, prefill and forced tool choice, and takes effort and structured outputs."""
+    m = _CLAUDE_GENERATION.match(model or "")
+    return bool(m) and int(m.group(1)) >= 5
+
+
+#: Older ids that take output_config.effort too (the effort page's list of supported models,
+#: https://platform.claude.com/docs/en/build-with-claude/effort: Opus 4.5 to 4.8, Sonnet 4.6, Mythos Preview).
+_EFFORT_BEFORE_5 = re.compile(r"^claude-(?:opus-4-[5-9]|sonnet-4-[6-9]|mythos)")
+
+
+def takes_effort(model: str) -> bool:
+    return current_contract(model) or bool(_EFFORT_BEFORE_5.match(model or ""))
+
+
+def _breakpoints_in(value: Any) -> int:
+    if isinstance(value, dict):
+        return int("cache_control" in value) + sum(_breakpoints_in(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_breakpoints_in(v) for v in value)
+    return 0
+
+
+def _mark_last_block(content: Any) -> list[dict[str, Any]] | None:
+    """The content as blocks with a cache breakpoint on its last block (None when there is no text to mark)."""
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content or []]
+    if not blocks or not isinstance(blocks[-1], dict) or "cache_control" in blocks[-1]:
+        return None
+    if blocks[-1].get("type") == "text" and not blocks[-1].get("text"):
+        return None  # an empty text block cannot carry a breakpoint
+    blocks[-1]["cache_control"] = dict(EPHEMERAL)
+    return blocks
+
+
+def cache_breakpoints(system: str, messages: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+    """(system, messages) with prompt-cache breakpoints on the parts a study repeats, within the service's
+    limit of four (breakpoints the caller set already count): the system prompt (the agent's instructions,
+    the registry, the rubric, the code contract), the earlier turns of a conversation (a repair re-prompt or a
+    revision repeats the whole exchange before its last message) and, for a conversation, the first message
+    (the artifacts a revision is about). The answer does not change; only what the service bills."""
+    budget = MAX_CACHE_BREAKPOINTS - _breakpoints_in(messages)
+    out = [dict(m) for m in messages]
+    prefix = [len(system)]  # characters up to the end of the system prompt, then of each message
+    for m in out:
+        prefix.append(prefix[-1] + _content_chars(m.get("content")))
+    wanted = []
+    if len(out) > 1:
+        wanted.append(len(out) - 2)  # everything before the last message
+        if len(out) > 2:
+            wanted.append(0)
+    for i in wanted:
+        if budget <= 1:  # one is kept for the system prompt
+            break
+        blocks = _mark_last_block(out[i]["content"]) if prefix[i + 1] >= MIN_CACHE_PREFIX_CHARS else None
+        if blocks is not None:
+            out[i]["content"] = blocks
+            budget -= 1
+    system_param: Any = system
+    if budget >= 1 and len(system) >= MIN_CACHE_PREFIX_CHARS:
+        system_param = [{"type": "text", "text": system, "cache_control": dict(EPHEMERAL)}]
+    return system_param, out
+
+
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    return sum(len(b.get("text", "")) for b in content or [] if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
+def _json_schema_for_api(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema in the form structured outputs take: the SDK's own transform (it moves the constraints the
+    service does not enforce, such as minimum or maxLength, into the descriptions; the client still validates
+    every answer against the full schema)."""
+    try:
+        from anthropic.lib._parse._transform import transform_schema
+    except ImportError:  # pragma: no cover - an SDK without it: the schema as it is
+        return schema
+    return transform_schema(_type_lists_as_any_of(schema))
+
+
+def expressible(schema: Any) -> bool:
+    """Whether structured outputs can hold every answer the schema allows: they close every object
+    (additionalProperties false), so a schema with a map (additionalProperties or patternProperties given as a
+    schema) is asked for in words only, and the client's validation and repair keep it honest."""
+    if isinstance(schema, list):
+        return all(expressible(v) for v in schema)
+    if not isinstance(schema, dict):
+        return True
+    if "patternProperties" in schema or schema.get("additionalProperties") not in (None, False):
+        return False
+    return all(expressible(v) for k, v in schema.items() if k not in ("enum", "const", "default", "examples"))
+
+
+def _type_lists_as_any_of(schema: Any) -> Any:
+    """`{"type": ["string", "null"], ...}` as `{"anyOf": [{"type": "string", ...}, {"type": "null"}]}` (the SDK's
+    transform takes one type per schema), everywhere in the schema."""
+    if isinstance(schema, list):
+        return [_type_lists_as_any_of(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _type_lists_as_any_of(v) for k, v in schema.items()}
+    kinds = out.get("type")
+    if isinstance(kinds, list):
+        rest = {k: v for k, v in out.items() if k not in ("type", "description")}
+        out = {k: v for k, v in out.items() if k == "description"}
+        out["anyOf"] = [{"type": t} if t == "null" else {"type": t, **rest} for t in kinds]
+    return out
+
+
 @register_backend
 class AnthropicBackend(Backend):
-    """The Anthropic Messages API through the official SDK (its own retries off: the client retries)."""
+    """The Anthropic Messages API through the official SDK (its own retries off: the client retries).
+
+    For current models (:func:`current_contract`) no sampling parameter and no prefill is ever sent; the agent's
+    `effort` (when set) goes in `output_config.effort` and a JSON schema in `output_config.format`. With
+    `prompt_caching` on (the default), the long repeated parts of a request carry cache breakpoints."""
 
     name = "anthropic"
     default_key_env = "ANTHROPIC_API_KEY"
@@ -194,26 +341,50 @@ class AnthropicBackend(Backend):
         # transcripts, and is not sent. Older SDKs (API 2023-06-01) take it and get it.
         from anthropic.resources.messages import Messages
 
-        self.sends_temperature = "temperature" in inspect.signature(Messages.create).parameters
+        self.current = current_contract(settings.model)
+        self.sends_temperature = (not self.current
+                                  and "temperature" in inspect.signature(Messages.create).parameters)
 
     def default_base_url(self) -> str:
         return os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"  # as the SDK does
 
-    def send(self, system: str, messages: list[dict[str, Any]]) -> Reply:
+    def request_options(self, json_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+        options = super().request_options(json_schema)
+        output_config: dict[str, Any] = {}
+        effort = getattr(self.settings, "effort", None)
+        if effort and takes_effort(self.settings.model):  # a model without effort keeps the old request
+            output_config["effort"] = effort
+        if json_schema is not None and self.current and expressible(json_schema):
+            output_config["format"] = {"type": "json_schema", "schema": _json_schema_for_api(json_schema)}
+        if output_config:
+            options["output_config"] = output_config
+        return options
+
+    def send(self, system: str, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None
+             ) -> Reply:
         anthropic = self._sdk
         s = self.settings
+        if self.current and messages and messages[-1].get("role") == "assistant":
+            raise LLMError(f"agent {s.agent!r} (model {s.model}): the conversation ends with an assistant message "
+                           "(a prefill), which current Claude models reject with HTTP 400: end it with a user "
+                           "message and ask for the format in words or with a JSON schema")
         key = self.api_key()
         try:
             client = anthropic.Anthropic(api_key=key, base_url=s.base_url, timeout=s.timeout_s, max_retries=0)
         except Exception as exc:  # the SDK parses base_url here (httpx's InvalidURL)
             raise AttemptFailed(f"could not send the request ({type(exc).__name__}: {_short(str(exc), 160)}): "
                                 "check base_url", retryable=False, status="connection") from None
-        sampling = {"temperature": s.temperature} if self.sends_temperature else {}
+        options = self.request_options(json_schema)
+        system_param: Any = system
+        if getattr(s, "prompt_caching", True):
+            system_param, messages = cache_breakpoints(system, messages)
+        else:  # off: no breakpoint at all, also none a caller set (shared prefixes)
+            messages = [_without_breakpoints(m) for m in messages]
         try:
             # the raw response: its body is read here, by the same rules as the other backends, so that a body
             # that is not JSON or has the wrong shape is an attempt that failed, not an exception of the SDK
-            raw = client.messages.with_raw_response.create(model=s.model, system=system, messages=messages,
-                                                           max_tokens=s.max_tokens, **sampling)
+            raw = client.messages.with_raw_response.create(model=s.model, system=system_param, messages=messages,
+                                                           max_tokens=s.max_tokens, **options)
             status, text = raw.status_code, raw.http_response.text
         except anthropic.APIConnectionError as exc:  # APITimeoutError included; the httpx error is its cause
             cause = exc.__cause__ if exc.__cause__ is not None else exc
@@ -249,9 +420,12 @@ def anthropic_reply(data: Any, text: str, http_status: int = 200) -> Reply:
     if stop is not None and not isinstance(stop, str):
         raise malformed("a body of the wrong shape (`stop_reason` is not a string)", text, http_status)
     usage = data.get("usage")
+    # the text blocks only: thinking (and redacted_thinking) blocks that come before the text are never the answer
     return Reply(text="".join(b["text"] for b in blocks if b.get("type") == "text"), stop_reason=stop,
                  input_tokens=_token_count(usage, "input_tokens"), output_tokens=_token_count(usage, "output_tokens"),
-                 http_status=http_status)
+                 http_status=http_status,
+                 cache_creation_input_tokens=_token_count(usage, "cache_creation_input_tokens"),
+                 cache_read_input_tokens=_token_count(usage, "cache_read_input_tokens"))
 
 
 #: OpenAI finish reasons in the Anthropic vocabulary the rest of the client speaks.
@@ -269,14 +443,16 @@ class OpenAICompatibleBackend(Backend):
     requires_key = False
     requires_base_url = True
 
-    def send(self, system: str, messages: list[dict[str, Any]]) -> Reply:
+    def send(self, system: str, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None
+             ) -> Reply:
         s = self.settings
         key = self.api_key()
         headers = {"content-type": "application/json"}
         if key:
             headers["authorization"] = f"Bearer {key}"
-        body = {"model": s.model, "messages": [{"role": "system", "content": system}, *messages],
-                "temperature": s.temperature, "max_tokens": s.max_tokens}
+        body = {"model": s.model, "messages": [{"role": "system", "content": system},
+                                                *(_plain_message(m) for m in messages)],
+                **self.request_options(json_schema), "max_tokens": s.max_tokens}  # temperature when configured
         url = f"{s.base_url.rstrip('/')}/chat/completions"
         try:
             with httpx.Client(timeout=s.timeout_s) as client:
@@ -294,6 +470,25 @@ class OpenAICompatibleBackend(Backend):
                                 retryable=is_retryable_status(response.status_code),
                                 retry_after=retry_after_seconds(response.headers), http_status=response.status_code)
         return openai_reply(_json_body(response.text, response.status_code), response.text, response.status_code)
+
+
+def _without_breakpoints(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict)
+                                   else b for b in content]}
+
+
+def _plain_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A message without prompt-cache breakpoints (an Anthropic notion): text-only blocks joined into one text."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    blocks = [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in content]
+    if all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+        return {**message, "content": "".join(b.get("text", "") for b in blocks)}
+    return {**message, "content": blocks}
 
 
 def openai_reply(data: Any, text: str, http_status: int = 200) -> Reply:

@@ -59,12 +59,20 @@ class Completion:
     model: str
     backend: str
     attempts: int = 1  # requests made (0 for a cache hit)
+    cache_creation_input_tokens: int = 0  # prompt caching: input tokens written to the service's cache
+    cache_read_input_tokens: int = 0  # and read from it (both billed apart from input_tokens)
 
 
-def cache_key(backend: str, model: str, system: str, messages: list[dict[str, Any]], temperature: float,
-              max_tokens: int) -> str:
+def cache_key(backend: str, model: str, system: str, messages: list[dict[str, Any]], temperature: float | None,
+              max_tokens: int, options: dict[str, Any] | None = None) -> str:
+    """The response cache's key: what decides the answer. `options` is what the request carries besides the
+    prompt and max_tokens (Backend.request_options: temperature only where it is sent, effort, output format);
+    given, it replaces `temperature`, so a temperature that is not sent does not key the answer."""
     payload = {"backend": backend, "model": model, "system": system, "messages": messages,
                "temperature": temperature, "max_tokens": max_tokens}
+    if options is not None:
+        del payload["temperature"]
+        payload["options"] = options
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -139,11 +147,26 @@ class LLMClient:
             raise self._error(f"prices[{self.settings.model!r}] needs input_per_mtok and output_per_mtok")
         return price
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+    def cost(self, input_tokens: int, output_tokens: int, cache_write_tokens: int = 0,
+             cache_read_tokens: int = 0) -> float | None:
+        """Dollars for one answer. Prompt-cache writes and reads are priced with the model's cache_write_per_mtok
+        and cache_read_per_mtok; a call that used the cache on a model without those prices costs null (never 0)."""
         price = self._price()
         if price is None:
             return None
-        return round(input_tokens * price["input_per_mtok"] / 1e6 + output_tokens * price["output_per_mtok"] / 1e6, 10)
+        total = input_tokens * price["input_per_mtok"] / 1e6 + output_tokens * price["output_per_mtok"] / 1e6
+        for tokens, name in ((cache_write_tokens, "cache_write_per_mtok"), (cache_read_tokens, "cache_read_per_mtok")):
+            if tokens:
+                if price.get(name) is None:
+                    return None
+                total += tokens * price[name] / 1e6
+        return round(total, 10)
+
+    def cache_key(self, system: str, messages: list[dict[str, Any]], schema: dict | None = None) -> str:
+        """The response cache's key of this request (what is sent decides it: see :func:`cache_key`)."""
+        s = self.settings
+        return cache_key(s.backend, s.model, system, messages, s.temperature, s.max_tokens,
+                         self.backend.request_options(schema))
 
     def _check_budget(self, system: str, messages: list[dict[str, Any]], tag: str) -> None:
         if self.budget_usd is None:
@@ -172,7 +195,9 @@ class LLMClient:
             entry = json.loads(path.read_text(encoding="utf-8"))
             r = entry["response"]
             reply = Reply(text=r["text"], stop_reason=r["stop_reason"], input_tokens=int(r["input_tokens"]),
-                          output_tokens=int(r["output_tokens"]))
+                          output_tokens=int(r["output_tokens"]),
+                          cache_creation_input_tokens=int(r.get("cache_creation_input_tokens") or 0),
+                          cache_read_input_tokens=int(r.get("cache_read_input_tokens") or 0))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring unreadable cache entry %s (%s)", path, type(exc).__name__)
             return None
@@ -181,11 +206,13 @@ class LLMClient:
             return None
         return reply
 
-    def _write_cache(self, key: str, system: str, messages: list[dict[str, Any]], reply: Reply) -> None:
+    def _write_cache(self, key: str, system: str, messages: list[dict[str, Any]], reply: Reply,
+                     schema: dict | None = None) -> None:
         s = self.settings
         entry = {"version": CACHE_VERSION, "key": key, "backend": s.backend, "model": s.model,
                  "created": _now(), "request": {"system": system, "messages": messages,
-                                                "temperature": s.temperature, "max_tokens": s.max_tokens},
+                                                "temperature": s.temperature, "max_tokens": s.max_tokens,
+                                                "options": self.backend.request_options(schema)},
                  "response": asdict(reply)}
         atomic_write_text(self._cache_path(key), self._scrub(json.dumps(entry, indent=1, ensure_ascii=False)) + "\n")
 
@@ -204,6 +231,8 @@ class LLMClient:
             "model": s.model, "attempt": attempt, "status": status, "http_status": http_status,
             "retry": attempt > 1, "repair": repair, "input_tokens": comp.input_tokens if comp else 0,
             "output_tokens": comp.output_tokens if comp else 0,
+            "cache_creation_input_tokens": comp.cache_creation_input_tokens if comp else 0,
+            "cache_read_input_tokens": comp.cache_read_input_tokens if comp else 0,
             "cost_usd": comp.cost_usd if comp else (None if self._price() is None else 0.0),
             "latency_s": round(latency_s, 4) if latency_s is not None else None,
             "cache_hit": comp.cache_hit if comp else False, "stop_reason": comp.stop_reason if comp else None}
@@ -217,7 +246,8 @@ class LLMClient:
         finally:
             os.close(fd)
 
-    def _transcript_prompt(self, tag: str, system: str, messages: list[dict[str, Any]]) -> Path | None:
+    def _transcript_prompt(self, tag: str, system: str, messages: list[dict[str, Any]],
+                           schema: dict | None = None) -> Path | None:
         """Write <tag>-<n>.prompt.json with the next free n; returns the stem for the response file."""
         if self.transcript_dir is None:
             return None
@@ -229,7 +259,7 @@ class LLMClient:
         n = max(taken, default=0) + 1
         record = {"agent": s.agent, "round": self.run_round, "tag": tag, "backend": s.backend, "model": s.model,
                   "temperature": s.temperature, "temperature_sent": self.backend.sends_temperature,
-                  "max_tokens": s.max_tokens, "system": system, "messages": messages}
+                  "options_sent": self.backend.request_options(schema), "max_tokens": s.max_tokens, "system": system, "messages": messages}
         text = self._scrub(json.dumps(record, indent=2, ensure_ascii=False)) + "\n"
         while True:
             stem = self.transcript_dir / f"{safe}-{n}"
@@ -249,15 +279,15 @@ class LLMClient:
             return min(retry_after, MAX_RETRY_AFTER_S)
         return self.rng.uniform(0.0, min(MAX_BACKOFF_S, self.backoff_base_s * 2 ** attempt))
 
-    def _send(self, system: str, messages: list[dict[str, Any]], tag: str, repair: bool
-              ) -> tuple[Reply, int, float]:
+    def _send(self, system: str, messages: list[dict[str, Any]], tag: str, repair: bool,
+              schema: dict | None = None) -> tuple[Reply, int, float]:
         """The backend call with retries: (reply, attempts, latency of the successful attempt). Every failed
         attempt is a ledger line; the last one ends in a ModelServiceError."""
         retries = max(0, int(self.settings.max_retries))
         for attempt in range(1, retries + 2):
             start = time.monotonic()
             try:
-                reply = self.backend.send(system, messages)
+                reply = self.backend.send(system, messages, json_schema=schema)
                 if not reply.text.strip() and reply.stop_reason not in TRUNCATED | REFUSED:
                     raise malformed(f"an empty answer (no text; stop_reason {reply.stop_reason})", "",
                                     reply.http_status)
@@ -294,26 +324,31 @@ class LLMClient:
         return None
 
     def _call(self, system: str, messages: list[dict[str, Any]], *, tag: str, repair: bool,
-              assess: Callable[[Completion], tuple[Any, list[str]]] | None) -> tuple[Completion, Any, list[str]]:
+              assess: Callable[[Completion], tuple[Any, list[str]]] | None, schema: dict | None = None
+              ) -> tuple[Completion, Any, list[str]]:
         """One answer (cached or requested), its ledger line and transcript; (completion, value, problems).
 
         A truncated or refused answer raises (never cached). An answer that `assess` finds problems with is
         recorded as `unusable` and not cached (complete_json caches it once its repair succeeded)."""
         _check_messages(messages)
         s = self.settings
-        key = cache_key(s.backend, s.model, system, messages, s.temperature, s.max_tokens)
-        stem = self._transcript_prompt(tag, system, messages)
+        key = self.cache_key(system, messages, schema)
+        stem = self._transcript_prompt(tag, system, messages, schema)
         reply = self._read_cache(key)
         hit = reply is not None
         if reply is None:
             self._check_budget(system, messages, tag)
-            reply, attempt, latency = self._send(system, messages, tag, repair)
+            reply, attempt, latency = self._send(system, messages, tag, repair, schema)
         else:
             attempt, latency = 0, 0.0
         comp = Completion(text=reply.text, stop_reason=reply.stop_reason, input_tokens=reply.input_tokens,
                           output_tokens=reply.output_tokens,
-                          cost_usd=0.0 if hit else self.cost(reply.input_tokens, reply.output_tokens),
-                          latency_s=latency, cache_hit=hit, model=s.model, backend=s.backend, attempts=attempt)
+                          cost_usd=0.0 if hit else self.cost(reply.input_tokens, reply.output_tokens,
+                                                             reply.cache_creation_input_tokens,
+                                                             reply.cache_read_input_tokens),
+                          latency_s=latency, cache_hit=hit, model=s.model, backend=s.backend, attempts=attempt,
+                          cache_creation_input_tokens=reply.cache_creation_input_tokens,
+                          cache_read_input_tokens=reply.cache_read_input_tokens)
         self._transcript_response(stem, comp.text)
         http_status = None if hit else reply.http_status
         incomplete = self._incomplete(reply)
@@ -326,7 +361,7 @@ class LLMClient:
         self._ledger(tag, attempt=attempt, status="unusable" if problems else "ok", repair=repair, comp=comp,
                      http_status=http_status, error=self._scrub("; ".join(problems)) if problems else None)
         if not hit and not problems:
-            self._write_cache(key, system, messages, reply)
+            self._write_cache(key, system, messages, reply, schema)
         return comp, value, problems
 
     # ---------------------------------------------------------------- the API
@@ -347,22 +382,24 @@ class LLMClient:
         def assess(comp: Completion) -> tuple[Any, list[str]]:
             return self._assess(comp, schema, check)
 
-        comp, value, problems = self._call(system, messages, tag=tag, repair=False, assess=assess)
+        comp, value, problems = self._call(system, messages, tag=tag, repair=False, assess=assess, schema=schema)
         if not problems:
             return value, comp
         log.warning("%s %s: unusable JSON answer, asking once for a repair: %s", self.settings.agent, tag,
                     self._scrub("; ".join(problems)))
         repair = [*messages, {"role": "assistant", "content": comp.text.strip() or "(empty answer)"},
                   {"role": "user", "content": repair_request(problems, restate=value is None)}]
-        fixed, value, again = self._call(system, repair, tag=f"{tag}-repair", repair=True, assess=assess)
+        fixed, value, again = self._call(system, repair, tag=f"{tag}-repair", repair=True, assess=assess,
+                                         schema=schema)
         if again:
             raise self._service_error(tag, "no usable JSON: the answer was unusable, and so was the answer to the "
                                       "one repair re-prompt: " + "; ".join(again), "unusable", fixed.attempts)
         if not comp.cache_hit:  # the repaired exchange is complete: a rerun replays it from the cache
-            s = self.settings
-            self._write_cache(cache_key(s.backend, s.model, system, messages, s.temperature, s.max_tokens), system,
-                              messages, Reply(text=comp.text, stop_reason=comp.stop_reason,
-                                              input_tokens=comp.input_tokens, output_tokens=comp.output_tokens))
+            self._write_cache(self.cache_key(system, messages, schema), system, messages,
+                              Reply(text=comp.text, stop_reason=comp.stop_reason, input_tokens=comp.input_tokens,
+                                    output_tokens=comp.output_tokens,
+                                    cache_creation_input_tokens=comp.cache_creation_input_tokens,
+                                    cache_read_input_tokens=comp.cache_read_input_tokens), schema)
         return value, fixed
 
     def _assess(self, comp: Completion, schema: dict | None,

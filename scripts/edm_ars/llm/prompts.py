@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from string import Formatter
 from typing import Any
@@ -41,3 +42,23 @@ def fill(template: str, /, **values: Any) -> str:
     if missing:
         raise LLMError(f"prompt template needs values for: {', '.join(missing)}")
     return template.format(**values)
+
+
+#: A shared prompt prefix shorter than this (characters) is not marked for the prompt cache.
+MIN_SHARED_PREFIX_CHARS = 2048
+
+
+def shared_prefix_contents(texts: list[str]) -> list[str | list[dict[str, Any]]]:
+    """The user messages of calls that begin alike (the debaters' turns on the same results, the Writer's
+    sections on the same claims): each as two text blocks, the part all of them share (up to a line end)
+    marked with a prompt-cache breakpoint, then its own rest. The anthropic backend sends the breakpoint, so
+    the first call writes the shared part to the service's cache and the others read it; the words are the
+    same (other backends get the text joined). A short shared part leaves the texts as they are."""
+    if len(texts) < 2:
+        return list(texts)
+    common = os.path.commonprefix(texts)
+    common = common[:common.rfind("\n") + 1]
+    if len(common) < MIN_SHARED_PREFIX_CHARS:
+        return list(texts)
+    return [[{"type": "text", "text": common, "cache_control": {"type": "ephemeral"}},
+             {"type": "text", "text": t[len(common):] or " "}] for t in texts]

@@ -15,7 +15,8 @@ def client_for_job(smk: Any) -> LLMClient:
     s = smk.params.llm
     settings = AgentSettings(agent=s["agent"], backend=s["backend"], model=s["model"], temperature=s["temperature"],
                              max_tokens=s["max_tokens"], timeout_s=s["timeout_s"], max_retries=s["max_retries"],
-                             base_url=s["base_url"], api_key_env=s["api_key_env"])
+                             base_url=s["base_url"], api_key_env=s["api_key_env"], effort=s.get("effort"),
+                             prompt_caching=s.get("prompt_caching", True))
     ledger = Path(smk.output.ledger)
     def spent() -> float:
         """What the run's ledgers have spent: this job's folder of ledgers, output/ledger/ (drafting, papers) and

@@ -313,19 +313,25 @@ def debate_with_model(client: Any, prompts: dict[str, Any], claims: list[dict[st
     """Three lenses in prose, then the synthesizer's JSON; returns (claims, notes, debate transcript)."""
     import json
 
-    from edm_ars.llm.prompts import fill
+    from edm_ars.llm.prompts import fill, shared_prefix_contents
 
     listing = json.dumps([{k: c[k] for k in ("id", "statement", "status", "reason", "evidence")}
                           for c in claims], indent=1, default=str)
     summary = json.dumps(results_summary, indent=1, default=str)
+    turns = [fill(prompts["debate_user"], role=role, role_brief=prompts["roles"][role], results=summary,
+                  claims=listing, lessons=lessons) for role in ROLES]
+    # the results and claims every turn (and the synthesizer) begins with: written to the prompt cache once
+    contents = shared_prefix_contents([*turns, fill(prompts["synthesize_user"], results=summary, claims=listing,
+                                                    debate="")])
     debate = []
-    for role in ROLES:
-        user = fill(prompts["debate_user"], role=role, role_brief=prompts["roles"][role], results=summary,
-                    claims=listing, lessons=lessons)
-        answer = client.complete(prompts["system"], [{"role": "user", "content": user}], tag=f"debate-{role}")
+    for role, content in zip(ROLES, contents, strict=False):
+        answer = client.complete(prompts["system"], [{"role": "user", "content": content}], tag=f"debate-{role}")
         debate.append(f"[{role}] {answer.text.strip()}")
     user = fill(prompts["synthesize_user"], results=summary, claims=listing, debate="\n\n".join(debate))
-    answer, _ = client.complete_json(prompts["system"], [{"role": "user", "content": user}], tag="synthesize",
+    shared = contents[-1][0] if isinstance(contents[-1], list) else None
+    content = ([shared, {"type": "text", "text": user[len(shared["text"]):]}]
+               if shared and user.startswith(shared["text"]) else user)
+    answer, _ = client.complete_json(prompts["system"], [{"role": "user", "content": content}], tag="synthesize",
                                      schema=MODEL_CLAIMS_SCHEMA)
     merged, notes = merge_model_judgments(claims, answer, artifacts)
     return merged, notes, debate

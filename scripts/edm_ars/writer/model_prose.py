@@ -91,18 +91,18 @@ def _citations_text(ctx: Ctx) -> str:
 def rewrite(client: Any, prompts: dict[str, Any], ctx: Ctx, drafts: dict[str, str]
             ) -> tuple[dict[str, str], list[str]]:
     """Ask the model for each section of REWRITTEN; return (accepted sections, notes)."""
-    from edm_ars.llm.prompts import fill
+    from edm_ars.llm.prompts import fill, shared_prefix_contents
 
     accepted, notes = {}, []
     outline = ctx.outline or {}
-    for section in REWRITTEN:
-        if section not in drafts:
-            continue
-        lo, hi = WORD_TARGETS[section]
-        user = fill(prompts["user"], section=section.replace("_", " ").lower(), low=lo, high=hi,
-                    archetype=outline.get("archetype", ""), rule=outline.get("rule", ""),
-                    question=ctx.spec.get("research_question", ""), claims=_claims_text(ctx),
-                    macros=_macros_text(ctx), citations=_citations_text(ctx), draft=drafts[section])
+    sections = [section for section in REWRITTEN if section in drafts]
+    users = [fill(prompts["user"], section=section.replace("_", " ").lower(), low=WORD_TARGETS[section][0],
+                  high=WORD_TARGETS[section][1], archetype=outline.get("archetype", ""), rule=outline.get("rule", ""),
+                  question=ctx.spec.get("research_question", ""), claims=_claims_text(ctx),
+                  macros=_macros_text(ctx), citations=_citations_text(ctx), draft=drafts[section])
+             for section in sections]
+    # the claims, macros and references every section shares: written to the prompt cache once
+    for section, user in zip(sections, shared_prefix_contents(users), strict=True):
         answer = client.complete(prompts["system"], [{"role": "user", "content": user}], tag=section.lower())
         text, note = check(ctx, section, answer.text)
         if text is None:
