@@ -76,19 +76,14 @@ def update_config(base: dict, extra: dict) -> dict:
     return base
 
 
-def run_floors(configfiles: list[str]) -> Floors:
-    """The floors a run with these --configfile files would apply (edm_ars.data.floors.Floors): config/config.yaml
-    beside the package, updated by each file in turn. EdmArsError naming the file when one cannot be read, is not
-    a YAML mapping, sets a key the workflow does not know or gives a floor a value of the wrong kind."""
+def _config_files(configfiles: list[str]) -> list[tuple[Path, dict]]:
+    """config/config.yaml beside the package, then each --configfile, each read as a YAML mapping (empty: {}).
+    EdmArsError naming the file when one cannot be read or is not a mapping of settings."""
     import yaml
 
     from edm_ars.core.errors import yaml_problem
-    from edm_ars.data.floors import Floors
-    from edm_ars.run.configcheck import closest, unknown_keys
 
-    schema_file = CONFIG_FILE.with_name("config.schema.yaml")
-    schema = yaml.safe_load(schema_file.read_text(encoding="utf-8")) if schema_file.exists() else {}
-    config: dict = {}
+    docs = []
     for path in ([CONFIG_FILE] if CONFIG_FILE.exists() else []) + [Path(f) for f in configfiles]:
         try:
             doc = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -100,6 +95,23 @@ def run_floors(configfiles: list[str]) -> Floors:
         if not isinstance(doc, dict):
             raise EdmArsError(f"config file {path}: holds a {type(doc).__name__}, not a mapping of settings "
                               "(e.g. the lines `engineer:` and `  min_analytic_n: 50`)")
+        docs.append((path, doc))
+    return docs
+
+
+def run_floors(configfiles: list[str]) -> Floors:
+    """The floors a run with these --configfile files would apply (edm_ars.data.floors.Floors): config/config.yaml
+    beside the package, updated by each file in turn. EdmArsError naming the file when one cannot be read, is not
+    a YAML mapping, sets a key the workflow does not know or gives a floor a value of the wrong kind."""
+    import yaml
+
+    from edm_ars.data.floors import Floors
+    from edm_ars.run.configcheck import closest, unknown_keys
+
+    schema_file = CONFIG_FILE.with_name("config.schema.yaml")
+    schema = yaml.safe_load(schema_file.read_text(encoding="utf-8")) if schema_file.exists() else {}
+    config: dict = {}
+    for path, doc in _config_files(configfiles):
         unknown = unknown_keys(doc, schema)
         if unknown:
             near = closest(unknown[0], schema)
@@ -166,19 +178,9 @@ def load_config(configfiles: list[str], settings: list[str] | None = None) -> di
     YAML, as Snakemake reads it). EdmArsError naming the file or setting that cannot be read."""
     import yaml
 
-    from edm_ars.core.errors import yaml_problem
-
     config: dict = {}
-    for path in ([CONFIG_FILE] if CONFIG_FILE.exists() else []) + [Path(f) for f in configfiles]:
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise EdmArsError(f"config file {path}: {exc.strerror or exc}") from exc
-        except yaml.YAMLError as exc:
-            raise EdmArsError(f"config file {path}: not valid YAML ({yaml_problem(exc)})") from exc
-        if doc is not None and not isinstance(doc, dict):
-            raise EdmArsError(f"config file {path}: holds a {type(doc).__name__}, not a mapping of settings")
-        update_config(config, doc or {})
+    for _, doc in _config_files(configfiles):
+        update_config(config, doc)
     for item in settings or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
