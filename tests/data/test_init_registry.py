@@ -590,3 +590,22 @@ def test_a_rationale_is_a_sentence_or_empty(tmp_path, rationale, ok):
         assert spec["predictors"][0]["rationale"] == (rationale or "")
     else:
         assert problems[0].startswith("questions[attain_prediction].predictors.verbal: rationale ")
+
+
+def test_pupils_numbered_within_their_school_are_not_repeated_records():
+    """mlmRev Exam numbers its students 1, 2, ... within each school: `student` repeats across the file (650 values,
+    6.2 rows each) but hardly ever within a school, so each row is a different student: no long format is drafted.
+    A true child identifier (several rows within one school) still is."""
+    rng = np.random.default_rng(5)
+    rows = [(s, k) for s in range(40) for k in range(1, int(rng.integers(20, 60)))]
+    frame = pd.DataFrame(rows, columns=["school", "student"])
+    frame["score"] = rng.normal(0, 1, len(frame)).round(3)
+    frame["prior"] = (frame["score"] + rng.normal(0, 1, len(frame))).round(3)
+    frame["sex"] = rng.choice(["F", "M"], len(frame))
+    frame["hours"] = rng.integers(0, 20, len(frame))
+    draft, notes = draft_registry(frame, "exam.csv")
+    assert "repeated" not in draft["dataset"] and draft["dataset"]["grouping"]["columns"] == ["school"]
+    assert "student" in draft["tier3"]["exact"]
+    assert any(n.startswith("identifier: student numbers each student within school") for n in notes)
+    long = pd.concat([frame.assign(year=y) for y in (1, 2, 3)], ignore_index=True)
+    assert draft_registry(long, "long.csv")[0]["dataset"]["repeated"]["id"] == "student"

@@ -446,6 +446,14 @@ def draft_registry(frame: pd.DataFrame, source: str, name: str | None = None) ->
     grouping = {"unit": "school", "columns": [], "reconstructed": False}
     persons = [(c, u) for c, u in clusters if u in PERSONS or u == "student"]
     clusters = [(c, u) for c, u in clusters if (c, u) not in persons]
+    for col, unit in list(persons):  # pupils numbered 1, 2, ... within each school: one row per person, no repeats
+        within = next((c for c, _ in clusters  # (a few data-entry repeats of a number, under 1% of rows, allowed)
+                       if pd.DataFrame({"c": clean[c], "p": clean[col]}).dropna().duplicated().mean() < 0.01), None)
+        if within is not None:
+            persons.remove((col, unit))
+            excluded.append(col)
+            notes.append(f"identifier: {col} numbers each {unit} within {within} (almost no number has two rows in "
+                         f"one {within}), so each row is a different {unit}: not repeated records; never a predictor")
     repeated = None
     if persons:  # a person identifier that repeats across rows: long format, each unit's records on one side
         col, unit = max(persons, key=lambda cu: clean[cu[0]].nunique())
