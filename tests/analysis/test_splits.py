@@ -236,3 +236,14 @@ def test_the_split_jobs_follow_the_configuration_and_one_split_disables_them(tmp
     counts = dict(line.split()[:2] for line in done.stdout.splitlines() if len(line.split()) == 2)
     assert int(counts.get("split_run", 0)) == jobs
     assert ("splits" in counts) == (jobs > 0) and counts["analyze"] == "1"
+
+
+def test_a_selected_stacking_is_set_beside_the_model_it_was_compared_with():
+    """Stacking selected over the simplest model tied with the top one (xgboost tied with the top mlp): the spread
+    is that of xgboost, the model the rule compared stacking with, not the top single model (mlp)."""
+    evaluation = _evaluation(best="stacking", models={"xgboost": 0.81, "mlp": 0.82, "stacking": 0.83})
+    evaluation["selection_evidence"] = {"top_single": "mlp", "overlapping_top": ["xgboost", "mlp"]}
+    runs = [{**_run(1, 0.8, 0.8, 14), "models": {"xgboost": {"metric": 0.80}, "mlp": {"metric": 0.79}}},
+            {**_run(2, 0.8, 0.8, 15), "models": {"xgboost": {"metric": 0.83}, "mlp": {"metric": 0.84}}}]
+    ref = summarize(evaluation, REPORT, runs, 3)["reference"]
+    assert ref["model"] == "xgboost" and not ref["selected"]

@@ -121,8 +121,10 @@ def summarize(evaluation: dict[str, Any], report: dict[str, Any], runs: list[dic
     best = evaluation["best_model"]
     reference = best
     if best == STACKING or best not in per_model:
+        # the single model stacking was compared with: the simplest of those tied with the top one (select_best
+        # sorts `overlapping_top` by complexity), else the top one
         ev = evaluation.get("selection_evidence") or {}
-        reference = next((m for m in (ev.get("top_single"), *(ev.get("overlapping_top") or [])) if m in per_model),
+        reference = next((m for m in (*(ev.get("overlapping_top") or [])[:1], ev.get("top_single")) if m in per_model),
                          None)
     ref: dict[str, Any] | None = None
     if reference and per_model[reference].get("n", 0) > 1:
