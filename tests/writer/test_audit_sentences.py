@@ -109,3 +109,22 @@ def test_few_test_clusters_are_named_in_the_abstract(tmp_path):
     assert report.ok, report.summary()
     plain = _flat(slot_content(_paper(tmp_path / "plain", tw.real_artifacts()), "ABSTRACT"))
     assert "The test set holds only" not in plain
+
+
+def test_no_gap_with_every_group_reliable_names_no_small_groups(tmp_path):
+    """No gap above the threshold: 'small groups could not be assessed reliably' only when the audit had one."""
+    def unflagged(reliable: bool) -> dict:
+        arts = tw.real_artifacts()
+        for rec in arts["results"]["fairness"]["attributes"].values():
+            for g in rec["groups"]:
+                g["reliable"] = reliable or g is not rec["groups"][0]
+            for gap in (rec.get("gaps") or {}).values():
+                if isinstance(gap, dict):
+                    gap["flagged"] = False
+        arts["results"]["fairness"]["flags"] = []
+        return arts
+    all_reliable = _flat(slot_content(_paper(tmp_path / "r", unflagged(True)), "DISCUSSION"))
+    assert "found no gap above the flagging threshold among groups large enough to be assessed" in all_reliable
+    assert "small groups could not be assessed" not in all_reliable
+    some_small = _flat(slot_content(_paper(tmp_path / "s", unflagged(False)), "DISCUSSION"))
+    assert "although small groups could not be assessed reliably" in some_small

@@ -209,8 +209,10 @@ def _discussion_fairness(ctx: Ctx) -> str:
                 + f"{c.citep('fairness', limit=2)}.")
     elif unsettled:  # gaps above the threshold that the evidence does not settle: never "no gap above it"
         text = ctx.ph("discussion.fairness_no_settled_gap") + f"{c.citep('fairness', limit=2)}."
-    else:
+    elif any(not g.get("reliable", True) for r in fa.get("attributes", {}).values() for g in r.get("groups") or []):
         text = ctx.ph("discussion.fairness_no_gap") + f"{c.citep('fairness', limit=2)}."
+    else:  # every group large enough: no "small groups could not be assessed"
+        text = ctx.ph("discussion.fairness_no_gap_all_reliable") + f"{c.citep('fairness', limit=2)}."
     return text + extra
 
 
