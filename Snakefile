@@ -33,15 +33,23 @@ validate(config, schema="config/config.schema.yaml")
 
 # A model-backed run checks its models against the installed anthropic SDK before any job: a deprecated one gets
 # a warning line (end of life, key, replacement), one the SDK does not know stops the run with one line
-# (edm_ars.llm.models).
+# (edm_ars.llm.models). When jobs are about to run (not in a dry run), the service is asked about each model
+# (GET /v1/models/{id}, nothing billed): a 404 not_found or a refused key stops the run, again with one line.
 if config["backend"] == "anthropic":
-    from edm_ars.llm.models import preflight
+    from edm_ars.llm.models import preflight, service_check
 
     _preflight = preflight(config)
     for _line in _preflight.warnings:
         print(_line, file=sys.stderr)
     if _preflight.error:
         sys.exit(_preflight.error)
+
+    onstart:
+        _service = service_check(config)
+        for _line in _service.warnings:
+            print(_line, file=sys.stderr)
+        if _service.error:
+            sys.exit(_service.error)
 
 
 # The key is read from the environment by the client; declared only when it is needed, because a

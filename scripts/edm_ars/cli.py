@@ -193,10 +193,15 @@ def load_config(configfiles: list[str], settings: list[str] | None = None) -> di
 
 
 def model_preflight(config: dict) -> tuple[list[str], str | None]:
-    """The preflight of a model-backed run (edm_ars.llm.models.preflight): its warning lines and error line."""
-    from edm_ars.llm.models import preflight
+    """The preflight of a model-backed run (edm_ars.llm.models.preflight, then, with a key, the service's answer
+    for each model: service_check): its warning lines and error line."""
+    from edm_ars.llm.models import preflight, service_check
 
     found = preflight(config)
+    if found.error is None:
+        service = service_check(config)
+        found.warnings += service.warnings
+        found.error = service.error
     return found.warnings, found.error
 
 
@@ -396,14 +401,15 @@ def main(argv: list[str] | None = None) -> int:
     i.set_defaults(func=cmd_init_registry)
     s = sub.add_parser("status", help="where the run in a workflow directory stands")
     s.add_argument("--directory", "-d", default=".")
-    s.add_argument("--configfile", action="append", metavar="FILE",
-                   help="a config file of the run (as snakemake --configfile); its models are checked")
-    s.add_argument("--config", action="append", metavar="KEY=VALUE",
-                   help="a setting of the run (as snakemake --config, e.g. backend=anthropic)")
+    s.add_argument("--configfile", action="extend", nargs="+", metavar="FILE",
+                   help="the run's config file(s) (as snakemake --configfile); its models are checked")
+    s.add_argument("--config", action="extend", nargs="+", metavar="KEY=VALUE",
+                   help="the run's settings (as snakemake --config, e.g. backend=anthropic model=...)")
     s.set_defaults(func=cmd_status)
     mo = sub.add_parser("models", help="the models the API key can use, which agent uses which, and their prices")
-    mo.add_argument("--configfile", action="append", metavar="FILE", help="a config file of the run")
-    mo.add_argument("--config", action="append", metavar="KEY=VALUE", help="a setting of the run (e.g. model=...)")
+    mo.add_argument("--configfile", action="extend", nargs="+", metavar="FILE", help="the run's config file(s)")
+    mo.add_argument("--config", action="extend", nargs="+", metavar="KEY=VALUE",
+                    help="the run's settings (as snakemake --config, e.g. model=...)")
     mo.add_argument("--base-url", help="the API's URL (default: the config's base_url, else the SDK's)")
     mo.add_argument("--api-key-env", help="the variable holding the key (default: the config's, else "
                     "ANTHROPIC_API_KEY)")

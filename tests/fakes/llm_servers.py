@@ -52,6 +52,7 @@ class _FakeServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        self.gets: list[tuple[str, dict[str, str]]] = []  # GET requests (the model list), apart from the calls
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -164,11 +165,10 @@ class _FakeServer:
         self._send(h, status, reply.get("headers") or {}, body, cut=bool(reply.get("cut_body")))
 
     def _handle_get(self, h: BaseHTTPRequestHandler) -> None:
-        """GET: recorded like a POST (an empty body); `get_body` answers it, else 404."""
+        """GET: recorded in `gets` as (path, headers), apart from the model calls (`requests`, `count`);
+        `get_body` answers it, else 404."""
         with self._lock:
-            self.requests.append({})
-            self.headers.append({k.lower(): v for k, v in h.headers.items()})
-            self.paths.append(h.path)
+            self.gets.append((h.path, {k.lower(): v for k, v in h.headers.items()}))
         found = self.get_body(h.path.split("?")[0])
         if found is None:
             self._send(h, 404, {}, self.error_body(404, f"no route {h.path}"))

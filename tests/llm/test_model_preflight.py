@@ -13,7 +13,15 @@ from fakes.llm_servers import FakeAnthropic
 from workflow import snakemake
 
 from edm_ars.cli import main
-from edm_ars.llm.models import current_models, preflight, price_text, replacement, sdk_deprecated, sdk_models
+from edm_ars.llm.models import (
+    current_models,
+    preflight,
+    price_text,
+    replacement,
+    sdk_deprecated,
+    sdk_models,
+    service_check,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -99,8 +107,9 @@ def test_models_lists_the_keys_models_the_agents_and_their_prices(monkeypatch, c
     with FakeAnthropic([]) as server:
         server.models = ["claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5"]
         code = main(["models", "--base-url", server.url])
-        assert server.paths[-1].startswith("/v1/models")
-        assert "sk-test-models" in " ".join(server.headers[-1].values())  # the key was sent
+        path, headers = server.gets[-1]
+        assert path.startswith("/v1/models") and server.count == 0  # a listing, no model call
+        assert "sk-test-models" in " ".join(headers.values())  # the key was sent
     out = capsys.readouterr().out
     assert code == 0, out
     lines = out.splitlines()
@@ -171,3 +180,60 @@ def test_status_runs_the_same_check(tmp_path, capsys):
     # the offline backend (the default) is not checked
     assert main(["status", "-d", str(tmp_path), "--configfile", str(pinned)]) == 0
     assert "model not available" not in capsys.readouterr().out
+
+
+# ---- the service's own answer (GET /v1/models/{id}) -------------------------------------------------------------
+
+def test_a_model_the_service_answers_404_for_stops_with_one_line():
+    """The installed SDK still knows claude-haiku-5-5, but this key's service answers 404 not_found for it."""
+    with FakeAnthropic([]) as server:
+        server.models = ["claude-sonnet-5-5", "claude-opus-5-5"]
+        config = {**model_backed(write="claude-haiku-5-5"), "base_url": server.url}
+        assert preflight(config).error is None  # the SDK knows it
+        found = service_check(config, environ={"ANTHROPIC_API_KEY": "sk-test-service"})
+        asked = [path.split("?")[0] for path, _ in server.gets]
+        assert server.count == 0  # no model call, nothing billed
+    assert found.error is not None and "\n" not in found.error
+    assert found.error.startswith("EDM-ARS: model not available: agent write (llm.agents.write.model: "
+                                  "'claude-haiku-5-5'): ")
+    assert "answered 404 not_found" in found.error and "claude-sonnet-5-5, claude-opus-5-5" in found.error
+    assert sorted(set(asked)) == ["/v1/models", "/v1/models/claude-haiku-5-5", "/v1/models/claude-opus-5-5",
+                                  "/v1/models/claude-sonnet-5-5"]
+
+
+def test_the_service_check_passes_a_usable_config_and_only_warns_when_unreachable(tmp_path):
+    with FakeAnthropic([]) as server:
+        config = {**model_backed(), "base_url": server.url}
+        assert service_check(config, environ={"ANTHROPIC_API_KEY": "sk-test-service"}) == service_check(
+            model_backed(), environ={})  # nothing to say (and nothing asked without a key)
+        url = server.url
+    # the server is gone: one warning, the run goes on
+    found = service_check({**model_backed(), "base_url": url}, environ={"ANTHROPIC_API_KEY": "sk-test-service"},
+                          timeout=2.0)
+    assert found.error is None and len(found.warnings) == 1
+    assert found.warnings[0].startswith(f"EDM-ARS warning: could not confirm the configured models with {url}")
+    # a refused key stops the run, naming the variable
+    with FakeAnthropic([]) as server:
+        server.get_body = lambda path: (401, server.error_body(401, "invalid x-api-key"))
+        found = service_check({**model_backed(), "base_url": server.url, "api_key_env": "MY_KEY"},
+                              environ={"MY_KEY": "sk-bad"})
+    assert found.error is not None and "refused the key in MY_KEY (HTTP 401)" in found.error
+    assert service_check({**model_backed(), "backend": "offline"}, environ={"ANTHROPIC_API_KEY": "k"}).error is None
+
+
+def test_a_run_and_status_stop_when_the_service_answers_404(tmp_path, monkeypatch, capsys):
+    """Before the first job (not in a dry run): the run stops with the service's one line, and no job ran."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-service")
+    with FakeAnthropic([]) as server:
+        server.models = ["claude-sonnet-5-5"]  # the Critic's claude-opus-5-5 is not available to this key
+        result = snakemake(tmp_path, "output/data/raw.parquet", config={"backend": "anthropic",
+                                                                             "base_url": server.url})
+        assert main(["status", "-d", str(tmp_path), "--config", "backend=anthropic", f"base_url={server.url}"]) == 1
+        assert server.count == 0
+    assert result.returncode != 0
+    lines = [x for x in result.stderr.splitlines() if "not available" in x]
+    assert len(lines) == 1 and lines[0].startswith("EDM-ARS: model not available: agent critique "
+                                                   "(llm.agents.critique.model: 'claude-opus-5-5')"), result.stderr
+    assert "answered 404 not_found" in lines[0] and "Traceback" not in result.stderr
+    assert not (tmp_path / "output").exists()
+    assert capsys.readouterr().out.splitlines()[0] == lines[0]

@@ -1041,3 +1041,25 @@ def test_a_cap_no_revision_can_lift_ends_the_loop_at_once():
     assert any("no revision can lift" in n for n in out["notes"])
     leak = dict(issue("sv_leakage", "major", "analyze"), caps_verdict=True)
     assert compute_verdict([leak, minor], 9.0, round_=0, max_revisions=2)["verdict"] == "REVISE"
+
+
+def test_every_json_answer_can_be_asked_for_as_structured_output():
+    from edm_ars.formulate.branches_model import DRAFTS_SCHEMA
+    from edm_ars.formulate.model import MODEL_SPEC_SCHEMA
+    from edm_ars.llm.backends import _json_schema_for_api, expressible
+    from edm_ars.review.claims import MODEL_CLAIMS_SCHEMA
+
+    for schema in (MODEL_REVIEW_SCHEMA, MODEL_SPEC_SCHEMA, DRAFTS_SCHEMA, MODEL_CLAIMS_SCHEMA):
+        assert expressible(schema)
+    # what the service would enforce for the Critic holds a full review (every dimension, an instruction for
+    # every stage, an action) and no dimension or stage the rubric does not know
+    sent = jsonschema.Draft202012Validator(_json_schema_for_api(MODEL_REVIEW_SCHEMA))
+    full = model_answer("REVISE", 6.0, [model_issue("m1", "major", "analyze")],
+                        {stage: ["redo it"] for stage in (*STAGES, "write")})
+    full["revision_actions"] = [{"action": "add_model", "value": "mlp", "reason": "a nonlinear check", "issue": "m1"}]
+    assert not list(sent.iter_errors(full))
+    assert list(sent.iter_errors({**full, "dimension_scores": {"vibes": 5}}))
+    assert list(sent.iter_errors({**full, "revision_instructions": {"elsewhere": ["x"]}}))
+    # what the client validates stays as open as before: an unknown dimension is named by the Critic's own check
+    assert not list(jsonschema.Draft202012Validator(MODEL_REVIEW_SCHEMA).iter_errors({**full, "dimension_scores":
+                                                                                        {"vibes": 5}}))

@@ -135,12 +135,13 @@ def test_anthropic_backend_end_to_end(tmp_path, monkeypatch):
     pending = {"overloaded": True, "critic_prose": True}
 
     def flaky(request: dict) -> dict | str:
-        """The scripted model, once overloaded (the first request: retried) and once answering the Critic in
-        prose (repaired by restating the review as JSON)."""
+        """The scripted model, once overloaded (the first request: retried) and once scoring the Critic's review
+        on a 100-point scale: structured outputs hold the review's shape but not its bounds (minimum and maximum
+        are not enforced by the service), so the client's validation asks for a repair."""
         if pending.pop("overloaded", False):
             return {"status": 529, "headers": {"retry-after": "0"}}
         if "You are the Critic" in json.dumps(request.get("system")) and pending.pop("critic_prose", False):
-            return "<thinking>three lenses</thinking> The study is sound and I would pass it."
+            return json.dumps({**CRITIC_REVIEW, "overall_score": 85})
         return agent(request)
 
     with FakeAnthropic(flaky) as llm, FakeSemanticScholar(S2_PAPERS) as s2, FakeCrossRef(CROSSREF_WORKS) as cr:

@@ -136,3 +136,54 @@ def price_text(price: Mapping[str, Any] | None) -> str:
 
     return (f"{money('input_per_mtok')} in / {money('output_per_mtok')} out, cache write "
             f"{money('cache_write_per_mtok')} / read {money('cache_read_per_mtok')} per MTok")
+
+
+def service_check(config: Mapping[str, Any], environ: Mapping[str, str] | None = None,
+                  timeout: float = 10.0) -> Preflight:
+    """The service's own answer for each configured model (GET /v1/models/{id}, no tokens billed), asked once before
+    the first job of a model-backed run: a model it answers 404 `not_found` for (retired for this key, or not
+    available to it) stops the run with one line naming the agent, the key and the models the key can use; a key the
+    service refuses (401/403) stops it too; a service that cannot be reached is one warning line (the jobs retry
+    and say so themselves). Nothing without a key (the workflow's envvars check names the variable) and nothing
+    for a backend other than `anthropic`."""
+    import os
+
+    found = Preflight()
+    if config.get("backend") != "anthropic":
+        return found
+    environ = os.environ if environ is None else environ
+    key_env = config.get("api_key_env") or "ANTHROPIC_API_KEY"
+    key = environ.get(key_env)
+    if not key:
+        return found
+    import anthropic
+
+    base_url = config.get("base_url") or environ.get("ANTHROPIC_BASE_URL") or None
+    where = base_url or "https://api.anthropic.com"
+    client = anthropic.Anthropic(api_key=key, base_url=base_url, timeout=timeout, max_retries=1)
+    rows = agent_models(config)
+    missing: list[tuple[str, str, str]] = []
+    for model in dict.fromkeys(m for _, _, m in rows):
+        try:
+            client.models.retrieve(model)
+        except anthropic.NotFoundError:
+            missing += [row for row in rows if row[2] == model]
+        except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
+            found.error = (f"EDM-ARS: {where} refused the key in {key_env} (HTTP {exc.status_code}) when asked about "
+                           f"{model}: check the key (edm-ars models lists what a key can use)")
+            return found
+        except (anthropic.APIConnectionError, anthropic.APIStatusError) as exc:
+            reason = f"HTTP {exc.status_code}" if isinstance(exc, anthropic.APIStatusError) else type(exc).__name__
+            found.warnings.append(f"EDM-ARS warning: could not confirm the configured models with {where} ({reason}); "
+                                  "the run goes on and each call retries and reports its own failure")
+            return found
+    if missing:
+        named = "; ".join(f"agent {agent} ({key}: {model!r})" for agent, key, model in missing)
+        try:
+            usable = ", ".join(m.id for m in client.models.list(limit=100))
+        except anthropic.APIError:
+            usable = "(the list could not be read: run edm-ars models)"
+        found.error = (f"EDM-ARS: model not available: {named}: {where} answered 404 not_found for it; models this "
+                       f"key can use: {usable}; set one with --config model=ID or a configfile line "
+                       "(llm.agents.<agent>.model: ID)")
+    return found

@@ -43,18 +43,25 @@ _ISSUE_SCHEMA = {
     "properties": {"id": {"type": "string", "minLength": 1}, "severity": {"enum": list(SEVERITIES)},
                    "category": {"type": "string"}, "description": {"type": "string", "minLength": 1},
                    "recommendation": {"type": "string"}, "target_stage": {"enum": TARGETS}}}
+_SCORE = {"type": "number", "minimum": 0, "maximum": 10}
+#: Closed wherever the answer's keys are known (the rubric's dimensions, the stages, the action fields), so that
+#: structured outputs (edm_ars.llm.backends.expressible) can hold the review; validation stays as open as before
+#: (an unknown dimension is named by _answer_problems, an unknown action is noted by actions.validate).
 MODEL_REVIEW_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["overall_score", "dimension_scores", "issues", "revision_instructions", "verdict"],
     "properties": {
-        "overall_score": {"type": "number", "minimum": 0, "maximum": 10},
-        "dimension_scores": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0,
-                                                                        "maximum": 10}},
+        "overall_score": _SCORE,
+        "dimension_scores": {"type": "object", "properties": {d: _SCORE for d in DIMENSIONS}},
         "issues": {"type": "array", "items": _ISSUE_SCHEMA},
-        "revision_instructions": {"type": "object", "additionalProperties": {
-            "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}},
+        "revision_instructions": {"type": "object", "properties": {
+            t: {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]} for t in TARGETS}},
         "verdict": {"enum": list(VERDICTS)},
-        "revision_actions": {"type": "array", "items": {"type": "object", "required": ["action"]}},
+        "revision_actions": {"type": "array", "items": {
+            "type": "object", "required": ["action"],
+            "properties": {"action": {"type": "string", "description": f"one of {', '.join(act.ACTIONS)}"},
+                           "stage": {"type": "string"}, "value": {"type": ["string", "null"]},
+                           "reason": {"type": "string"}, "issue": {"type": "string"}}}},
     },
 }
 
