@@ -201,6 +201,55 @@ rule fairness:
         "../scripts/fairness.py"
 
 
+# The school-level structure: for every declared cluster level, the ICC of the null random-intercept model, what the
+# predictors explain of the between- and within-cluster variance, and whether cluster context improves held-out
+# prediction (edm_ars.analysis.multilevel; docs/analysis.md).
+rule multilevel:
+    input:
+        unpack(spec_for),
+        unpack(engineered_for),
+        evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
+        registry=REGISTRY_FILES,
+    output:
+        multilevel="output/branch_{branch}/round_{round}/analysis/multilevel.json",
+    log:
+        "logs/branch_{branch}/multilevel/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/multilevel/round_{round}.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    resources:
+        **cluster_resources("multilevel"),
+    params:
+        seed=lookup(dpath="seed", within=config),
+        n_bootstrap=lookup(dpath="analysis/n_bootstrap", within=config),
+        multilevel=lookup(dpath="analysis/multilevel", within=config),
+    script:
+        "../scripts/multilevel.py"
+
+
+# What is already known about the data: the registry's published findings (dataset.findings) tested on the training
+# rows, each agrees / differs / cannot_test with its numbers (edm_ars.analysis.replication).
+rule replication:
+    input:
+        unpack(training_rows_for),
+        unpack(multilevel_for_replication),
+        registry=REGISTRY_FILES,
+    output:
+        replication="output/branch_{branch}/round_{round}/analysis/replication.json",
+    log:
+        "logs/branch_{branch}/replication/round_{round}.log",
+    benchmark:
+        "benchmarks/branch_{branch}/replication/round_{round}.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        seed=lookup(dpath="seed", within=config),
+        n_bootstrap=lookup(dpath="analysis/n_bootstrap", within=config),
+    script:
+        "../scripts/replication.py"
+
+
 rule stability_run:
     input:
         unpack(fitted_models),
@@ -313,6 +362,8 @@ rule analyze:
         evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
         explain="output/branch_{branch}/round_{round}/analysis/explain.json",
         fairness="output/branch_{branch}/round_{round}/analysis/fairness.json",
+        multilevel="output/branch_{branch}/round_{round}/analysis/multilevel.json",
+        replication="output/branch_{branch}/round_{round}/analysis/replication.json",
     output:
         results=report(
             "output/branch_{branch}/round_{round}/results.json",

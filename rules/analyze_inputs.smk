@@ -158,3 +158,17 @@ def split_summary(wildcards):
         return {}
     d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
     return {"splits": f"{d}/analysis/splits.json"}
+
+
+def training_rows_for(wildcards):
+    """The prepared training rows (X, y, groups) and data_report.json of a round: what the replication job reads."""
+    keep = ("train_X", "train_y", "train_groups", "report")
+    return {k: v for k, v in engineered_for(wildcards).items() if k in keep}
+
+
+def multilevel_for_replication(wildcards):
+    """multilevel.json for the replication job (its between-cluster shares), when the workflow has the multilevel rule."""
+    if not rules.has("multilevel"):
+        return {}
+    d = f"output/branch_{wildcards.branch}/round_{wildcards.round}"
+    return {"multilevel": f"{d}/analysis/multilevel.json"}

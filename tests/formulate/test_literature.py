@@ -364,3 +364,22 @@ def test_crossref_mailto_is_sent_but_not_part_of_cache_key(tmp_path):
         assert b.search_title("Algorithmic Bias in Education")[0]["DOI"] == "10.1007/s40593-021-00285-9"
         assert cr.request_count == 1
     assert all(b"edm@example.org" not in f.read_bytes() for f in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("name, expected", [("star", {"krueger1999experimental"}),
+                                            ("hsb_math", {"raudenbush2002hierarchical", "lee1986multilevel"}),
+                                            ("london_exam", {"goldstein1993multilevel"}), ("hsls09", set())])
+def test_the_sources_of_a_registrys_published_findings_are_in_its_offline_literature(name, expected):
+    from edm_ars.data.registry import load_registry
+    from edm_ars.formulate.spec import literature_topics, registry_finding_keys
+
+    path = ROOT / "registry" / (name if name == "hsls09" else f"{name}.yaml")
+    reg = load_registry(path)
+    keys = registry_finding_keys(reg)
+    assert set(keys) == expected
+    literature = curated_literature(BIB, TOPICS, literature_topics(reg, None), keys=keys)
+    assert expected <= {p["key"] for p in literature["papers"]}
+    # without the keys, a finding's source outside the data set's topic is not there (lee1986: another topic)
+    if name == "hsb_math":
+        plain = curated_literature(BIB, TOPICS, literature_topics(reg, None))
+        assert "lee1986multilevel" not in {p["key"] for p in plain["papers"]}

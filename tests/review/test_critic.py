@@ -132,6 +132,13 @@ def artifacts(good, reg, mutate=None):
                      dgp=a["dgp"])
 
 
+def _a_finding_left_out(a):
+    """The registry lists a published finding on the outcome that the results do not report."""
+    a["reg"] = copy.deepcopy(a["reg"])
+    a["reg"].dataset["findings"] = [{"id": "published_gap", "claim": "A published gap.", "cite": "x", "where": "p. 1",
+                                     "test": {"kind": "none", "reason": "not testable"}}]
+
+
 def _drafted(a):
     a["reg"] = copy.deepcopy(a["reg"])
     a["reg"].dataset["prose"]["about"] = "[DRAFT] students whose records make up data.csv"
@@ -303,6 +310,7 @@ FAILURES = {
     "test_rows_only": lambda a: a["results"].update(test_n=1200),
     "test_n": lambda a: (a["results"].update(test_n=11), a["report"].update(test_n=11)),
     "test_clusters": lambda a: a["report"]["split"].update(test_clusters=4),
+    "prior_findings": _a_finding_left_out,
     "intervals": lambda a: a["results"]["models"]["xgboost"]["ci"].pop("auc"),
     "quality_floor": lambda a: a["results"]["models"]["logistic"]["metrics"].update(auc=0.55),
     "shap_figures": lambda a: a["results"].update(figures=[f for f in a["results"]["figures"]
@@ -497,7 +505,7 @@ def test_skipped_checks_raise_no_issue(good, reg, rubric):
     checks, issues = rubric_checks(a["spec"], a["report"], a["results"], None, rubric=rubric)
     skipped = {c["id"] for c in checks if c["passed"] is None}
     assert skipped == {"pf_spec_gate", "pf_registry_final", "sv_stability", "sv_claims_consistent",
-                       "sv_generated_data_disclosed"} and issues == []
+                       "sv_generated_data_disclosed", "sv_prior_findings"} and issues == []
 
 
 # ------------------------------------------------------------------------------------------ applied thresholds
@@ -1063,3 +1071,28 @@ def test_every_json_answer_can_be_asked_for_as_structured_output():
     # what the client validates stays as open as before: an unknown dimension is named by the Critic's own check
     assert not list(jsonschema.Draft202012Validator(MODEL_REVIEW_SCHEMA).iter_errors({**full, "dimension_scores":
                                                                                         {"vibes": 5}}))
+
+
+def test_published_findings_must_be_reported_and_the_contribution_stated_against_them():
+    from edm_ars.data.registry import load_registry
+
+    reg = load_registry(ROOT / "registry" / "hsb_math.yaml")
+    ids = [f["id"] for f in reg.dataset["findings"] if "MathAch" in (f.get("outcomes") or ["MathAch"])]
+    spec = {"outcome": {"name": "MathAch"}, "expected_contribution": "A reproducible benchmark of six model families."}
+    check = CHECKS["prior_findings"]
+    table = {"findings": [{"id": i, "status": "agrees"} for i in ids], "counts": {"agrees": len(ids)}}
+    assert check(Artifacts(spec, {}, {"replication": table}, reg=reg), {}).passed is True
+    # a finding left out of the table
+    partial = {"findings": table["findings"][1:]}
+    found = check(Artifacts(spec, {}, {"replication": partial}, reg=reg), {})
+    assert found.passed is False and found.detail == {"missing": ids[:1]}
+    assert check(Artifacts(spec, {}, {}, reg=reg), {}).passed is False  # no table at all
+    # a contribution claiming to be first on data with tested published findings
+    first = dict(spec, expected_contribution="The first study to predict mathematics achievement in these schools.")
+    found = check(Artifacts(first, {}, {"replication": table}, reg=reg), {})
+    assert found.passed is False and found.severity == "minor" and "'first'" in found.message
+    # another outcome, or a registry without findings: nothing published, nothing left out
+    other = dict(spec, outcome={"name": "SES"})
+    assert check(Artifacts(other, {}, {}, reg=reg), {}).passed is True
+    assert check(Artifacts(spec, {}, {}, reg=load_registry(ROOT / "registry" / "hsls09")), {}).passed is True
+    assert check(Artifacts(spec, {}, {}), {}).passed is None

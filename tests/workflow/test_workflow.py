@@ -27,7 +27,8 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert (out / "paper.pdf").stat().st_size > 20_000
     assert sorted(set(jobs_run(result))) == sorted({"synthesize", "dataset", "registry_tier2", "formulate",
                                                     "engineer", "fit_model", "fit_stacking", "fit_baselines", "evaluate",
-                                                    "explain", "fairness", "stability_run", "stability", "split_run",
+                                                    "explain", "fairness", "multilevel", "replication", "stability_run", "stability",
+                                                    "split_run",
                                                     "splits", "plan_supplementary", "supplementary", "analyze",
                                                     "debate", "critique", "provenance", "recovery", "write",
                                                     "compile_pdf", "draft_studies", "select"})
@@ -43,6 +44,12 @@ def test_full_offline_run_builds_the_paper(base_run):
     assert results["baselines"]["baseline_constant"]["metrics"]["auc"] == 0.5
     assert results["baselines"]["baseline_prior"]["predictors"] == ["X1TXMTSCOR"]
     assert results["interval_method"] == "cluster_bootstrap" and results["test_clusters"] > 1
+    # the school-level structure (rule multilevel): the reconstructed schools, the latent-scale ICC with its interval
+    level = results["multilevel"]["levels"][0]
+    assert results["multilevel"]["outcome_scale"] == "latent" and level["unit"] == "school"
+    assert level["null_model"]["icc_ci"][0] <= level["null_model"]["icc"] <= level["null_model"]["icc_ci"][1]
+    # the generated default has no published findings: an empty replication table (rule replication)
+    assert results["replication"]["source"] == "none" and results["replication"]["findings"] == []
     pairs = [c for c in results["paired_comparisons"] if c["family"] == "selected"]
     assert {c["b"] for c in pairs} == set(results["models"]) - {results["best_model"]} | set(results["baselines"])
     assert all(c["a"] == results["best_model"] and c["p"] <= c["p_holm"] <= 1 for c in pairs)

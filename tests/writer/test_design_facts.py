@@ -271,12 +271,12 @@ def test_few_predictors_methods_describe_what_the_stability_analysis_compares(tm
     three = _flat(slot_content(_paper(tmp_path / "three", _three_predictors()), "METHODS"))
     stab = three[three.index("sec:stability-method"):]
     assert "top-five and top-ten features that each refit recovered" not in stab
-    assert "A conclusion was regarded as stable when the mean top-five overlap" not in stab
+    assert "was regarded as stable when the mean top-five overlap" not in stab
     assert "rank correlation between each refit's order of the predictors and the original one" in stab
     assert "since every refit meets it when there are only \\NPredictors{} predictors" in stab
     full = _flat(slot_content(_paper(tmp_path / "full", tw.real_artifacts()), "METHODS"))
     assert "the share of the original top-five and top-ten features that each refit recovered" in full
-    assert "A conclusion was regarded as stable when the mean top-five overlap" in full
+    assert "was regarded as stable when the mean top-five overlap" in full
     assert "order of the predictors" not in full
 
 
@@ -293,7 +293,7 @@ def test_at_most_ten_predictors_methods_compare_no_top_ten(tmp_path):
     stab = tex[tex.index("sec:stability-method"):]
     assert "top-ten" not in stab
     assert "the share of the original top-five features that each refit recovered" in stab
-    assert "A conclusion was regarded as stable when the mean top-five overlap" in stab  # a top five can still fail
+    assert "was regarded as stable when the mean top-five overlap" in stab  # a top five can still fail
 
 
 def _long_format(regression: bool = False) -> tuple[dict, dict]:

@@ -102,6 +102,20 @@ def group_recovery(disparity: dict[str, Any], outcome: str, fairness: dict[str, 
     return out
 
 
+def school_recovery(truth: dict[str, Any], multilevel: dict[str, Any]) -> dict[str, Any]:
+    """The between-school variance the generator planted beyond the predictors (the school effect's variance: on the
+    logit scale for a logistic outcome, on the outcome's scale otherwise) beside the between-cluster variance of the
+    multilevel analysis's model with the study's predictors (results.json multilevel.levels[0]); {} without both."""
+    sd = truth.get("school_noise_sd")
+    levels = multilevel.get("levels") or []
+    estimate = ((levels[0] if levels else {}).get("predictor_model") or {}).get("between_var")
+    if sd is None or estimate is None:
+        return {}
+    return {"planted_between_var": round(float(sd) ** 2, 6), "estimated_between_var": float(estimate),
+            "scale": "logit" if truth.get("link") == "logistic" else "outcome",
+            "unit": (levels[0] or {}).get("unit")}
+
+
 def recovery_check(dgp: dict[str, Any], spec: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
     """The whole check for one study: the outcome's planted predictors and the planted group effect against the
     interpreted model's top features and the fairness audit. Fails (EdmArsError) when the data-generating process
@@ -120,6 +134,7 @@ def recovery_check(dgp: dict[str, Any], spec: dict[str, Any], results: dict[str,
         "n_top_features": len(top),
         "predictors": predictor_recovery(truth, predictors, top),
         "group": group_recovery(dgp.get("disparity") or {}, outcome, results.get("fairness") or {}),
+        "school": school_recovery(truth, results.get("multilevel") or {}),
         "leakage_trap": {"variable": (dgp.get("leakage_trap") or {}).get("variable"),
                          "in_predictors": (dgp.get("leakage_trap") or {}).get("variable") in predictors},
         "seed": dgp.get("seed"),

@@ -217,7 +217,7 @@ def load_registry(path: str | Path, tier2: dict[str, Any] | None = None) -> Regi
     if not isinstance(variables, list) or not all(isinstance(v, dict) and v.get("name") for v in variables):
         raise EdmArsError(f"registry {path}: 'variables' must be a list of mappings, each with a 'name'")
     t2 = (tier2 or {}).get("variables", {}) if tier2 else {}
-    return Registry(
+    reg = Registry(
         dataset=sec["dataset"] or {},
         tier1={str(v["name"]): v for v in variables},
         tier3=sec["tier3"] or {},
@@ -226,6 +226,16 @@ def load_registry(path: str | Path, tier2: dict[str, Any] | None = None) -> Regi
         tier2=t2,
         root=Path(sec["root"]),
     )
+    if reg.dataset.get("findings") is not None:  # published findings (data/registry_findings.py): refused when wrong
+        from edm_ars.data.registry_findings import bibliography_keys, finding_problems
+
+        given = Path(path)
+        file = given if given.is_file() else given / FOLDER_FILES["dataset"]
+        problems = finding_problems(reg, bibliography_keys(reg))
+        if problems:
+            raise EdmArsError(f"registry {file}: {len(problems)} problem(s) with dataset.findings:\n"
+                              + "\n".join(f"  - {p}" for p in problems))
+    return reg
 
 
 #: What the rows of a data set are (`dataset.provenance.kind`): stated in the paper's abstract, data section,

@@ -196,9 +196,16 @@ def literature_topics(reg: Registry, question_id: str | None) -> list[str]:
     return topics + ([dataset_topic] if dataset_topic else []) + CORE_TOPICS
 
 
+def registry_finding_keys(reg: Registry) -> list[str]:
+    """The citation keys of the published findings the registry lists (dataset.findings), in order, once each."""
+    return list(dict.fromkeys(f["cite"] for f in reg.dataset.get("findings") or [] if isinstance(f, dict)
+                              and f.get("cite")))
+
+
 def curated_literature(bib_path: str | Path, topics_path: str | Path, topics: list[str],
-                       note: str | None = None) -> dict[str, Any]:
-    """The literature context from the shipped, verified bibliography, chosen by topic."""
+                       note: str | None = None, keys: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The literature context from the shipped, verified bibliography, chosen by topic, with the works `keys` names
+    whatever their topics (the sources of the registry's published findings, registry_finding_keys)."""
     entries = {e.key: e for e in parse_bibtex(Path(bib_path).read_text(encoding="utf-8"))}
     works = yaml.safe_load(Path(topics_path).read_text())["works"]
     wanted = list(topics)
@@ -206,7 +213,7 @@ def curated_literature(bib_path: str | Path, topics_path: str | Path, topics: li
     for key, info in works.items():
         if key not in entries:
             raise EdmArsError(f"{topics_path}: {key} is not an entry of {bib_path}")
-        if not set(info["topics"]) & set(wanted):
+        if not set(info["topics"]) & set(wanted) and key not in keys:
             continue
         e = entries[key]
         papers.append({

@@ -30,7 +30,13 @@ def formulate(smk: Any) -> None:
     from edm_ars.core.errors import SpecError
     from edm_ars.formulate.branches import apply_draft, draft_prompt, with_branch
     from edm_ars.formulate.lessons import carried_actions, load, relevant, render
-    from edm_ars.formulate.spec import curated_literature, literature_topics, offline_spec, validate_spec
+    from edm_ars.formulate.spec import (
+        curated_literature,
+        literature_topics,
+        offline_spec,
+        registry_finding_keys,
+        validate_spec,
+    )
     from edm_ars.jobs.rule_io import earlier_reviews
     from edm_ars.review import actions
     from edm_ars.run.gates import read_notes
@@ -78,7 +84,8 @@ def formulate(smk: Any) -> None:
         violations = validate_spec(spec, reg, columns)
         if violations:
             raise SpecError(violations)
-        literature = curated_literature(bib, topics, literature_topics(reg, spec["question_id"]))
+        literature = curated_literature(bib, topics, literature_topics(reg, spec["question_id"]),
+                                        keys=registry_finding_keys(reg))
     else:
         from edm_ars.formulate.model import formulate_with_model
         from edm_ars.llm import load_prompt
@@ -100,7 +107,8 @@ def formulate(smk: Any) -> None:
         if violations:
             raise SpecError(violations)
         literature = _model_literature(smk, spec, lambda note: curated_literature(
-            bib, topics, literature_topics(reg, spec["question_id"]), note=note), reg.dataset.get("literature"))
+            bib, topics, literature_topics(reg, spec["question_id"]), note=note, keys=registry_finding_keys(reg)),
+            reg.dataset.get("literature"))
     for change in spec.get("revision_actions_applied", []):
         log.info("revision: %s", change)
     log.info("spec: %s -> %s with %d predictors; literature: %s, %d papers", spec["question_id"],

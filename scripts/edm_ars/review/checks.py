@@ -10,6 +10,7 @@ checks of a rubric and turning findings into issues is edm_ars.review.critic's.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -515,3 +516,40 @@ def check_generated_data_disclosed(a: Artifacts, p: dict[str, Any]) -> Finding:
                    f"The rows were generated ({why}), but the data manifest output/data/dataset.json declares "
                    f"provenance.kind '{declared}': the paper would present generated rows as a {declared} "
                    "data set.")
+
+
+#: words by which a stated contribution claims to be the first on its question
+_NOVELTY = re.compile(r"\b(?:first|novel|no (?:prior|previous|earlier) (?:work|stud(?:y|ies)|research)|never been|"
+                      r"unprecedented|for the first time)\b", re.I)
+
+
+@code_check("prior_findings")
+def check_prior_findings(a: Artifacts, p: dict[str, Any]) -> Finding:
+    """When the registry lists published findings on the data (dataset.findings), the study tests each that concerns
+    its outcome and reports it in the replication table (results.json `replication`), and the specification's stated
+    contribution does not claim to be first on data with published findings: it is stated against them."""
+    if a.reg is None:
+        return Finding(None, None, "skipped: no registry was given")
+    findings = [f for f in a.reg.dataset.get("findings") or [] if isinstance(f, dict)]
+    outcome = (a.spec.get("outcome") or {}).get("name")
+    concerned = [f["id"] for f in findings if not f.get("outcomes") or outcome in f.get("outcomes")]
+    if not concerned:  # nothing published to report: nothing left out
+        return Finding(True, {"findings": 0}, "")
+    table = a.results.get("replication")
+    reported = {f.get("id") for f in ((table or {}).get("findings") or []) if isinstance(f, dict)}
+    missing = [i for i in concerned if i not in reported]
+    if table is None or missing:
+        return Finding(False, {"missing": missing or concerned},
+                       "The registry lists published findings on these data that the replication table of results.json "
+                       f"does not report: {', '.join(missing or concerned)}; each must be tested or said to be "
+                       "untestable here, with the reason.")
+    claim = str(a.spec.get("expected_contribution") or "")
+    tested = [f.get("id") for f in table["findings"] if f.get("status") in ("agrees", "differs")]
+    novelty = _NOVELTY.search(claim)
+    if novelty and tested:
+        return Finding(False, {"claim": novelty.group(0), "tested": tested},
+                       f"The stated contribution claims to be '{novelty.group(0)}', but published work on these data "
+                       f"holds findings this study tests ({', '.join(tested)}): state the contribution against them.",
+                       severity="minor")
+    counts = table.get("counts") or {}
+    return Finding(True, {"counts": counts}, "")

@@ -6,7 +6,6 @@ from edm_ars.core.conventions import STACKING
 from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import clean_label, is_number, join_list, model_family
 from edm_ars.data.registry import EARLY, PRIOR, common_timing, timing_class
-from edm_ars.writer import provenance
 from edm_ars.writer.context import Ctx, Figure
 from edm_ars.writer.macros import METRIC_LABEL, macro_name
 from edm_ars.writer.phrases import plural
@@ -328,10 +327,7 @@ def data_name(ctx: Ctx, *, studied: bool = True) -> str:
     """The data set's short name as a noun for 'the ...': 'Project STAR data', 'London exam data'; the rows this
     study analysed, when generated, are named as such ('generated HSLS:09-like data'), while `studied=False` names
     the data set itself (what other studies used)."""
-    short = ctx.short
-    if studied and provenance.kind(ctx) == "generated":
-        return ctx.ph("common.generated_data_name", short=short)
-    return short if short.lower().endswith(("data", "data set", "dataset")) else short + " data"
+    return ctx.data_noun(studied=studied)
 
 
 def flagged_phrase(ctx: Ctx) -> str:

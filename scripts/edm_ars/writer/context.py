@@ -118,6 +118,27 @@ class Ctx:
     selection: dict[str, Any] = field(default_factory=dict)  # output/selection.json (the ranked branches)
     drafts: dict[str, Any] = field(default_factory=dict)  # output/branches.json (candidate studies, earlier ones)
 
+    def __post_init__(self) -> None:
+        if self.ph.facts is None:  # the phrases say the study's own facts in their `{study_...}` slots
+            self.ph = self.ph.with_facts(self.study_fact)
+
+    def study_fact(self, name: str) -> str | None:
+        """A fact of this study for a phrase's `{study_<name>}` slot (Phrases.with_facts): `study_data` the data's
+        name as a noun ('Project STAR data', 'generated HSLS:09-like data'), `study_short` its short name,
+        `study_outcome` the outcome's label in running text; None for any other name."""
+        facts = {"study_data": lambda: self.data_noun(), "study_short": lambda: self.short,
+                 "study_outcome": lambda: self.outcome_phrase}
+        return facts[name]() if name in facts else None
+
+    def data_noun(self, studied: bool = True) -> str:
+        """The data set's short name as a noun for 'the ...': 'Project STAR data', 'London exam data'; the rows this
+        study analysed, when generated, are named as such ('generated HSLS:09-like data'), while `studied=False`
+        names the data set itself (what other studies used)."""
+        short = self.short
+        if studied and self.generated:
+            return self.ph("common.generated_data_name", short=short)
+        return short if short.lower().endswith(("data", "data set", "dataset")) else short + " data"
+
     def level_label(self, variable: str, slug: str) -> str:
         """The readable name of a one-hot column's level (`<variable>__<slug>`): the registry's value label whose
         code gives that slug, else the slug with spaces."""

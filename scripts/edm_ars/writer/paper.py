@@ -12,7 +12,7 @@ from edm_ars.core.artifacts import atomic_write_text, validate
 from edm_ars.core.errors import EdmArsError
 from edm_ars.core.text import number_word, word_count
 from edm_ars.review.claims import code_claims, document
-from edm_ars.writer import branches, outline, provenance, splits, supplementary
+from edm_ars.writer import branches, multilevel, outline, provenance, replication, splits, supplementary
 from edm_ars.writer.context import Citations, Ctx, Figure
 from edm_ars.writer.integrity import CITE_NAME, UNVERIFIED_BLOCK, cited_keys, repair_citations
 from edm_ars.writer.macros import MacroTable, template_macros
@@ -201,11 +201,16 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     else:
         ctx.ph = ctx.ph.for_unit(ctx.ds["unit"], ctx.ds["units"])
     provenance.add_citation(ctx)
+    # the prior work the contribution is stated against (when no published finding was tested): the retrieved
+    # papers on the data set and on the studies that used it or predicted such outcomes
+    prior = ctx.cites.keys(*[t for t in (ctx.dataset_topic, *((dataset or {}).get("study_topics") or [])) if t])
     ctx.outline = outline.choose(ctx.claims, results, ctx.registry_groups,
-                                 expected=(dataset or {}).get("expected_groups"))
+                                 expected=(dataset or {}).get("expected_groups"), prior=prior[:3])
     register_numbers(ctx)
     splits.register(ctx)  # the repeated grouped splits, when the study was repeated over them
     supplementary.register(ctx)  # the supplementary analyses run as code, when any were planned
+    multilevel.register(ctx)  # the school-level structure, when the analysis ran
+    replication.register(ctx)  # the registry's published findings, tested
     branches.register(ctx)  # the candidate studies of the run and earlier runs' studies, when there were any
     missing = _collect_figures(ctx, figures_dir, out_dir)
 

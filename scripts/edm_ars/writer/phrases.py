@@ -19,6 +19,7 @@ students at risk): it keeps its word students whatever the data set's unit (stat
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,10 @@ _COMMAND_BEFORE = re.compile(r"\\(?:[A-Za-z@]+\*?)?$")  # a command (or a lone b
 def _slot_matches(template: str) -> list[re.Match[str]]:
     """The `{name}` groups of a template that are slots."""
     return [m for m in _BRACED.finditer(template) if not _COMMAND_BEFORE.search(template, 0, m.start())]
+
+
+#: the slots of the study's facts (Phrases.with_facts): filled from the study, never by the calling code
+FACT_PREFIX = "study_"
 
 
 class PhraseError(EdmArsError):
@@ -87,6 +92,19 @@ class Phrases:
     source: str = "phrases"
     unit: tuple[str, str] = DEFAULT_UNIT  # the noun the fixed words say for the unit of a row (singular, plural)
     rows: tuple[str, str] | None = None  # the noun of a counted row where a row is not a unit (repeated records)
+    facts: Callable[[str], str | None] | None = None  # the study's facts (`study_*` slots), by slot name
+
+    def with_facts(self, facts: Callable[[str], str | None] | dict[str, str]) -> Phrases:
+        """The same phrases with the study's own facts (`study_data`: the data's name, `study_outcome`: the
+        outcome's label, ...: a mapping, or a function of the slot name giving None for an unknown fact) that a
+        phrase may say in a `{study_...}` slot without the calling code giving them: a sentence about the same
+        procedure then names the study it was done in."""
+        if isinstance(facts, dict):
+            bad = sorted(k for k in facts if not k.startswith(FACT_PREFIX))
+            if bad:
+                raise PhraseError(f"{self.source}: a study fact is named {FACT_PREFIX}<name>, not {', '.join(bad)}")
+            return replace(self, facts={k: str(v) for k, v in facts.items()}.get)
+        return replace(self, facts=facts)
 
     def for_unit(self, unit: str, units: str, rows: tuple[str, str] | None = None) -> Phrases:
         """The same phrases saying `unit`/`units` (the registry's noun) where they say student(s); with `rows`, a
@@ -125,6 +143,13 @@ class Phrases:
             template = template[len(LITERATURE_MARK):]
         found = _slot_matches(template)
         wanted = {m.group(1) for m in found}
+        facts = {k: self.facts(k) if self.facts else None for k in wanted if k.startswith(FACT_PREFIX)}
+        unknown = sorted(k for k, v in facts.items() if v is None)
+        if unknown:
+            raise PhraseError(f"{self.source}: phrase {key}: no study fact for slot(s) {', '.join(unknown)} "
+                              f"(the Writer's facts are {FACT_PREFIX}data, {FACT_PREFIX}short and "
+                              f"{FACT_PREFIX}outcome: edit the phrase)")
+        values = {**values, **facts}
         missing, extra = sorted(wanted - values.keys()), sorted(values.keys() - wanted)
         if missing or extra:
             problems = ([f"no value for slot(s) {', '.join(missing)}"] if missing else []) + (

@@ -48,6 +48,12 @@ def analyze(smk: Any) -> None:
                                   "top_features": v["top_features"]} for m, v in ex["by_model"].items()},
                  "skipped": ex["skipped"]},
         "fairness": audit,
+        # the school-level structure of every declared cluster level (rule multilevel, multilevel.json)
+        **({"multilevel": read_json(smk.input.multilevel, "multilevel")}
+           if "multilevel" in smk.input.keys() else {}),
+        # the registry's published findings tested on the training rows (rule replication, replication.json)
+        **({"replication": read_json(smk.input.replication, "replication")}
+           if "replication" in smk.input.keys() else {}),
         **({"stability": st} if st else {}),
         **({"splits": _split_spread(sp)} if sp else {}),
         **({"supplementary": supplementary} if supplementary is not None else {}),

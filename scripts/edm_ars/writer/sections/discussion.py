@@ -7,7 +7,7 @@ from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import cap_first, clean_label, higher_better, join_list, lc_first, model_family
 from edm_ars.review.consistency import record_comparison, record_promise
 from edm_ars.review.evidence import BETTER, INDISTINCT, WORSE, comparison_evidence, evidence_for, stacking_base
-from edm_ars.writer import narrative, provenance, splits
+from edm_ars.writer import argument, multilevel, narrative, provenance, replication, splits
 from edm_ars.writer.common import (
     CI_LEVEL,
     attribute_noun,
@@ -154,16 +154,28 @@ def write(ctx: Ctx) -> str:
     else:
         add("review", ctx.ph("discussion.review_passed"))
     add("meaning", narrative.meaning(ctx))
+    add("school", multilevel.discussion(ctx))  # what the school-level structure says
+    add("replication", replication.discussion(ctx))  # the study set against the published findings on its data
     add("practice", narrative.practice(ctx))
     add("limits", narrative.limits(ctx))
     add("future", narrative.future(ctx))
     order = (ctx.outline or {}).get("discussion") or list(blocks)
+    opening = argument.opening(ctx)  # the Discussion opens with the results that lead (outline.json leads)
+    if opening:
+        blocks["leads"] = [opening]
+        order = ["leads", *[k for k in order if k != "leads"]]
+    # a lead's block that the archetype's order does not place (school context) follows the performance
+    lifted = [b for b in argument.lead_blocks(ctx) if b in blocks and b not in order]
+    if lifted and "performance" in order:
+        at = order.index("performance") + 1
+        order = [*order[:at], *lifted, *order[at:]]
     if ctx.generated:  # a study on data with a known generating process: the recovery check, no substantive reading
         for key in GENERATED_OMITS:
             blocks.pop(key, None)
         recovery = provenance.discussion_blocks(ctx)
         blocks.update({k: [v] for k, v in recovery.items()})
-        order = ["performance", *recovery, *[k for k in order if k not in ("performance", *recovery)]]
+        order = [*(["leads"] if "leads" in blocks else []), "performance", *recovery,
+                 *[k for k in order if k not in ("leads", "performance", *recovery)]]
     return "\n\n".join(t for key in [*order, *[k for k in blocks if k not in order]] for t in blocks.get(key, []))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.text import cap_first, join_list, lc_first, model_family
-from edm_ars.writer import narrative
+from edm_ars.writer import argument, narrative
 from edm_ars.writer.common import (
     attribute_noun,
     collected_for,
@@ -90,6 +90,9 @@ def write(ctx: Ctx) -> str:
         if ctx.stability.get("runs"):
             what.append(ctx.ph(f"introduction.audit_stability{'_complete' if nothing_missing(ctx) else ''}"))
         items.append(cap_first(join_list(what)) + ".")
+    argued = argument.contribution(ctx)  # what the study adds, against the named prior work (outline.json)
+    if argued:
+        paras.append(argued)
     paras.append(ctx.ph("introduction.contributions") + "\n\\begin{itemize}\n"
                  + "\n".join(f"  \\item {i}" for i in items) + "\n\\end{itemize}")
     ec = (spec.get("expected_contribution") or "").strip()

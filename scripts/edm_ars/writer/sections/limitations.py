@@ -6,7 +6,7 @@ import re
 
 from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import cap_first, clean_label, join_list, lc_first, sentence
-from edm_ars.writer import provenance, splits, supplementary, table_one
+from edm_ars.writer import multilevel, provenance, splits, supplementary, table_one
 from edm_ars.writer.common import attribute_noun, data_name, suspiciously_high
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.phrases import plural
@@ -60,6 +60,7 @@ def write(ctx: Ctx) -> str:
         items.append(ctx.ph("limitations.single_split_stability", short=data_name(ctx)) if ctx.stability.get("runs")
                      else ctx.ph("limitations.single_split", short=data_name(ctx)))
     items += supplementary.limitations(ctx)  # unsandboxed or dropped supplementary analyses
+    items += multilevel.limitations(ctx)  # variance components from few clusters
     subgroups = ctx.spec.get("subgroups") or []
     if subgroups and not ctx.fairness_reported:
         items.append(ctx.ph("limitations.subgroups_not_evaluated"))

@@ -9,7 +9,7 @@ from typing import Any
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import cap_first, clean_label, is_number, join_list, lc_first, model_family
-from edm_ars.writer import branches, large_data, narrative, provenance, splits
+from edm_ars.writer import branches, large_data, multilevel, narrative, provenance, splits
 from edm_ars.writer.common import (
     CI_LEVEL,
     at_risk_phrase,
@@ -69,7 +69,8 @@ def evaluation_text(ctx: Ctx) -> str:
 
 def write(ctx: Ctx) -> str:
     out = [data_text(ctx), outcome_text(ctx), preprocessing_text(ctx), methods_models(ctx), evaluation_text(ctx)]
-    out += [extra for extra in (methods_fairness(ctx), methods_stability(ctx), branches.methods(ctx)) if extra]
+    out += [extra for extra in (methods_fairness(ctx), methods_stability(ctx), multilevel.methods(ctx),
+                                branches.methods(ctx)) if extra]
     out.append(f"\\subsection{{{ctx.ph('methods.automation_title')}}}\n"
                + " ".join([automation_note(ctx), (ctx.ph("methods.automation_traceable_generated")
                                                     if provenance.kind(ctx) == "generated"

@@ -8,7 +8,7 @@ from typing import Any
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import cap_first, clean_label, is_number, join_list, lc_first, model_family, number_word
-from edm_ars.writer import narrative, provenance, supplementary
+from edm_ars.writer import multilevel, narrative, provenance, replication, supplementary
 from edm_ars.writer.common import (
     PERTURBATION_KIND,
     feature_names,
@@ -333,6 +333,12 @@ def write(ctx: Ctx) -> str:
     stab, f_stab = stability_section(ctx)
     if stab:
         sections.append((ctx.ph("results.title_stability"), "sec:stability", "stability", stab, f_stab))
+    school, f_school = multilevel.results(ctx)
+    if school:
+        sections.append((ctx.ph("multilevel.methods_title"), "sec:multilevel", "multilevel", school, f_school))
+    known, f_known = replication.results(ctx)
+    if known:
+        sections.append((ctx.ph("replication.title"), "sec:replication", "replication", known, f_known))
     supp = supplementary.results(ctx)
     if supp:
         sections.append((ctx.ph("supplementary.title"), "sec:supplementary", "supplementary", supp, []))

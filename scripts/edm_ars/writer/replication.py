@@ -1,0 +1,107 @@
+"""What is already known about the data (results.json `replication`, edm_ars.analysis.replication) in the paper: the
+published findings the registry lists, each tested with this study's data and design, as a Results subsection with
+a table (the finding and its source, this study's estimate with its interval, agrees / differs / cannot be tested
+here) and a Discussion paragraph that sets the study against them. Absent when the registry lists no findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edm_ars.writer.common import CI_LEVEL
+from edm_ars.writer.context import Ctx
+from edm_ars.writer.macros import macro_name, text_with_macros
+
+SRC = "results.json:replication"
+STATUSES = ("agrees", "differs", "cannot_test")
+
+
+def record(ctx: Ctx) -> dict[str, Any]:
+    rep = ctx.results.get("replication")
+    if not isinstance(rep, dict) or rep.get("source") != "registry" or not rep.get("findings"):
+        return {}
+    return rep
+
+
+def register(ctx: Ctx) -> None:
+    rep = record(ctx)
+    if not rep:
+        return
+    m, n = ctx.m, ctx.n
+    n["rep|total"] = m.count("NFindings", len(rep["findings"]), f"len({SRC}.findings)", derived=True)
+    for status in STATUSES:
+        n[f"rep|{status}"] = m.count(macro_name("NFindings", status), (rep.get("counts") or {}).get(status, 0),
+                                     f"{SRC}.counts.{status}")
+    for i, f in enumerate(rep["findings"]):
+        tag = macro_name("Rep", f["id"])
+        if f.get("estimate") is not None:
+            n[f"rep|{i}|estimate"] = m.metric(tag + "Estimate", f["estimate"], f"{SRC}.findings.{i}.estimate")
+        if f.get("ci"):
+            lo, hi = f["ci"]
+            n[f"rep|{i}|lo"] = m.metric(tag + "Low", lo, f"{SRC}.findings.{i}.ci.0")
+            n[f"rep|{i}|hi"] = m.metric(tag + "High", hi, f"{SRC}.findings.{i}.ci.1")
+
+
+def _cite(ctx: Ctx, key: str) -> str:
+    return ctx.cites.cite_keys(key) if key else ""
+
+
+def _claim(ctx: Ctx, f: dict[str, Any], i: int) -> str:
+    return text_with_macros(f.get("claim", ""), ctx.m, f"{SRC}.findings.{i}.claim").rstrip(".")
+
+
+def table(ctx: Ctx) -> str:
+    rows = []
+    for i, f in enumerate(record(ctx)["findings"]):
+        n = ctx.n
+        estimate = n.get(f"rep|{i}|estimate", "--")
+        if f"rep|{i}|lo" in n:
+            estimate += f" [{n[f'rep|{i}|lo']}, {n[f'rep|{i}|hi']}]"
+        rows.append(" & ".join([_claim(ctx, f, i) + _cite(ctx, f.get("cite", "")), estimate,
+                                ctx.ph(f"replication.status_{f['status']}")]) + " \\\\")
+    head = " & ".join(ctx.ph(f"replication.col_{c}") for c in ("finding", "estimate", "status"))
+    return ("\\begin{table*}[tbp]\n\\caption{" + ctx.ph("replication.caption", short=ctx.short, level=CI_LEVEL) + "}\n"
+            "\\label{tab:replication}\n\\small\n\\begin{tabularx}{\\textwidth}{@{}>{\\raggedright\\arraybackslash}X"
+            ">{\\raggedright\\arraybackslash}p{0.2\\textwidth}>{\\raggedright\\arraybackslash}p{0.13\\textwidth}@{}}\n"
+            f"\\toprule\n{head} \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabularx}\n\\end{table*}")
+
+
+def results(ctx: Ctx) -> tuple[list[str], list[str]]:
+    """(paragraphs, floats) of the Results subsection."""
+    rep = record(ctx)
+    if not rep:
+        return [], []
+    n = ctx.n
+    paras = [ctx.ph("replication.overview", total=n["rep|total"], short=ctx.short, agrees=n["rep|agrees"],
+                    differs=n["rep|differs"], cannot=n["rep|cannot_test"])]
+    for i, f in enumerate(rep["findings"]):
+        if f["status"] in ("agrees", "differs") and f.get("reason"):
+            paras.append(ctx.ph(f"replication.finding_{f['status']}", claim=_claim(ctx, f, i)[:1].lower()
+                                + _claim(ctx, f, i)[1:], cite=_cite(ctx, f.get("cite", "")),
+                                reason=text_with_macros(f["reason"], ctx.m, f"{SRC}.findings.{i}.reason")))
+    return [" ".join(paras)], [table(ctx)]
+
+
+def discussion(ctx: Ctx) -> str:
+    """The study set against the published findings on its data ('' without them)."""
+    rep = record(ctx)
+    if not rep:
+        return ""
+    agree = [f for f in rep["findings"] if f["status"] == "agrees"]
+    differ = [f for f in rep["findings"] if f["status"] == "differs"]
+    untested = [f for f in rep["findings"] if f["status"] == "cannot_test"]
+
+    def sources(found: list[dict[str, Any]]) -> str:
+        return ctx.cites.cite_keys(*dict.fromkeys(f["cite"] for f in found if f.get("cite")))
+
+    parts = []
+    if agree:
+        parts.append(ctx.ph("replication.discussion_agree", short=ctx.short, n=ctx.n["rep|agrees"])
+                     + sources(agree) + ".")
+    if differ:
+        parts.append(ctx.ph("replication.discussion_differ", n=ctx.n["rep|differs"]) + sources(differ) + ".")
+    if untested:
+        parts.append(ctx.ph("replication.discussion_untested", n=ctx.n["rep|cannot_test"]) + sources(untested) + ".")
+    if not agree and not differ:
+        parts.append(ctx.ph("replication.discussion_nothing_tested"))
+    return " ".join(parts)
+

@@ -1,0 +1,179 @@
+"""The multilevel analysis (edm_ars.analysis.multilevel): planted variance shares and context effects are recovered,
+cluster means use the training rows only, and the skipped and few-cluster cases say so."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from edm_ars.analysis.multilevel import LOGISTIC_VAR, agq_logit, cluster_means, cluster_stats, multilevel, reml_null
+
+LEVEL = [{"unit": "school", "columns": ["school_id"], "reconstructed": False}]
+CFG = {"min_clusters": 30, "n_bootstrap_icc": 100, "max_predictors": 20}
+
+
+def split_of(n_clusters: int) -> dict:
+    return {"clustered": True, "grouped": True, "grouped_by": "cluster", "n_groups": n_clusters,
+            "school_reconstruction": {"status": "success", "n_clusters": n_clusters}}
+
+
+def simulate(seed: int, *, n_clusters: int = 80, size: int = 25, between: float = 0.25, within: float = 0.75,
+             context: float = 0.0, binary: bool = False, tau2: float = 1.0):
+    """Clustered rows: predictor x = cluster part + own part, a second predictor z; the outcome has a random
+    intercept (variance `between`, or `tau2` on the latent scale), the effect of x and `context` times the
+    cluster's mean of x. Every 5th cluster is a test cluster (a grouped split)."""
+    rng = np.random.default_rng(seed)
+    school = np.repeat(np.arange(n_clusters), size)
+    x_cluster = rng.normal(0, 1, n_clusters)
+    x = x_cluster[school] + rng.normal(0, 1, len(school))
+    z = rng.normal(0, 1, len(school))
+    frame = pd.DataFrame({"x": x, "z": z})
+    xbar = frame.groupby(school)["x"].transform("mean").to_numpy()
+    if binary:
+        u = rng.normal(0, math.sqrt(tau2), n_clusters)
+        eta = -0.3 + u[school]
+        y = (rng.random(len(school)) < 1 / (1 + np.exp(-eta))).astype(float)
+    else:
+        u = rng.normal(0, math.sqrt(between), n_clusters)
+        y = 0.3 * x + context * xbar + u[school] + rng.normal(0, math.sqrt(within), len(school))
+    test = school % 5 == 0
+    ids = np.array([f"s{s}" for s in school])
+    return (frame[~test].reset_index(drop=True), y[~test], ids[~test],
+            frame[test].reset_index(drop=True), y[test], ids[test])
+
+
+def run(data, task="regression", cfg=CFG, levels=LEVEL, seed=7):
+    trX, trY, trG, teX, teY, teG = data
+    n = len(set(trG) | set(teG))
+    return multilevel(task, levels, split_of(n), trX, trY, trG, teX, teY, teG, seed=seed, n_bootstrap=300,
+                      cfg=cfg)
+
+
+def test_linear_icc_recovered_within_its_interval():
+    data = simulate(1, between=0.25, within=0.75)  # ICC of the outcome given nothing: includes x's cluster part
+    doc = run(data)
+    assert doc["skipped"] is None and doc["outcome_scale"] == "observed"
+    lv = doc["levels"][0]
+    null = lv["null_model"]
+    # the outcome's planted between variance: the random intercept plus x's cluster part (0.3^2 * 1)
+    planted = (0.25 + 0.09) / (0.25 + 0.09 + 0.75 + 0.09)
+    assert null["icc_ci"][0] <= planted <= null["icc_ci"][1]
+    assert abs(null["icc"] - planted) < 0.08
+    assert null["icc_ci"][0] < null["icc"] < null["icc_ci"][1]
+    # the predictors explain the part of each variance that x carries
+    assert lv["explained"]["between"] > 0 and lv["explained"]["within"] > 0
+    assert lv["predictor_model"]["n_predictors"] == 2
+    assert "MixedLM" in doc["estimator"]
+
+
+def test_reml_on_cluster_statistics_equals_statsmodels():
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
+    trX, y, g, *_ = simulate(2, n_clusters=40, size=12)
+    _, codes = np.unique(g, return_inverse=True)
+    k = codes.max() + 1
+    between, within = reml_null(*cluster_stats(y, codes, k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = MixedLM(y, np.ones((len(y), 1)), groups=codes).fit(reml=True)
+    assert between == pytest.approx(float(res.cov_re.iloc[0, 0] if hasattr(res.cov_re, "iloc")
+                                          else res.cov_re[0, 0]), rel=1e-3)
+    assert within == pytest.approx(float(res.scale), rel=1e-3)
+
+
+def test_binary_latent_icc_near_the_planted_one():
+    data = simulate(3, n_clusters=150, size=30, binary=True, tau2=1.0)
+    doc = run(data, task="binary_classification")
+    lv = doc["levels"][0]
+    planted = 1.0 / (1.0 + LOGISTIC_VAR)
+    assert doc["outcome_scale"] == "latent" and "binomial" in doc["estimator"]
+    assert lv["null_model"]["within_var"] == pytest.approx(LOGISTIC_VAR, rel=1e-5)
+    assert abs(lv["null_model"]["icc"] - planted) < 0.05
+    assert lv["null_model"]["icc_ci"][0] <= planted <= lv["null_model"]["icc_ci"][1]
+    assert lv["context"]["metric"] == "auc"
+
+
+def test_quadrature_matches_a_plain_logistic_fit_without_clusters():
+    """No cluster variance planted: tau^2 near 0 and the slopes of an ordinary logistic regression."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(4)
+    n, k = 3000, 100
+    codes = rng.integers(0, k, n)
+    x = rng.normal(0, 1, n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(0.5 + 0.8 * x)))).astype(float)
+    fit = agq_logit(y, np.ones(n), np.column_stack([np.ones(n), x]), codes, k)
+    plain = LogisticRegression(C=1e6, max_iter=1000).fit(x[:, None], y)
+    assert fit["tau2"] < 0.05
+    assert fit["beta"][1] == pytest.approx(plain.coef_[0, 0], abs=0.03)
+
+
+def test_planted_context_effect_improves_and_no_effect_does_not():
+    with_effect = run(simulate(5, context=1.0, between=0.1))["levels"][0]["context"]
+    assert with_effect["improves"] is True and with_effect["difference"] > 0
+    assert with_effect["ci"][0] > 0 and with_effect["metric"] == "r2" and with_effect["better"] == "higher"
+    without = run(simulate(6, context=0.0, between=0.1))["levels"][0]["context"]
+    assert without["improves"] is False
+    assert "own test rows" in without["means_from"]
+
+
+def test_cluster_means_of_seen_clusters_use_training_rows_only():
+    train = pd.DataFrame({"x": [1.0, 3.0, 10.0, 20.0]})
+    train_ids = np.array(["a", "a", "b", "b"])
+    test = pd.DataFrame({"x": [100.0, 7.0, 9.0]})
+    test_ids = np.array(["a", "c", "c"])
+    tr1, te1, how = cluster_means(train, train_ids, test, test_ids)
+    assert te1["x"].tolist() == [2.0, 8.0, 8.0]  # a: its training rows; c (unseen): its own test rows
+    changed = test.copy()
+    changed.loc[0, "x"] = -500.0  # a test row of a seen cluster
+    tr2, te2, _ = cluster_means(train, train_ids, changed, test_ids)
+    pd.testing.assert_frame_equal(tr1, tr2)
+    assert te2["x"].tolist() == [2.0, 8.0, 8.0]
+    assert "1 test clusters seen in training" in how and "never their outcome" in how
+
+
+def test_no_cluster_level_is_skipped():
+    doc = run(simulate(7, n_clusters=20, size=5), levels=[])
+    assert doc["levels"] == [] and "no cluster level" in doc["skipped"]
+
+
+def test_split_not_grouped_by_the_level_is_not_estimated():
+    trX, trY, trG, teX, teY, teG = simulate(8, n_clusters=20, size=5)
+    split = {"clustered": False, "school_reconstruction": {"status": "failed_zero_clusters", "n_clusters": 0}}
+    doc = multilevel("regression", LEVEL, split, trX, trY, trG, teX, teY, teG, seed=1, n_bootstrap=50, cfg=CFG)
+    assert doc["levels"] == [] and "not grouped" in doc["skipped"]
+    assert doc["not_estimated"][0]["unit"] == "school"
+
+
+def test_few_clusters_are_flagged():
+    doc = run(simulate(9, n_clusters=15, size=20))
+    lv = doc["levels"][0]
+    assert lv["n_clusters"] == 12 and lv["few_clusters"] is True
+    assert "fewer than 30" in lv["support"]
+    many = run(simulate(9, n_clusters=50, size=20))["levels"][0]
+    assert many["few_clusters"] is False and "fewer than" not in many["support"]
+
+
+def test_a_level_that_cannot_be_estimated_is_recorded_not_raised():
+    """One outcome class only: the context model cannot be fitted; the level is listed with the reason."""
+    trX, trY, trG, teX, teY, teG = simulate(10, n_clusters=20, size=10)
+    doc = multilevel("binary_classification", LEVEL, split_of(20), trX, np.ones(len(trY)), trG, teX,
+                     np.ones(len(teY)), teG, seed=1, n_bootstrap=50, cfg=CFG)
+    assert doc["levels"] == [] and "estimation failed" in doc["skipped"]
+
+
+def test_a_second_level_without_its_own_ids_is_listed_as_not_estimated():
+    """grouping.also: the groups files hold the split's groups, which are the school clusters when the split keeps
+    only the schools together; the class level's ids are not among the engineered files."""
+    data = simulate(11, n_clusters=40, size=10)
+    levels = LEVEL + [{"unit": "class", "columns": ["class_id"], "reconstructed": False}]
+    split = split_of(40) | {"cluster_levels": [{"unit": "school", "n_clusters": 40, "kept_together": True},
+                                               {"unit": "class", "n_clusters": 120, "kept_together": False}]}
+    trX, trY, trG, teX, teY, teG = data
+    doc = multilevel("regression", levels, split, trX, trY, trG, teX, teY, teG, seed=1, n_bootstrap=50, cfg=CFG)
+    assert [lv["unit"] for lv in doc["levels"]] == ["school"] and doc["skipped"] is None
+    assert doc["not_estimated"][0]["unit"] == "class" and "not kept together" in doc["not_estimated"][0]["reason"]

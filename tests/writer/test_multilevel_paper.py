@@ -1,0 +1,84 @@
+"""The school-level structure in the paper (issue 36): Methods, a Results subsection with its table, a Discussion
+paragraph that follows the result (context adds to the prediction or not), a Limitations item with few clusters,
+every number a macro that verify-paper reconciles; nothing of it without the analysis."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import test_writer as tw
+
+from edm_ars.writer.verify import verify_paper
+
+
+def multilevel(improves: bool, n_clusters: int = 120, few: bool = False) -> dict:
+    diff = 0.021 if improves else 0.002
+    return {
+        "estimator": "a binomial mixed model with a random intercept, fitted by variational Bayes",
+        "library": "statsmodels 0.15.0", "outcome_scale": "latent", "skipped": None,
+        "levels": [{
+            "unit": "school", "column": "SCH_ID", "n_clusters": n_clusters, "n_rows": 9876,
+            "cluster_size": {"mean": 82.3, "min": 3, "max": 240},
+            "null_model": {"between_var": 0.412, "within_var": 3.29, "icc": 0.1113, "icc_ci": [0.0871, 0.1392],
+                           "ci_method": "a cluster bootstrap of 50 resamples"},
+            "predictor_model": {"between_var": 0.152, "within_var": 3.29, "n_predictors": 14},
+            "explained": {"within": 0.0, "between": 0.631, "level1_r2": 0.271, "level2_r2": 0.402},
+            "context": {"metric": "auc", "without": 0.801, "with": 0.801 + diff, "difference": diff,
+                        "ci": [diff - 0.01, diff + 0.01] if not improves else [0.011, 0.031], "better": "higher",
+                        "improves": improves, "model": "logistic regression", "n_context_features": 14,
+                        "means_from": "the training rows of each school"},
+            "few_clusters": few,
+            "support": ("With 12 schools the variance between them is estimated from few clusters: it describes "
+                        "these schools, not schools in general.") if few else "",
+        }],
+    }
+
+
+def _paper(tmp_path, ml: dict | None) -> tuple[str, dict]:
+    arts = copy.deepcopy(tw.real_artifacts())
+    if ml is not None:
+        arts["results"]["multilevel"] = ml
+    _, out = tw.build_fixture_paper(tmp_path, arts)
+    return (out / "paper.tex").read_text(), arts
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_school_level_structure_is_reported_and_every_number_reconciles(tmp_path):
+    tex, arts = _paper(tmp_path, multilevel(improves=True))
+    flat = _flat(tex)
+    assert "\\subsection{School-level structure}\\label{sec:multilevel-method}" in tex
+    assert "\\label{sec:multilevel}" in tex and "\\label{tab:multilevel}" in tex
+    assert "on that latent scale" in flat and "(statsmodels)" in flat
+    assert "the school context added to what the measures of the students themselves predict" in flat
+    assert "a model that ignores the school leaves part of the structure unused" in flat
+    numbers = (tmp_path / "paper" / "numbers.tex").read_text()
+    assert re.search(r"\\newcommand\{\\MLSchoolICC\}\{0\.111\} % results.json:multilevel.levels.0.null_model.icc",
+                     numbers)
+    report = verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts))
+    assert report.ok, report.summary()
+
+
+def test_the_discussion_follows_the_context_result(tmp_path):
+    flat = _flat(_paper(tmp_path, multilevel(improves=False))[0])
+    assert "an interval that includes no change" in flat
+    assert "the differences between schools are largely differences in the students they serve" in flat
+    assert "leaves part of the structure unused" not in flat
+
+
+def test_few_clusters_are_said_to_describe_these_clusters_only(tmp_path):
+    flat = _flat(_paper(tmp_path, multilevel(improves=False, n_clusters=12, few=True))[0])
+    assert "describes these schools, not schools in general" in flat  # the analysis's own sentence
+    assert "they describe these schools and do not support a statement about schools in general" in flat
+    assert "The school-level shares rest on" in flat
+
+
+def test_no_analysis_no_section(tmp_path):
+    tex = _paper(tmp_path, None)[0]
+    assert "School-level structure" not in tex and "tab:multilevel" not in tex
+    skipped = {"estimator": "", "library": "", "outcome_scale": "observed", "levels": [],
+               "skipped": "no cluster level is declared in the registry"}
+    assert "School-level structure" not in _paper(tmp_path / "skipped", skipped)[0]
