@@ -26,7 +26,8 @@ def replication(status: str = "agrees") -> dict:
                 {"id": "small_class_advantage", "claim": "Students in small classes scored higher than students in "
                  "regular classes, by about four percentile points in the first year.",
                  "cite": "krueger1999experimental", "where": "abstract", "kind": "group_difference",
-                 "published": {"higher": "small", "lower": "regular"}, "estimate": (low + high) / 2,
+                 "published": {"variable": "X1SEX", "higher": "small", "lower": "regular"},
+                 "estimate": (low + high) / 2,
                  "ci": [low, high], "status": status,
                  "reason": f"small minus regular is {(low + high) / 2:.3f} (95% CI {low} to {high})."},
                 {"id": "aides_little_effect", "claim": "Teacher aides had little effect on achievement.",
@@ -49,6 +50,7 @@ def test_the_replication_table_reports_each_finding_with_its_source_and_reconcil
     assert "\\label{tab:replication}" in tex and "What is already known about these data" in tex
     assert "\\citep{krueger1999experimental}" in tex
     assert "cannot be tested here" in tex and "agrees" in tex
+    assert "minus that of regular" in tex and "the direction is as published~\\citep{krueger1999experimental}" in tex
     assert "this study reproduces \\NFindingsAgrees{} published findings on them~\\citep{krueger1999experimental}" in tex
     assert "krueger1999experimental" in (tmp_path / "paper" / "references.bib").read_text()
     report = verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts))
@@ -57,7 +59,8 @@ def test_the_replication_table_reports_each_finding_with_its_source_and_reconcil
 
 def test_a_finding_that_differs_is_said_to_differ(tmp_path):
     tex = _paper(tmp_path, replication("differs"))[0]
-    assert "differs here:" in tex and "It differs from \\NFindingsDiffers{} published findings" in tex
+    assert "the direction is unlike the published finding" in tex
+    assert "It differs from \\NFindingsDiffers{} published findings" in tex
     assert "this study reproduces" not in tex
 
 

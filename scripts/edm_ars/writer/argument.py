@@ -84,6 +84,12 @@ def lead_clause(ctx: Ctx, lead: dict[str, Any], where: str, first: bool = True) 
     raise KeyError(f"outline.json: unknown lead {lid!r}")
 
 
+
+def _place(i: int, n: int) -> str:
+    """The connective of the i-th of n further leads: 'more' (the second lead), 'also', and 'last' for the final one
+    of three or more, so no connective repeats."""
+    return "more" if i == 0 else "last" if i == n - 1 else "also"
+
 def contribution(ctx: Ctx) -> str:
     """The Introduction's contribution paragraph: the prior work named (the published findings tested, or the
     retrieved literature on the data set), then what this study adds, the leading result first."""
@@ -98,7 +104,7 @@ def contribution(ctx: Ctx) -> str:
                     cite=ctx.cites.citep(keys=against)) if basis in ("replication", "literature") else "")
     parts = [prior, ctx.ph(f"argument.adds_first{'_prior' if prior else ''}",
                            finding=lead_clause(ctx, found[0], "adds"))]
-    parts += [ctx.ph(f"argument.adds_{'more' if i == 0 else 'also'}", finding=lead_clause(ctx, x, "adds", False))
+    parts += [ctx.ph(f"argument.adds_{_place(i, len(found[1:MAX_LEADS]))}", finding=lead_clause(ctx, x, "adds", False))
               for i, x in enumerate(found[1:MAX_LEADS])]
     return " ".join(t for t in parts if t)
 
@@ -109,8 +115,9 @@ def opening(ctx: Ctx) -> str:
     if not found:
         return ""
     parts = [ctx.ph("argument.opening_first", finding=lead_clause(ctx, found[0], "opening"))]
-    parts += [ctx.ph(f"argument.opening_{'more' if i == 0 else 'also'}",
-                     finding=lead_clause(ctx, x, "opening", False)) for i, x in enumerate(found[1:MAX_LEADS])]
+    rest = found[1:MAX_LEADS]
+    parts += [ctx.ph(f"argument.opening_{_place(i, len(rest))}", finding=lead_clause(ctx, x, "opening", False))
+              for i, x in enumerate(rest)]
     return " ".join(parts)
 
 

@@ -73,28 +73,41 @@ def _scale_kind(ctx: Ctx) -> str:
     return "latent" if record(ctx).get("outcome_scale") == "latent" else "observed"
 
 
+def _estimator_kind(ml: dict[str, Any]) -> str:
+    """'aghq' (a logistic random-intercept model by adaptive Gauss-Hermite quadrature), 'reml' (a linear one by
+    restricted maximum likelihood) or '' (another: the artifact's own words are printed), from the estimator's record."""
+    text = str(ml.get("estimator") or "")
+    if "Gauss-Hermite" in text:
+        return "aghq"
+    if "REML" in text or "MixedLM" in text:
+        return "reml"
+    return ""
+
+
 def methods(ctx: Ctx) -> str:
-    """The Methods subsection: what was estimated, with which library, on which rows."""
+    """The Methods subsection: what was estimated, how, on which rows (from the record's facts, not its free text)."""
     ml = record(ctx)
     if not ml or ml.get("skipped") or not levels(ctx):
         return ""
     units = join_list([_units(_unit(ctx, lv, i)) for i, lv in enumerate(levels(ctx))])
     lv0 = levels(ctx)[0]
+    unit0 = _unit(ctx, lv0, 0)
     ctxt = lv0.get("context") or {}
-    sents = [ctx.ph("multilevel.methods_models", units=units, estimator=ctx.t(ml.get("estimator", ""),
-                                                                                f"{SRC}.estimator"),
-                    library=ctx.t((ml.get("library") or "").split(" ")[0], f"{SRC}.library")),  # its version: appendix
+    kind = _estimator_kind(ml)
+    estimator = (ctx.ph(f"multilevel.estimator_{kind}") if kind
+                 else text_with_macros(ml.get("estimator", ""), ctx.m, f"{SRC}.estimator"))
+    sents = [ctx.ph("multilevel.methods_models", units=units, estimator=estimator),
              ctx.ph(f"multilevel.methods_{_scale_kind(ctx)}"),
              ctx.ph("multilevel.methods_explained")]
     if ctxt:
-        sents.append(ctx.ph("multilevel.methods_context", unit=_unit(ctx, lv0, 0),
-                            model=ctx.t(ctxt.get("model", ""), f"{SRC}.levels.0.context.model"),
-                            means_from=ctx.t(ctxt.get("means_from", ""), f"{SRC}.levels.0.context.means_from"),
+        seen = ctx.ph("multilevel.means_grouped", units=_units(unit0), people=ctx.people) if ctx.school_split_ok \
+            else ctx.ph("multilevel.means_shared", unit=unit0)
+        family = "logistic" if "logistic" in str(ctxt.get("model", "")).lower() else "ridge"
+        model = ctx.ph(f"multilevel.context_model_{family}")
+        sents.append(ctx.ph("multilevel.methods_context", unit=unit0, model=model, means_from=seen,
                             metric=metric_name(ctx, ctxt.get("metric", ctx.primary)), people=ctx.people))
-    ci_method = (lv0.get("null_model") or {}).get("ci_method")
-    if ci_method:
-        sents.append(ctx.ph("multilevel.methods_icc_ci",
-                            method=text_with_macros(ci_method, ctx.m, f"{SRC}.levels.0.null_model.ci_method")))
+    if (lv0.get("null_model") or {}).get("icc_ci"):
+        sents.append(ctx.ph("multilevel.methods_icc_ci", units=_units(unit0)))
     return (f"\\subsection{{{ctx.ph('multilevel.methods_title')}}}\\label{{sec:multilevel-method}}\n"
             + " ".join(sents))
 

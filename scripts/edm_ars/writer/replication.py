@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from edm_ars.core.text import clean_label, lc_first
 from edm_ars.writer.common import CI_LEVEL
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name, text_with_macros
+from edm_ars.writer.phrases import plural
 
 SRC = "results.json:replication"
 STATUSES = ("agrees", "differs", "cannot_test")
@@ -39,6 +41,10 @@ def register(ctx: Ctx) -> None:
             lo, hi = f["ci"]
             n[f"rep|{i}|lo"] = m.metric(tag + "Low", lo, f"{SRC}.findings.{i}.ci.0")
             n[f"rep|{i}|hi"] = m.metric(tag + "High", hi, f"{SRC}.findings.{i}.ci.1")
+            n[f"rep|{i}|ci"] = m.ci(tag + "CI", lo, hi, f"{SRC}.findings.{i}.ci")
+        value = (f.get("published") or {}).get("value")
+        if isinstance(value, (int, float)):
+            n[f"rep|{i}|published"] = m.metric(tag + "Published", value, f"{SRC}.findings.{i}.published.value")
 
 
 def _cite(ctx: Ctx, key: str) -> str:
@@ -74,11 +80,37 @@ def results(ctx: Ctx) -> tuple[list[str], list[str]]:
     paras = [ctx.ph("replication.overview", total=n["rep|total"], short=ctx.short, agrees=n["rep|agrees"],
                     differs=n["rep|differs"], cannot=n["rep|cannot_test"])]
     for i, f in enumerate(rep["findings"]):
-        if f["status"] in ("agrees", "differs") and f.get("reason"):
-            paras.append(ctx.ph(f"replication.finding_{f['status']}", claim=_claim(ctx, f, i)[:1].lower()
-                                + _claim(ctx, f, i)[1:], cite=_cite(ctx, f.get("cite", "")),
-                                reason=text_with_macros(f["reason"], ctx.m, f"{SRC}.findings.{i}.reason")))
+        if f["status"] in ("agrees", "differs") and f"rep|{i}|estimate" in n:
+            paras.append(_tested(ctx, f, i))
     return [" ".join(paras)], [table(ctx)]
+
+
+def _level(ctx: Ctx, variable: str, code: Any) -> str:
+    """A level of a categorical variable as the registry labels it (its code when it has no label)."""
+    label = (ctx.registry_values.get(variable) or {}).get(str(code))
+    return ctx.t(label if label else str(code), f"{SRC}.findings.published")
+
+
+def _tested(ctx: Ctx, f: dict[str, Any], i: int) -> str:
+    """One tested finding, said from its structured test: what was estimated here, with its interval, and whether it
+    agrees with the published value or direction."""
+    n, pub = ctx.n, f.get("published") or {}
+    values = {"estimate": n[f"rep|{i}|estimate"], "ci": n.get(f"rep|{i}|ci", ""),
+              "cite": _cite(ctx, f.get("cite", "")), "status": ctx.ph(f"replication.verdict_{f['status']}")}
+    variable = str(pub.get("variable") or "")
+    label = ctx.t(lc_first(clean_label(ctx.var_label(variable))), f"{SRC}.findings.{i}.published.variable") \
+        if variable else ""
+    if f["kind"] == "between_cluster_share" and f"rep|{i}|published" in n:
+        return ctx.ph("replication.tested_share", published=n[f"rep|{i}|published"], units=plural(ctx.cluster),
+                      **values)
+    if f["kind"] == "association" and variable:
+        sign = "positive" if float(f["estimate"]) >= 0 else "negative"  # the direction found here, said as found
+        return ctx.ph(f"replication.tested_association_{sign}", variable=label, outcome=ctx.outcome_phrase, **values)
+    if f["kind"] == "group_difference" and variable:
+        return ctx.ph("replication.tested_group", variable=label, higher=_level(ctx, variable, pub.get("higher")),
+                      lower=_level(ctx, variable, pub.get("lower")), outcome=ctx.outcome_phrase, **values)
+    return ctx.ph(f"replication.finding_{f['status']}", claim=lc_first(_claim(ctx, f, i)), cite=values["cite"],
+                  reason=text_with_macros(f.get("reason", ""), ctx.m, f"{SRC}.findings.{i}.reason"))
 
 
 def discussion(ctx: Ctx) -> str:
