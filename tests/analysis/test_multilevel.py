@@ -177,3 +177,19 @@ def test_a_second_level_without_its_own_ids_is_listed_as_not_estimated():
     doc = multilevel("regression", levels, split, trX, trY, trG, teX, teY, teG, seed=1, n_bootstrap=50, cfg=CFG)
     assert [lv["unit"] for lv in doc["levels"]] == ["school"] and doc["skipped"] is None
     assert doc["not_estimated"][0]["unit"] == "class" and "not kept together" in doc["not_estimated"][0]["reason"]
+
+
+def test_the_linear_icc_is_the_same_reml_estimate_as_its_bootstrap_and_lies_in_its_interval():
+    """The point estimate and the bootstrap resamples use one estimator (REML of the one-way model), so the estimate
+    cannot fall outside its own interval as a stalled optimiser's would (HS&B: 0.137 against [0.140, 0.220])."""
+    from edm_ars.analysis.multilevel import null_model
+
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(5, 70, size=120)  # unbalanced clusters, as in HS&B
+    codes = np.repeat(np.arange(120), sizes)
+    y = 12.0 + rng.normal(0, 2.9, 120)[codes] + rng.normal(0, 6.3, codes.size)
+    record, between, within = null_model(y, codes, 120, False, n_boot=100, seed=42)
+    n, mean, wss = cluster_stats(y, codes, 120)
+    assert (between, within) == reml_null(n, mean, wss)
+    lo, hi = record["icc_ci"]
+    assert lo <= record["icc"] <= hi
