@@ -82,3 +82,13 @@ def test_no_analysis_no_section(tmp_path):
     skipped = {"estimator": "", "library": "", "outcome_scale": "observed", "levels": [],
                "skipped": "no cluster level is declared in the registry"}
     assert "School-level structure" not in _paper(tmp_path / "skipped", skipped)[0]
+
+
+def test_a_continuous_outcome_is_described_on_its_observed_scale(tmp_path):
+    ml = multilevel(improves=False)
+    ml.update(estimator="linear mixed model (random intercept), REML, statsmodels MixedLM", outcome_scale="observed")
+    ml["levels"][0]["context"]["model"] = "ridge regression (alpha = 1, standardised predictors), scikit-learn"
+    flat = _flat(_paper(tmp_path, ml)[0])
+    assert "restricted maximum likelihood (statsmodels MixedLM)" in flat and "(observed scale)" in flat
+    assert "an intercept-only model splits the outcome's variance" in flat.lower()
+    assert "ridge regression on standardised predictors" in flat and "latent" not in flat.split("School-level")[1][:800]
