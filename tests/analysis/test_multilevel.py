@@ -193,3 +193,18 @@ def test_the_linear_icc_is_the_same_reml_estimate_as_its_bootstrap_and_lies_in_i
     assert (between, within) == reml_null(n, mean, wss)
     lo, hi = record["icc_ci"]
     assert lo <= record["icc"] <= hi
+
+
+def test_cluster_level_columns_give_no_context_of_their_own():
+    """A school's sector is its own school mean: only columns that vary within a cluster become context features."""
+    from edm_ars.analysis.multilevel import context, varying_within
+
+    rng = np.random.default_rng(3)
+    codes = np.repeat(np.arange(40), 25)
+    X = pd.DataFrame({"ses": rng.normal(size=codes.size), "sector": rng.integers(0, 2, 40)[codes].astype(float)})
+    assert varying_within(X, codes, ["ses", "sector"]) == ["ses"]
+    y = X["ses"].to_numpy() + rng.normal(size=codes.size)
+    test = slice(800, None)
+    found = context("regression", X.iloc[:800], y[:800], codes[:800], X.iloc[test], y[test], codes[test], [],
+                    n_boot=20, seed=1)
+    assert found["n_context_features"] == 0 and "cluster-level measure" in found["skipped"]

@@ -92,3 +92,14 @@ def test_a_continuous_outcome_is_described_on_its_observed_scale(tmp_path):
     assert "restricted maximum likelihood (statsmodels MixedLM)" in flat and "(observed scale)" in flat
     assert "an intercept-only model splits the outcome's variance" in flat.lower()
     assert "ridge regression on standardised predictors" in flat and "latent" not in flat.split("School-level")[1][:800]
+
+
+def test_a_context_that_could_not_be_tested_is_not_said_to_add_nothing(tmp_path):
+    ml = multilevel(improves=False)
+    ml["levels"][0]["context"] = {"metric": "auc", "n_context_features": 0,
+                                  "skipped": "no predictor varies within the clusters"}
+    tex, arts = _paper(tmp_path, ml)
+    flat = _flat(tex)
+    assert "could not be tested here" in flat
+    assert "added nothing measurable" not in flat and "paired cluster-bootstrap interval" not in flat
+    assert verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts)).ok

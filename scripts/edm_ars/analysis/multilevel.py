@@ -276,6 +276,14 @@ def cluster_means(train_X: pd.DataFrame, train_ids: np.ndarray, test_X: pd.DataF
     return train_means, test_means.astype(float), how
 
 
+def varying_within(train_X: pd.DataFrame, codes: np.ndarray, columns: list[str]) -> list[str]:
+    """The columns that vary within at least one training cluster: a cluster-level column (a school's sector or
+    mean SES) is its own cluster mean, so only the measures of the students themselves give a context."""
+    frame = train_X[columns].reset_index(drop=True)
+    counts = frame.groupby(np.asarray(codes)).nunique()
+    return [c for c in columns if bool((counts[c] > 1).any())]
+
+
 def context(task: str, train_X: pd.DataFrame, train_y: np.ndarray, train_ids: np.ndarray, test_X: pd.DataFrame,
             test_y: np.ndarray, test_ids: np.ndarray, columns: list[str], *, n_boot: int, seed: int
             ) -> dict[str, Any]:
@@ -290,6 +298,9 @@ def context(task: str, train_X: pd.DataFrame, train_y: np.ndarray, train_ids: np
 
     binary = task == "binary_classification"
     metric = PRIMARY[task]
+    if not columns:
+        return {"metric": metric, "skipped": "no predictor varies within the clusters: every one is a cluster-level "
+                "measure, which is its own cluster mean", "n_context_features": 0}
     base_cols = [c for c in train_X.select_dtypes("number").columns if train_X[c].nunique() > 1]
     tr_means, te_means, how = cluster_means(train_X[columns], train_ids, test_X[columns], test_ids)
     tr_means.columns = te_means.columns = [f"context__{c}" for c in columns]
@@ -366,8 +377,8 @@ def level_analysis(task: str, unit: str, column: str, train_X: pd.DataFrame, tra
     return {"unit": unit, "column": column, "n_clusters": k, "n_rows": len(y),
             "cluster_size": {"mean": _r(n_bar), "min": int(sizes.min()), "max": int(sizes.max())},
             "null_model": null, "predictor_model": pred, "explained": expl,
-            "context": context(task, train_X, y, train_ids, test_X, np.asarray(test_y, float), test_ids, columns,
-                               n_boot=n_bootstrap, seed=seed),
+            "context": context(task, train_X, y, train_ids, test_X, np.asarray(test_y, float), test_ids,
+                               varying_within(train_X, codes, columns), n_boot=n_bootstrap, seed=seed),
             "few_clusters": few, "support": support(unit, k, few, null, min_clusters)}
 
 

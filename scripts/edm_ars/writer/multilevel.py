@@ -99,7 +99,7 @@ def methods(ctx: Ctx) -> str:
     sents = [ctx.ph("multilevel.methods_models", units=units, estimator=estimator),
              ctx.ph(f"multilevel.methods_{_scale_kind(ctx)}"),
              ctx.ph("multilevel.methods_explained")]
-    if ctxt:
+    if ctxt and not ctxt.get("skipped"):
         seen = ctx.ph("multilevel.means_grouped", units=_units(unit0), people=ctx.people) if ctx.school_split_ok \
             else ctx.ph("multilevel.means_shared", unit=unit0)
         family = "logistic" if "logistic" in str(ctxt.get("model", "")).lower() else "ridge"
@@ -190,9 +190,10 @@ def discussion(ctx: Ctx) -> str:
     unit = _unit(ctx, lv, 0)
     c = lv.get("context") or {}
     values = {"unit": unit, "units": _units(unit), "icc": n["ml|0|icc"], "people": ctx.people}
-    if not c.get("improves"):
+    kind = "context" if c.get("improves") else "untested" if c.get("improves") is None else "no_context"
+    if kind != "context":
         values["between"] = n.get("ml|0|between", "--")
-    text = ctx.ph(f"multilevel.discussion_{'context' if c.get('improves') else 'no_context'}", **values)
+    text = ctx.ph(f"multilevel.discussion_{kind}", **values)
     if lv.get("few_clusters"):
         text += " " + ctx.ph("multilevel.discussion_few", units=_units(unit), clusters=n["ml|0|clusters"])
     return text

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edm_ars.core.text import clean_label, lc_first
-from edm_ars.writer.common import CI_LEVEL
+from edm_ars.core.text import clean_label, join_list, lc_first
+from edm_ars.writer.common import CI_LEVEL, data_name
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name, text_with_macros
 from edm_ars.writer.phrases import plural
@@ -65,7 +65,7 @@ def table(ctx: Ctx) -> str:
         rows.append(" & ".join([_claim(ctx, f, i) + _cite(ctx, f.get("cite", "")), estimate,
                                 ctx.ph(f"replication.status_{f['status']}")]) + " \\\\")
     head = " & ".join(ctx.ph(f"replication.col_{c}") for c in ("finding", "estimate", "status"))
-    return ("\\begin{table*}[tbp]\n\\caption{" + ctx.ph("replication.caption", short=ctx.short, level=CI_LEVEL) + "}\n"
+    return ("\\begin{table*}[tbp]\n\\caption{" + ctx.ph("replication.caption", data=data_name(ctx, studied=False), level=CI_LEVEL) + "}\n"
             "\\label{tab:replication}\n\\small\n\\begin{tabularx}{\\textwidth}{@{}>{\\raggedright\\arraybackslash}X"
             ">{\\raggedright\\arraybackslash}p{0.2\\textwidth}>{\\raggedright\\arraybackslash}p{0.13\\textwidth}@{}}\n"
             f"\\toprule\n{head} \\\\\n\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabularx}\n\\end{table*}")
@@ -77,8 +77,9 @@ def results(ctx: Ctx) -> tuple[list[str], list[str]]:
     if not rep:
         return [], []
     n = ctx.n
-    paras = [ctx.ph("replication.overview", total=n["rep|total"], short=ctx.short, agrees=n["rep|agrees"],
-                    differs=n["rep|differs"], cannot=n["rep|cannot_test"])]
+    counts = join_list([ctx.ph(f"replication.count_{status}", n=n[f"rep|{status}"]) for status in STATUSES
+                        if (rep.get("counts") or {}).get(status)])
+    paras = [ctx.ph("replication.overview", total=n["rep|total"], data=data_name(ctx, studied=False), counts=counts)]
     for i, f in enumerate(rep["findings"]):
         if f["status"] in ("agrees", "differs") and f"rep|{i}|estimate" in n:
             paras.append(_tested(ctx, f, i))
@@ -127,7 +128,7 @@ def discussion(ctx: Ctx) -> str:
 
     parts = []
     if agree:
-        parts.append(ctx.ph("replication.discussion_agree", short=ctx.short, n=ctx.n["rep|agrees"])
+        parts.append(ctx.ph("replication.discussion_agree", data=data_name(ctx, studied=False), n=ctx.n["rep|agrees"])
                      + sources(agree) + ".")
     if differ:
         parts.append(ctx.ph("replication.discussion_differ", n=ctx.n["rep|differs"]) + sources(differ) + ".")
