@@ -208,3 +208,21 @@ def test_cluster_level_columns_give_no_context_of_their_own():
     found = context("regression", X.iloc[:800], y[:800], codes[:800], X.iloc[test], y[test], codes[test], [],
                     n_boot=20, seed=1)
     assert found["n_context_features"] == 0 and "cluster-level measure" in found["skipped"]
+
+
+def test_the_context_takes_common_within_cluster_measures_at_most_one_per_ten_clusters():
+    """Rare indicators (a birth quarter held by 1 student in 400) and cluster-level columns give no context, and with
+    60 training clusters at most 6 means enter, the most related to the clusters' mean outcome first (STAR: 53 means
+    of 60 schools made the held-out R2 fall from 0.49 to 0.14)."""
+    from edm_ars.analysis.multilevel import context_columns
+
+    rng = np.random.default_rng(5)
+    codes = np.repeat(np.arange(60), 40)
+    cols = {f"x{j}": rng.normal(size=codes.size) + rng.normal(size=60)[codes] for j in range(10)}
+    cols["rare"] = (rng.random(codes.size) < 0.0025).astype(float)
+    cols["sector"] = rng.integers(0, 2, 60)[codes].astype(float)
+    X = pd.DataFrame(cols)
+    y = 2.0 * X["x7"].groupby(codes).transform("mean").to_numpy() + rng.normal(size=codes.size)
+    chosen = context_columns(X, y, codes, list(X.columns))
+    assert len(chosen) == 6 and chosen[0] == "x7"
+    assert "rare" not in chosen and "sector" not in chosen

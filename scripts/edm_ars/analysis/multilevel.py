@@ -276,6 +276,14 @@ def cluster_means(train_X: pd.DataFrame, train_ids: np.ndarray, test_X: pd.DataF
     return train_means, test_means.astype(float), how
 
 
+#: the penalties tried for the context comparison's simple model, by grouped cross-validation (context)
+CONTEXT_C = (0.001, 0.01, 0.1, 1.0)
+CONTEXT_ALPHA = (1.0, 100.0, 10000.0, 1000000.0)
+CONTEXT_FOLDS = 3
+CONTEXT_MIN_SHARE = 0.05
+CONTEXT_CLUSTERS_PER_FEATURE = 10
+
+
 def varying_within(train_X: pd.DataFrame, codes: np.ndarray, columns: list[str]) -> list[str]:
     """The columns that vary within at least one training cluster: a cluster-level column (a school's sector or
     mean SES) is its own cluster mean, so only the measures of the students themselves give a context."""
@@ -284,13 +292,35 @@ def varying_within(train_X: pd.DataFrame, codes: np.ndarray, columns: list[str])
     return [c for c in columns if bool((counts[c] > 1).any())]
 
 
+def context_columns(train_X: pd.DataFrame, y: np.ndarray, codes: np.ndarray, columns: list[str]) -> list[str]:
+    """The predictors whose cluster means form the context: those that vary within clusters (varying_within), without
+    rare indicator columns (a 0/1 column with under CONTEXT_MIN_SHARE of either value: its cluster means are mostly 0
+    and a new cluster's one case is an outlier), at most one per CONTEXT_CLUSTERS_PER_FEATURE training clusters, those
+    whose cluster means correlate most with the clusters' mean outcome (training rows only) first."""
+    frame = train_X.reset_index(drop=True)
+    keep = []
+    for c in varying_within(train_X, codes, columns):
+        values = frame[c].to_numpy(float)
+        if set(np.unique(values)) <= {0.0, 1.0} and min(values.mean(), 1 - values.mean()) < CONTEXT_MIN_SHARE:
+            continue
+        keep.append(c)
+    k = int(codes.max()) + 1 if len(codes) else 0
+    limit = max(1, k // CONTEXT_CLUSTERS_PER_FEATURE)
+    if len(keep) <= limit:
+        return keep
+    means = frame[keep].groupby(np.asarray(codes)).mean()
+    outcome = pd.Series(np.asarray(y, float)).groupby(np.asarray(codes)).mean()
+    strength = {c: abs(float(np.nan_to_num(np.corrcoef(means[c], outcome)[0, 1]))) for c in keep}
+    return sorted(keep, key=lambda c: (-strength[c], keep.index(c)))[:limit]
+
+
 def context(task: str, train_X: pd.DataFrame, train_y: np.ndarray, train_ids: np.ndarray, test_X: pd.DataFrame,
             test_y: np.ndarray, test_ids: np.ndarray, columns: list[str], *, n_boot: int, seed: int
             ) -> dict[str, Any]:
     """The simple linear model with and without the cluster means of ``columns``, on the test rows: the primary
     metric of each, their paired difference (with - without) and its cluster-bootstrap interval."""
     from sklearn.linear_model import LogisticRegression, Ridge
-    from sklearn.pipeline import make_pipeline
+    from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
     from edm_ars.analysis.evaluation import evaluate_models, paired_difference, resample_counts
@@ -305,18 +335,32 @@ def context(task: str, train_X: pd.DataFrame, train_y: np.ndarray, train_ids: np
     tr_means, te_means, how = cluster_means(train_X[columns], train_ids, test_X[columns], test_ids)
     tr_means.columns = te_means.columns = [f"context__{c}" for c in columns]
 
-    def fit_predict(tr: pd.DataFrame, te: pd.DataFrame) -> np.ndarray:
+    groups = np.asarray(train_ids).astype(str)
+    folds = min(CONTEXT_FOLDS, len(set(groups)))
+    chosen: dict[str, float] = {}
+
+    def fit_predict(name: str, tr: pd.DataFrame, te: pd.DataFrame) -> np.ndarray:
+        """The penalty chosen by cross-validation over the training clusters (whole clusters per fold, as the test
+        clusters are new): cluster means are constant within a cluster, so with few clusters an untuned fit would
+        interpolate the training clusters and extrapolate to new ones (STAR: 53 means of 48 schools)."""
+        from sklearn.model_selection import GridSearchCV, GroupKFold
+
         if binary:
-            model = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
-            model.fit(tr.to_numpy(float), train_y.astype(int))
-            return model.predict_proba(te.to_numpy(float))[:, 1]
-        model = make_pipeline(StandardScaler(), Ridge(alpha=1.0))
-        model.fit(tr.to_numpy(float), train_y)
-        return model.predict(te.to_numpy(float))
+            model, grid, scoring = LogisticRegression(max_iter=2000), {"model__C": CONTEXT_C}, "roc_auc"
+        else:
+            model, grid, scoring = Ridge(), {"model__alpha": CONTEXT_ALPHA}, "r2"
+        pipe = Pipeline([("scale", StandardScaler()), ("model", model)])
+        target = train_y.astype(int) if binary else train_y
+        search = GridSearchCV(pipe, grid, cv=GroupKFold(n_splits=folds), scoring=scoring, n_jobs=1)
+        search.fit(tr.to_numpy(float), target, groups=groups)
+        chosen[name] = float(next(iter(search.best_params_.values())))
+        fitted = search.best_estimator_
+        te_ = te.to_numpy(float)
+        return fitted.predict_proba(te_)[:, 1] if binary else fitted.predict(te_)
 
     tr0, te0 = train_X[base_cols].reset_index(drop=True), test_X[base_cols].reset_index(drop=True)
-    without = fit_predict(tr0, te0)
-    with_ = fit_predict(pd.concat([tr0, tr_means], axis=1), pd.concat([te0, te_means], axis=1))
+    without = fit_predict("without", tr0, te0)
+    with_ = fit_predict("with", pd.concat([tr0, tr_means], axis=1), pd.concat([te0, te_means], axis=1))
     counts, _ = resample_counts(len(test_y), n_boot, seed, groups=np.asarray(test_ids).astype(str), clustered=True)
     models, dist = evaluate_models(task, test_y, {"without": without, "with": with_}, n_resamples=n_boot, seed=seed,
                                    counts=counts)
@@ -327,8 +371,11 @@ def context(task: str, train_X: pd.DataFrame, train_y: np.ndarray, train_ids: np
     improves = bool(ci[0] > 0) if higher else bool(ci[1] < 0)
     return {"metric": metric, "without": _r(b), "with": _r(a), "difference": _r(a - b), "ci": [_r(c) for c in ci],
             "better": "higher" if higher else "lower", "improves": improves,
-            "model": ("logistic regression (L2, C = 1, standardised predictors), scikit-learn" if binary
-                      else "ridge regression (alpha = 1, standardised predictors), scikit-learn"),
+            "model": (f"logistic regression (L2, standardised predictors; C from {list(CONTEXT_C)} by {folds}-fold "
+                      "cross-validation over the training clusters), scikit-learn" if binary
+                      else f"ridge regression (standardised predictors; alpha from {list(CONTEXT_ALPHA)} by {folds}-fold "
+                      "cross-validation over the training clusters), scikit-learn"),
+            "penalty": {"without": chosen["without"], "with": chosen["with"]},
             "n_context_features": len(columns), "means_from": how,
             "ci_method": f"paired bootstrap of the test clusters ({n_boot} resamples, seed {seed}), percentile"}
 
@@ -378,7 +425,7 @@ def level_analysis(task: str, unit: str, column: str, train_X: pd.DataFrame, tra
             "cluster_size": {"mean": _r(n_bar), "min": int(sizes.min()), "max": int(sizes.max())},
             "null_model": null, "predictor_model": pred, "explained": expl,
             "context": context(task, train_X, y, train_ids, test_X, np.asarray(test_y, float), test_ids,
-                               varying_within(train_X, codes, columns), n_boot=n_bootstrap, seed=seed),
+                               context_columns(train_X, y, codes, columns), n_boot=n_bootstrap, seed=seed),
             "few_clusters": few, "support": support(unit, k, few, null, min_clusters)}
 
 

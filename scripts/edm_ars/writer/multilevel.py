@@ -103,9 +103,10 @@ def methods(ctx: Ctx) -> str:
         seen = ctx.ph("multilevel.means_grouped", units=_units(unit0), people=ctx.people) if ctx.school_split_ok \
             else ctx.ph("multilevel.means_shared", unit=unit0)
         family = "logistic" if "logistic" in str(ctxt.get("model", "")).lower() else "ridge"
-        model = ctx.ph(f"multilevel.context_model_{family}")
-        sents.append(ctx.ph("multilevel.methods_context", unit=unit0, model=model, means_from=seen,
-                            metric=metric_name(ctx, ctxt.get("metric", ctx.primary)), people=ctx.people))
+        model = ctx.ph(f"multilevel.context_model_{family}", units=_units(unit0))
+        sents.append(ctx.ph("multilevel.methods_context", unit=unit0, units=_units(unit0), model=model,
+                            means_from=seen, metric=metric_name(ctx, ctxt.get("metric", ctx.primary)),
+                            people=ctx.people, k=ctx.n.get("ml|0|ctx_k", "--")))
     if (lv0.get("null_model") or {}).get("icc_ci"):
         sents.append(ctx.ph("multilevel.methods_icc_ci", units=_units(unit0)))
     return (f"\\subsection{{{ctx.ph('multilevel.methods_title')}}}\\label{{sec:multilevel-method}}\n"
