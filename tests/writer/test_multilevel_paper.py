@@ -55,6 +55,9 @@ def test_the_school_level_structure_is_reported_and_every_number_reconciles(tmp_
     assert "on that latent scale" in flat and "adaptive Gauss-Hermite quadrature" in flat
     assert "the school context added to what the measures of the students themselves predict" in flat
     assert "a model that ignores the school leaves part of the structure unused" in flat
+    abstract = flat.split("%%BEGIN:ABSTRACT%%")[1].split("%%END:ABSTRACT%%")[0]
+    assert ("A share of \\MLSchoolICC{} of the outcome's variance lay between schools, and the school means of the "
+            "predictors added to the prediction.") in abstract
     numbers = (tmp_path / "paper" / "numbers.tex").read_text()
     assert re.search(r"\\newcommand\{\\MLSchoolICC\}\{0\.111\} % results.json:multilevel.levels.0.null_model.icc",
                      numbers)

@@ -53,6 +53,8 @@ def test_the_replication_table_reports_each_finding_with_its_source_and_reconcil
     assert "minus that of regular" in tex and "the direction is as published~\\citep{krueger1999experimental}" in tex
     assert "this study reproduces \\NFindingsAgrees{} published findings on them~\\citep{krueger1999experimental}" in tex
     assert "krueger1999experimental" in (tmp_path / "paper" / "references.bib").read_text()
+    abstract = tex.split("%%BEGIN:ABSTRACT%%")[1].split("%%END:ABSTRACT%%")[0]
+    assert "\\NFindingsAgrees{} of \\NFindingsTested{} agreed with this study's estimates" in abstract
     report = verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts))
     assert report.ok, report.summary()
 

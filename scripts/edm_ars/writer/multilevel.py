@@ -200,6 +200,17 @@ def discussion(ctx: Ctx) -> str:
     return text
 
 
+def abstract(ctx: Ctx) -> str:
+    """One sentence: the share between clusters and whether their context added to the prediction."""
+    lvs = levels(ctx)
+    if not lvs or "ml|0|icc" not in ctx.n:
+        return ""
+    c = lvs[0].get("context") or {}
+    kind = "context" if c.get("improves") else "untested" if c.get("improves") is None else "no_context"
+    return ctx.ph(f"multilevel.abstract_{kind}", icc=ctx.n["ml|0|icc"], units=_units(_unit(ctx, lvs[0], 0)),
+                  unit=_unit(ctx, lvs[0], 0))
+
+
 def limitations(ctx: Ctx) -> list[str]:
     few = [(i, lv) for i, lv in enumerate(levels(ctx)) if lv.get("few_clusters")]
     return [ctx.ph("multilevel.limitation_few", units=_units(_unit(ctx, lv, i)), clusters=ctx.n[f"ml|{i}|clusters"])

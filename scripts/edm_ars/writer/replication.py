@@ -114,6 +114,17 @@ def _tested(ctx: Ctx, f: dict[str, Any], i: int) -> str:
                   reason=text_with_macros(f.get("reason", ""), ctx.m, f"{SRC}.findings.{i}.reason"))
 
 
+def abstract(ctx: Ctx) -> str:
+    """One sentence: how many published findings on the data the study could test, and how many agreed."""
+    rep = record(ctx)
+    counts = rep.get("counts") or {}
+    tested = counts.get("agrees", 0) + counts.get("differs", 0)
+    if not rep or not tested:
+        return ""
+    n = ctx.m.count("NFindingsTested", tested, f"{SRC}.counts.agrees + {SRC}.counts.differs", derived=True)
+    return ctx.ph("replication.abstract", n=n, agrees=ctx.n["rep|agrees"], data=data_name(ctx, studied=False))
+
+
 def discussion(ctx: Ctx) -> str:
     """The study set against the published findings on its data ('' without them)."""
     rep = record(ctx)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edm_ars.core.conventions import STACKING
 from edm_ars.core.text import cap_first, clean_label, join_list, lc_first, model_family, word_count
-from edm_ars.writer import provenance
+from edm_ars.writer import multilevel, provenance, replication
 from edm_ars.writer.common import (
     attribute_noun,
     feature_names,
@@ -63,6 +63,9 @@ def write(ctx: Ctx) -> str:
     fair = _abstract_fairness(ctx)
     if fair:
         parts.append((2, fair))
+    for found in (multilevel.abstract(ctx), replication.abstract(ctx)):  # what the study adds about the data
+        if found:
+            parts.append((1, found))
     st = ctx.stability
     if st.get("runs") and st.get("unstable") is not None:
         k = n_perturbations(ctx)
