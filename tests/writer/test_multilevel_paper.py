@@ -106,3 +106,11 @@ def test_a_context_that_could_not_be_tested_is_not_said_to_add_nothing(tmp_path)
     assert "could not be tested here" in flat
     assert "added nothing measurable" not in flat and "paired cluster-bootstrap interval" not in flat
     assert verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts)).ok
+
+
+def test_differences_between_schools_are_called_differences_in_students_only_when_the_predictors_explain_most(tmp_path):
+    ml = multilevel(improves=False)
+    ml["levels"][0]["explained"]["between"] = 0.474  # STAR: less than half
+    flat = _flat(_paper(tmp_path, ml)[0])
+    assert "largely differences in the students they serve" not in flat
+    assert "the predictors account for only \\MLSchoolExplainedBetween{} of that between-school variance" in flat

@@ -51,7 +51,7 @@ def test_the_replication_table_reports_each_finding_with_its_source_and_reconcil
     assert "\\citep{krueger1999experimental}" in tex
     assert "cannot be tested here" in tex and "agrees" in tex
     assert "minus that of regular" in tex and "the direction is as published~\\citep{krueger1999experimental}" in tex
-    assert "this study reproduces \\NFindingsAgrees{} published findings on them~\\citep{krueger1999experimental}" in tex
+    assert "this study reproduces \\NFindingsAgrees{} published finding on them~\\citep{krueger1999experimental}" in tex
     assert "krueger1999experimental" in (tmp_path / "paper" / "references.bib").read_text()
     abstract = tex.split("%%BEGIN:ABSTRACT%%")[1].split("%%END:ABSTRACT%%")[0]
     assert "\\NFindingsAgrees{} of \\NFindingsTested{} agreed with this study's estimates" in abstract
@@ -62,7 +62,8 @@ def test_the_replication_table_reports_each_finding_with_its_source_and_reconcil
 def test_a_finding_that_differs_is_said_to_differ(tmp_path):
     tex = _paper(tmp_path, replication("differs"))[0]
     assert "the direction is unlike the published finding" in tex
-    assert "It differs from \\NFindingsDiffers{} published findings" in tex
+    assert "It differs from \\NFindingsDiffers{} published finding, which" in tex
+    assert "1 agree" not in tex and "\\NFindingsAgrees{} agree with" not in tex
     assert "this study reproduces" not in tex
 
 

@@ -14,6 +14,9 @@ from edm_ars.writer.macros import macro_name, text_with_macros
 from edm_ars.writer.phrases import plural
 
 SRC = "results.json:multilevel"
+#: the share of the between-cluster variance the predictors must account for before the clusters' differences are
+#: said to be largely differences in the students they serve
+MOSTLY = 0.5
 
 
 def record(ctx: Ctx) -> dict[str, Any]:
@@ -192,6 +195,9 @@ def discussion(ctx: Ctx) -> str:
     c = lv.get("context") or {}
     values = {"unit": unit, "units": _units(unit), "icc": n["ml|0|icc"], "people": ctx.people}
     kind = "context" if c.get("improves") else "untested" if c.get("improves") is None else "no_context"
+    share = (lv.get("explained") or {}).get("between")
+    if kind == "no_context" and not (isinstance(share, (int, float)) and share >= MOSTLY):
+        kind = "no_context_unexplained"  # "largely differences in the students" needs most of it accounted for
     if kind != "context":
         values["between"] = n.get("ml|0|between", "--")
     text = ctx.ph(f"multilevel.discussion_{kind}", **values)

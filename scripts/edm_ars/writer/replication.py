@@ -17,6 +17,11 @@ SRC = "results.json:replication"
 STATUSES = ("agrees", "differs", "cannot_test")
 
 
+def _one(count: Any) -> str:
+    """The suffix of a phrase's singular form ('_one' for one finding)."""
+    return "_one" if count == 1 else ""
+
+
 def record(ctx: Ctx) -> dict[str, Any]:
     rep = ctx.results.get("replication")
     if not isinstance(rep, dict) or rep.get("source") != "registry" or not rep.get("findings"):
@@ -77,8 +82,9 @@ def results(ctx: Ctx) -> tuple[list[str], list[str]]:
     if not rep:
         return [], []
     n = ctx.n
-    counts = join_list([ctx.ph(f"replication.count_{status}", n=n[f"rep|{status}"]) for status in STATUSES
-                        if (rep.get("counts") or {}).get(status)])
+    got = rep.get("counts") or {}
+    counts = join_list([ctx.ph(f"replication.count_{status}{_one(got.get(status))}", n=n[f"rep|{status}"])
+                        for status in STATUSES if got.get(status)])
     paras = [ctx.ph("replication.overview", total=n["rep|total"], data=data_name(ctx, studied=False), counts=counts)]
     for i, f in enumerate(rep["findings"]):
         if f["status"] in ("agrees", "differs") and f"rep|{i}|estimate" in n:
@@ -139,12 +145,15 @@ def discussion(ctx: Ctx) -> str:
 
     parts = []
     if agree:
-        parts.append(ctx.ph("replication.discussion_agree", data=data_name(ctx, studied=False), n=ctx.n["rep|agrees"])
+        parts.append(ctx.ph(f"replication.discussion_agree{_one(len(agree))}", data=data_name(ctx, studied=False),
+                            n=ctx.n["rep|agrees"])
                      + sources(agree) + ".")
     if differ:
-        parts.append(ctx.ph("replication.discussion_differ", n=ctx.n["rep|differs"]) + sources(differ) + ".")
+        parts.append(ctx.ph(f"replication.discussion_differ{_one(len(differ))}", n=ctx.n["rep|differs"])
+                     + sources(differ) + ".")
     if untested:
-        parts.append(ctx.ph("replication.discussion_untested", n=ctx.n["rep|cannot_test"]) + sources(untested) + ".")
+        parts.append(ctx.ph(f"replication.discussion_untested{_one(len(untested))}", n=ctx.n["rep|cannot_test"])
+                     + sources(untested) + ".")
     if not agree and not differ:
         parts.append(ctx.ph("replication.discussion_nothing_tested"))
     return " ".join(parts)
