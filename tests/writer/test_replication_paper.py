@@ -71,3 +71,12 @@ def test_no_published_findings_no_table(tmp_path):
     tex = _paper(tmp_path, {"source": "none", "findings": [], "counts": {"agrees": 0, "differs": 0,
                                                                          "cannot_test": 0}})[0]
     assert "tab:replication" not in tex and "What is already known" not in tex
+
+
+def test_findings_none_of_which_can_be_tested_are_said_so_once(tmp_path):
+    rep = replication("agrees")
+    rep["findings"] = rep["findings"][1:]
+    rep["counts"] = {"agrees": 0, "differs": 0, "cannot_test": 1}
+    tex = _paper(tmp_path, rep)[0]
+    assert "none of them can be tested with these data and this design" in tex
+    assert "Tested with this study's training rows" not in tex and "could be tested with this design" in tex

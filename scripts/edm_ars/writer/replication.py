@@ -85,7 +85,11 @@ def results(ctx: Ctx) -> tuple[list[str], list[str]]:
     got = rep.get("counts") or {}
     counts = join_list([ctx.ph(f"replication.count_{status}{_one(got.get(status))}", n=n[f"rep|{status}"])
                         for status in STATUSES if got.get(status)])
-    paras = [ctx.ph("replication.overview", total=n["rep|total"], data=data_name(ctx, studied=False), counts=counts)]
+    if got.get("agrees") or got.get("differs"):
+        paras = [ctx.ph("replication.overview", total=n["rep|total"], data=data_name(ctx, studied=False),
+                        counts=counts)]
+    else:  # nothing could be tested: no "tested with the training rows, 2 cannot be tested"
+        paras = [ctx.ph("replication.overview_untested", total=n["rep|total"], data=data_name(ctx, studied=False))]
     for i, f in enumerate(rep["findings"]):
         if f["status"] in ("agrees", "differs") and f"rep|{i}|estimate" in n:
             paras.append(_tested(ctx, f, i))
