@@ -226,3 +226,18 @@ def test_the_context_takes_common_within_cluster_measures_at_most_one_per_ten_cl
     chosen = context_columns(X, y, codes, list(X.columns))
     assert len(chosen) == 6 and chosen[0] == "x7"
     assert "rare" not in chosen and "sector" not in chosen
+
+
+def test_the_quadrature_fit_agrees_with_statsmodels_variational_mixed_glm():
+    """The binary random-intercept model is fitted by adaptive Gauss-Hermite quadrature (statsmodels has no
+    maximum-likelihood GLMM); its between-cluster variance agrees with statsmodels' BinomialBayesMixedGLM."""
+    from statsmodels.genmod.bayes_mixed_glm import BinomialBayesMixedGLM
+
+    from edm_ars.analysis.multilevel import null_model
+
+    rng = np.random.default_rng(11)
+    codes = np.repeat(np.arange(80), 30)
+    y = (rng.random(codes.size) < 1 / (1 + np.exp(0.3 - rng.normal(0, 0.9, 80)[codes]))).astype(float)
+    _, between, _ = null_model(y, codes, 80, True, n_boot=0, seed=1)
+    fit = BinomialBayesMixedGLM.from_formula("y ~ 1", {"g": "0 + C(g)"}, pd.DataFrame({"y": y, "g": codes})).fit_vb()
+    assert between == pytest.approx(math.exp(fit.vcp_mean[0]) ** 2, rel=0.05)
