@@ -383,3 +383,16 @@ def test_the_sources_of_a_registrys_published_findings_are_in_its_offline_litera
     if name == "hsb_math":
         plain = curated_literature(BIB, TOPICS, literature_topics(reg, None))
         assert "lee1986multilevel" not in {p["key"] for p in plain["papers"]}
+
+
+def test_retrieved_literature_gains_the_findings_sources_it_lacks_once():
+    from edm_ars.jobs.agents import with_works
+
+    curated = curated_literature(BIB, TOPICS, [], keys=["krueger1999experimental", "goldstein1993multilevel"])
+    krueger = next(p for p in curated["papers"] if p["key"] == "krueger1999experimental")
+    retrieved = {"source": "semantic_scholar", "papers": [
+        {"key": "krueger1999", "title": krueger["title"].upper() + ".", "doi": None},  # the same work, retrieved
+        {"key": "other2020", "title": "Another study", "doi": "10.1/x"}]}
+    merged = with_works(retrieved, curated)
+    assert [p["key"] for p in merged["papers"]] == ["krueger1999", "other2020", "goldstein1993multilevel"]
+    assert merged["source"] == "semantic_scholar" and with_works(merged, curated) == merged

@@ -21,6 +21,22 @@ def _model_literature(smk: Any, spec: dict[str, Any], fallback: Any, dataset_lit
                     n_max=cfg["n_max"], fallback=fallback, dataset_literature=dataset_literature)
 
 
+def with_works(literature: dict[str, Any], curated: dict[str, Any]) -> dict[str, Any]:
+    """The retrieved literature with the curated works it lacks (the sources of the registry's published findings,
+    which the paper's replication table cites): a work already retrieved (the same DOI or title) is not added twice."""
+    import re
+
+    def norm(title: Any) -> str:
+        return re.sub(r"[^a-z0-9]+", " ", str(title or "").lower()).strip()
+
+    have_keys = {p.get("key") for p in literature.get("papers") or []}
+    have = {(p.get("doi") or "").lower() for p in literature.get("papers") or [] if p.get("doi")} | {
+        norm(p.get("title")) for p in literature.get("papers") or []}
+    extra = [p for p in curated.get("papers") or [] if p["key"] not in have_keys
+             and (p.get("doi") or "").lower() not in have and norm(p.get("title")) not in have]
+    return {**literature, "papers": [*(literature.get("papers") or []), *extra]} if extra else literature
+
+
 def formulate(smk: Any) -> None:
     """The ProblemFormulator: research specification, spec gate, literature context.
 
@@ -109,6 +125,7 @@ def formulate(smk: Any) -> None:
         literature = _model_literature(smk, spec, lambda note: curated_literature(
             bib, topics, literature_topics(reg, spec["question_id"]), note=note, keys=registry_finding_keys(reg)),
             reg.dataset.get("literature"))
+        literature = with_works(literature, curated_literature(bib, topics, [], keys=registry_finding_keys(reg)))
     for change in spec.get("revision_actions_applied", []):
         log.info("revision: %s", change)
     log.info("spec: %s -> %s with %d predictors; literature: %s, %d papers", spec["question_id"],
