@@ -1160,7 +1160,9 @@ def test_real_fixture_compiles(tmp_path, regression):
     assert "??" not in text
     if shutil.which("pdfinfo"):
         pages = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
-        assert re.search(r"Pages:\s+[5-9]\b", pages), pages
+        # 5 to 10 pages: the argument's contribution paragraph and Discussion opening (issue 36) took the fixture's
+        # binary paper from 9 pages to 10
+        assert re.search(r"Pages:\s+(?:[5-9]|10)\b", pages), pages
     log = (out / "paper.log").read_text(encoding="latin-1")
     assert "Overfull \\hbox" not in log
 
