@@ -114,3 +114,12 @@ def test_differences_between_schools_are_called_differences_in_students_only_whe
     flat = _flat(_paper(tmp_path, ml)[0])
     assert "largely differences in the students they serve" not in flat
     assert "the predictors account for only \\MLSchoolExplainedBetween{} of that between-school variance" in flat
+
+
+def test_the_section_is_named_by_the_cluster_unit(tmp_path):
+    ml = multilevel(improves=False)
+    ml["levels"][0]["unit"] = "class"
+    flat = _flat(_paper(tmp_path, ml)[0])
+    assert "\\subsection{Class-level structure}\\label{sec:multilevel-method}" in flat
+    assert "\\caption{Class-level structure of the outcome" in flat and "School-level" not in flat
+    assert "between the \\MLClassClusters{} classes of the training rows" in flat

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edm_ars.core.text import join_list
+from edm_ars.core.text import cap_first, join_list
 from edm_ars.writer.common import metric_name
 from edm_ars.writer.context import Ctx
 from edm_ars.writer.macros import macro_name, text_with_macros
@@ -68,6 +68,12 @@ def register(ctx: Ctx) -> None:
                                          f"{src}.context.n_context_features")
 
 
+def title(ctx: Ctx) -> str:
+    """'School-level structure', 'Class-level structure': the subsections' title, by the leading cluster unit."""
+    lvs = levels(ctx)
+    return ctx.ph("multilevel.methods_title", level=cap_first(_unit(ctx, lvs[0], 0) if lvs else ctx.cluster))
+
+
 def _scale(ctx: Ctx) -> str:
     return ctx.ph(f"multilevel.scale_{_scale_kind(ctx)}")
 
@@ -112,7 +118,7 @@ def methods(ctx: Ctx) -> str:
                             people=ctx.people, k=ctx.n.get("ml|0|ctx_k", "--")))
     if (lv0.get("null_model") or {}).get("icc_ci"):
         sents.append(ctx.ph("multilevel.methods_icc_ci", units=_units(unit0)))
-    return (f"\\subsection{{{ctx.ph('multilevel.methods_title')}}}\\label{{sec:multilevel-method}}\n"
+    return (f"\\subsection{{{title(ctx)}}}\\label{{sec:multilevel-method}}\n"
             + " ".join(sents))
 
 
@@ -125,7 +131,8 @@ def table(ctx: Ctx) -> str:
     head = " & ".join(ctx.ph(f"multilevel.col_{c}") for c in ("level", "clusters", "icc", "within", "between",
                                                                 "context"))
     metric = metric_name(ctx, (levels(ctx)[0].get("context") or {}).get("metric", ctx.primary))
-    return ("\\begin{table}[tbp]\n\\caption{" + ctx.ph("multilevel.caption", scale=_scale(ctx), metric=metric)
+    return ("\\begin{table}[tbp]\n\\caption{" + ctx.ph("multilevel.caption", scale=_scale(ctx), metric=metric,
+                                                                level=cap_first(_unit(ctx, levels(ctx)[0], 0)))
             + "}\n\\label{tab:multilevel}\n\\small\n\\begin{tabular}{@{}lrrrrr@{}}\n\\toprule\n" + head + " \\\\\n"
             "\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}\n\\end{table}")
 

@@ -335,7 +335,7 @@ def write(ctx: Ctx) -> str:
         sections.append((ctx.ph("results.title_stability"), "sec:stability", "stability", stab, f_stab))
     school, f_school = multilevel.results(ctx)
     if school:
-        sections.append((ctx.ph("multilevel.methods_title"), "sec:multilevel", "multilevel", school, f_school))
+        sections.append((multilevel.title(ctx), "sec:multilevel", "multilevel", school, f_school))
     known, f_known = replication.results(ctx)
     if known:
         sections.append((ctx.ph("replication.title"), "sec:replication", "replication", known, f_known))
