@@ -123,3 +123,13 @@ def test_the_section_is_named_by_the_cluster_unit(tmp_path):
     assert "\\subsection{Class-level structure}\\label{sec:multilevel-method}" in flat
     assert "\\caption{Class-level structure of the outcome" in flat and "School-level" not in flat
     assert "between the \\MLClassClusters{} classes of the training rows" in flat
+
+
+def test_a_declared_level_that_could_not_be_estimated_is_named_with_its_reason(tmp_path):
+    ml = multilevel(improves=False)
+    ml["not_estimated"] = [{"unit": "local education authority", "reason": "the split keeps 2410 groups, the level "
+                            "has 131 clusters and is not kept together"}]
+    tex, arts = _paper(tmp_path, ml)
+    flat = _flat(tex)
+    assert "could not estimate: the local education authority level (the split keeps" in flat
+    assert verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts)).ok

@@ -465,8 +465,9 @@ def level_ids(split: dict[str, Any], levels: list[dict[str, Any]], train_groups:
         if kept and n_level == n_groups:
             out.append((lv, None))
         else:
-            out.append((lv, f"the engineered groups are not the {lv['unit']} clusters (the split keeps "
-                            f"{n_groups} groups, the level has {n_level} clusters{'' if kept else ' and is not kept together'})"))
+            how = (f"the split keeps {n_groups} groups together, not the {n_level} {lv['unit']} clusters"
+                   + ("" if kept else f", and a {lv['unit']} may have rows on both sides of the split"))
+            out.append((lv, f"the prepared data carry only the split's groups as cluster ids: {how}"))
     return out
 
 

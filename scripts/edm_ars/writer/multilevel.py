@@ -177,7 +177,20 @@ def results(ctx: Ctx) -> tuple[list[str], list[str]]:
         if lv.get("few_clusters") and lv.get("support"):
             text += " " + text_with_macros(lv["support"], ctx.m, f"{SRC}.levels.{i}.support")
         paras.append(text.strip())
+    missing = not_estimated(ctx)
+    if paras and missing:
+        paras[-1] += " " + missing
     return paras, [table(ctx)] if paras else []
+
+
+def not_estimated(ctx: Ctx) -> str:
+    """The declared cluster levels the analysis could not estimate, each with its reason (from the artifact)."""
+    items = []
+    for i, lv in enumerate(record(ctx).get("not_estimated") or []):
+        src = f"{SRC}.not_estimated.{i}"
+        items.append(ctx.ph("multilevel.not_estimated_item", unit=ctx.t(lv.get("unit", ""), f"{src}.unit"),
+                            reason=text_with_macros(lv.get("reason", ""), ctx.m, f"{src}.reason")))
+    return ctx.ph("multilevel.not_estimated", items="; ".join(items)) if items else ""
 
 
 def _planted(ctx: Ctx, unit: str) -> str:
