@@ -176,7 +176,7 @@ def test_a_second_level_without_its_own_ids_is_listed_as_not_estimated():
     trX, trY, trG, teX, teY, teG = data
     doc = multilevel("regression", levels, split, trX, trY, trG, teX, teY, teG, seed=1, n_bootstrap=50, cfg=CFG)
     assert [lv["unit"] for lv in doc["levels"]] == ["school"] and doc["skipped"] is None
-    assert doc["not_estimated"][0]["unit"] == "class" and "not kept together" in doc["not_estimated"][0]["reason"]
+    assert doc["not_estimated"][0]["unit"] == "class" and "rows on both sides of the split" in doc["not_estimated"][0]["reason"]
 
 
 def test_the_linear_icc_is_the_same_reml_estimate_as_its_bootstrap_and_lies_in_its_interval():
