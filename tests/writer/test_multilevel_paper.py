@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import re
 
+import pytest
 import test_writer as tw
 
 from edm_ars.writer.verify import verify_paper
@@ -133,3 +134,17 @@ def test_a_declared_level_that_could_not_be_estimated_is_named_with_its_reason(t
     flat = _flat(tex)
     assert "could not estimate: the local education authority level (the split keeps" in flat
     assert verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts)).ok
+
+
+@pytest.mark.workflow
+@tw.needs_latex
+def test_a_long_cluster_unit_fits_the_column(tmp_path):
+    """ScotsSec's 'secondary school' made the table 28pt too wide for its column, and compile_pdf refused the paper."""
+    from edm_ars.writer import compile_pdf
+
+    ml = multilevel(improves=False, n_clusters=15, few=True)
+    ml["levels"][0]["unit"] = "secondary school"
+    ml["levels"][0]["context"]["difference"] = -0.000116
+    _paper(tmp_path, ml)
+    compile_pdf(tmp_path / "paper" / "paper.tex", tmp_path / "paper" / "latexmk.log")
+    assert "Overfull \\hbox" not in (tmp_path / "paper" / "paper.log").read_text(encoding="latin-1")

@@ -133,8 +133,9 @@ def table(ctx: Ctx) -> str:
     metric = metric_name(ctx, (levels(ctx)[0].get("context") or {}).get("metric", ctx.primary))
     return ("\\begin{table}[tbp]\n\\caption{" + ctx.ph("multilevel.caption", scale=_scale(ctx), metric=metric,
                                                                 level=cap_first(_unit(ctx, levels(ctx)[0], 0)))
-            + "}\n\\label{tab:multilevel}\n\\small\n\\begin{tabular}{@{}lrrrrr@{}}\n\\toprule\n" + head + " \\\\\n"
-            "\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}\n\\end{table}")
+            + "}\n\\label{tab:multilevel}\n\\small\n\\begin{tabularx}{\\columnwidth}"
+            "{@{}>{\\raggedright\\arraybackslash}Xrrrrr@{}}\n\\toprule\n" + head + " \\\\\n"
+            "\\midrule\n" + "\n".join(rows) + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
 
 
 def _context_sentence(ctx: Ctx, lv: dict[str, Any], i: int) -> str:
