@@ -148,3 +148,16 @@ def test_a_long_cluster_unit_fits_the_column(tmp_path):
     _paper(tmp_path, ml)
     compile_pdf(tmp_path / "paper" / "paper.tex", tmp_path / "paper" / "latexmk.log")
     assert "Overfull \\hbox" not in (tmp_path / "paper" / "paper.log").read_text(encoding="latin-1")
+
+
+def test_on_generated_rows_the_discussion_is_a_check_against_the_planted_school_effect(tmp_path):
+    arts = copy.deepcopy(tw.real_artifacts())
+    arts["results"]["multilevel"] = multilevel(improves=False)
+    recovery = {"school": {"planted_between_var": 0.09, "estimated_between_var": 0.063, "scale": "logit",
+                           "unit": "school"}}
+    _, out = tw.build_fixture_paper(tmp_path, arts, provenance_record={"data": {"kind": "generated"}},
+                                    recovery=recovery)
+    flat = _flat((out / "paper.tex").read_text())
+    assert "the generator planted a school effect with a variance of \\MLPlantedBetweenVar{} beyond the predictors" in flat
+    assert "a check of the multilevel analysis rather than a finding about schools" in flat
+    assert "largely differences in the students they serve" not in flat

@@ -214,6 +214,13 @@ def discussion(ctx: Ctx) -> str:
     lv, n = lvs[0], ctx.n
     unit = _unit(ctx, lv, 0)
     c = lv.get("context") or {}
+    school = (ctx.recovery or {}).get("school") or {}
+    if ctx.generated and school.get("planted_between_var") is not None:  # a check of the workflow, not of schools
+        return ctx.ph("multilevel.discussion_generated", units=_units(unit), unit=unit, icc=n["ml|0|icc"],
+                      planted=ctx.m.metric("MLPlantedBetweenVar", school["planted_between_var"],
+                                           "recovery.json:school.planted_between_var"),
+                      estimated=ctx.m.metric("MLEstimatedBetweenVar", school["estimated_between_var"],
+                                             "results.json:multilevel.levels.0.predictor_model.between_var"))
     values = {"unit": unit, "units": _units(unit), "icc": n["ml|0|icc"], "people": ctx.people}
     kind = "context" if c.get("improves") else "untested" if c.get("improves") is None else "no_context"
     share = (lv.get("explained") or {}).get("between")
