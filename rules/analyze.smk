@@ -208,6 +208,7 @@ rule multilevel:
     input:
         unpack(spec_for),
         unpack(engineered_for),
+        unpack(levels_for),
         evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
         registry=REGISTRY_FILES,
     output:

@@ -336,6 +336,13 @@ def engineered_for(wildcards):
     } | {"report": f"{d}/data_report.json"}
 
 
+def levels_for(wildcards):
+    """The cluster ids of every declared level for the training and test rows of the round's engineered data."""
+    b = int(wildcards.branch)
+    d = f"output/branch_{b}/round_{producing_round(b, 'engineer', int(wildcards.round))}/data"
+    return {name: f"{d}/{name}.parquet" for name in ("train_levels", "test_levels")}
+
+
 def final_round(b):
     """The round of branch b the paper is written from: the first whose review is PASS or ABORT (REVISE with no
     rounds left is PASS), or the first without a review yet, which is final until its review says

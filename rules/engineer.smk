@@ -19,6 +19,8 @@ rule engineer:
         test_y="output/branch_{branch}/round_{round}/data/test_y.parquet",
         test_protected="output/branch_{branch}/round_{round}/data/test_protected.parquet",
         test_groups="output/branch_{branch}/round_{round}/data/test_groups.parquet",
+        train_levels="output/branch_{branch}/round_{round}/data/train_levels.parquet",
+        test_levels="output/branch_{branch}/round_{round}/data/test_levels.parquet",
         sample="output/branch_{branch}/round_{round}/data/sample.json",
         sample_table="output/branch_{branch}/round_{round}/tables/sample.csv",
         report=report(

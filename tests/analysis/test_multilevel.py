@@ -241,3 +241,21 @@ def test_the_quadrature_fit_agrees_with_statsmodels_variational_mixed_glm():
     _, between, _ = null_model(y, codes, 80, True, n_boot=0, seed=1)
     fit = BinomialBayesMixedGLM.from_formula("y ~ 1", {"g": "0 + C(g)"}, pd.DataFrame({"y": y, "g": codes})).fit_vb()
     assert between == pytest.approx(math.exp(fit.vcp_mean[0]) ** 2, rel=0.05)
+
+
+def test_a_second_level_with_its_own_ids_is_estimated_with_them():
+    """The engineer writes each declared level's ids (train_levels.parquet): a class level that the school split does
+    not keep together is estimated from its own ids, its clusters seen on both sides."""
+    trX, trY, trG, teX, teY, teG = simulate(11, n_clusters=40, size=10)
+    levels = LEVEL + [{"unit": "local authority", "columns": ["lea"], "reconstructed": False}]
+    split = split_of(40) | {"cluster_levels": [{"unit": "school", "n_clusters": 40, "kept_together": True},
+                                               {"unit": "local authority", "n_clusters": 8, "kept_together": False}]}
+    lea = {"school": (trG, teG),
+           "local authority": (np.asarray([f"a{int(str(g)[1:]) % 8}" for g in trG]),
+                               np.asarray([f"a{int(str(g)[1:]) % 8}" for g in teG]))}
+    doc = multilevel("regression", levels, split, trX, trY, trG, teX, teY, teG, seed=1, n_bootstrap=50, cfg=CFG,
+                     level_ids=lea)
+    assert [lv["unit"] for lv in doc["levels"]] == ["school", "local authority"] and doc["not_estimated"] == []
+    authority = doc["levels"][1]
+    assert authority["n_clusters"] == 8 and authority["few_clusters"] is True
+    assert authority["context"]["means_from"].startswith("training rows")  # authorities seen in training

@@ -161,3 +161,17 @@ def test_on_generated_rows_the_discussion_is_a_check_against_the_planted_school_
     assert "the generator planted a school effect with a variance of \\MLPlantedBetweenVar{} beyond the predictors" in flat
     assert "a check of the multilevel analysis rather than a finding about schools" in flat
     assert "largely differences in the students they serve" not in flat
+
+
+def test_two_levels_are_each_reported_and_said_to_be_modelled_apart(tmp_path):
+    ml = multilevel(improves=False)
+    second = copy.deepcopy(ml["levels"][0])
+    second.update(unit="local education authority", n_clusters=130)
+    second["null_model"]["icc"] = 0.0531
+    ml["levels"].append(second)
+    tex, arts = _paper(tmp_path, ml)
+    flat = _flat(tex)
+    assert "Each cluster level is modelled on its own" in flat
+    assert "lay between the \\MLLocalEducationAuthorityClusters{} local education authorities" in flat
+    assert "local education authority & \\MLLocalEducationAuthorityClusters{}" in flat
+    assert verify_paper(tmp_path / "paper" / "paper.tex", artifacts=tw._artifacts_by_name(arts)).ok

@@ -443,7 +443,7 @@ def estimator(task: str) -> tuple[str, str, str]:
             "observed")
 
 
-def level_ids(split: dict[str, Any], levels: list[dict[str, Any]], train_groups: np.ndarray,
+def _ids_by_level(split: dict[str, Any], levels: list[dict[str, Any]], train_groups: np.ndarray,
               test_groups: np.ndarray) -> list[tuple[dict[str, Any], str | None]]:
     """Each declared level with None when the engineered groups are its cluster ids, else why they are not. The
     groups files hold the split's groups: a level's clusters when the split kept that level together and no other
@@ -473,18 +473,24 @@ def level_ids(split: dict[str, Any], levels: list[dict[str, Any]], train_groups:
 
 def multilevel(task: str, levels: list[dict[str, Any]], split: dict[str, Any], train_X: pd.DataFrame,
                train_y: np.ndarray, train_groups: np.ndarray, test_X: pd.DataFrame, test_y: np.ndarray,
-               test_groups: np.ndarray, *, seed: int, n_bootstrap: int, cfg: dict[str, Any]) -> dict[str, Any]:
-    """multilevel.json: every declared cluster level (the registry's cluster_levels) whose ids the engineered groups
+               test_groups: np.ndarray, *, seed: int, n_bootstrap: int, cfg: dict[str, Any],
+               level_ids: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, Any]:
+    """multilevel.json: every declared cluster level (the registry's cluster_levels) whose ids the engineer wrote
+    (`level_ids`: unit -> training and test ids, train_levels.parquet / test_levels.parquet) or the split's groups
     carry; `skipped` says why there is none."""
+    own = level_ids or {}
     est, lib, scale = estimator(task)
     doc: dict[str, Any] = {"estimator": est, "library": lib, "outcome_scale": scale, "skipped": None, "levels": [],
                            "not_estimated": []}
     if not levels:
         doc["skipped"] = "no cluster level declared in the registry (dataset.grouping)"
         return doc
-    for lv, why in level_ids(split, levels, train_groups, test_groups):
+    for lv, why in _ids_by_level(split, levels, train_groups, test_groups):
         column = ", ".join(lv["columns"])
-        if why is None and len(set(np.asarray(train_groups).astype(str))) < 2:
+        tr_ids, te_ids = own.get(lv["unit"], (train_groups, test_groups))
+        if lv["unit"] in own:
+            why = None  # the engineer wrote this level's own cluster ids
+        if why is None and len(set(np.asarray(tr_ids).astype(str))) < 2:
             why = f"the training rows hold one {lv['unit']} cluster"
         if why is not None:
             doc["not_estimated"].append({"unit": lv["unit"], "reason": why})
@@ -492,7 +498,7 @@ def multilevel(task: str, levels: list[dict[str, Any]], split: dict[str, Any], t
         try:
             doc["levels"].append(level_analysis(
                 task, lv["unit"], ("reconstructed from " if lv.get("reconstructed") else "") + column, train_X,
-                train_y, train_groups, test_X, test_y, test_groups, seed=seed, n_bootstrap=n_bootstrap,
+                train_y, tr_ids, test_X, test_y, te_ids, seed=seed, n_bootstrap=n_bootstrap,
                 n_bootstrap_icc=int(cfg.get("n_bootstrap_icc", 200)), min_clusters=int(cfg.get("min_clusters", 30)),
                 max_predictors=int(cfg.get("max_predictors", 100))))
         except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:  # a singular or degenerate fit

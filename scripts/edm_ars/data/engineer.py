@@ -157,6 +157,10 @@ class Prepared:
     test_groups: pd.Series
     # sample.json: Table 1 of the analytic sample and the sample flow (edm_ars.data.sample)
     sample: dict[str, Any] | None = None
+    # the cluster ids of every declared level (a column per level unit; the split's groups alone when the registry
+    # declares one level), for the analyses of each level (edm_ars.analysis.multilevel)
+    train_levels: pd.DataFrame | None = None
+    test_levels: pd.DataFrame | None = None
 
 
 def outcome_source(reg: Registry, outcome: str) -> str:
@@ -506,5 +510,12 @@ def prepare(raw: pd.DataFrame, spec: dict[str, Any], reg: Registry, layout: Layo
         "protected": present_sub,
         "thresholds": {"leakage_corr": proto.leakage_corr},
     }
+    by_level = ({lv["unit"]: ids for lv, ids in zip(levels, level_ids, strict=True)} if levels
+                else {"split group": groups})
+
+    def level_frame(idx: Any) -> pd.DataFrame:
+        return pd.DataFrame({unit: ids.iloc[idx].astype(str).to_numpy() for unit, ids in by_level.items()})
+
     return Prepared(train_X, train_y, test_X, test_y, test_protected, groups.iloc[train_idx].reset_index(drop=True),
-                    report, groups.iloc[test_idx].reset_index(drop=True), sample)
+                    report, groups.iloc[test_idx].reset_index(drop=True), sample,
+                    level_frame(train_idx), level_frame(test_idx))

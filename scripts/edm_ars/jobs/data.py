@@ -113,6 +113,8 @@ def engineer(smk: Any) -> None:
     write_frame(smk.output.test_y, prepared.test_y.to_frame(outcome))
     write_frame(smk.output.test_protected, prepared.test_protected)
     write_frame(smk.output.test_groups, prepared.test_groups.to_frame("pseudo_school_id"))
+    write_frame(smk.output.train_levels, prepared.train_levels)
+    write_frame(smk.output.test_levels, prepared.test_levels)
     write_json(smk.output.report, report, "data_report")
     from edm_ars.data.sample import table_rows
 

@@ -105,7 +105,10 @@ def methods(ctx: Ctx) -> str:
     kind = _estimator_kind(ml)
     estimator = (ctx.ph(f"multilevel.estimator_{kind}") if kind
                  else text_with_macros(ml.get("estimator", ""), ctx.m, f"{SRC}.estimator"))
-    sents = [ctx.ph("multilevel.methods_models", units=units, estimator=estimator),
+    sents = [ctx.ph("multilevel.methods_models", units=units, estimator=estimator)]
+    if len(levels(ctx)) > 1:  # one two-level model per level, not one model with every level
+        sents.append(ctx.ph("multilevel.methods_each_level", people=ctx.people))
+    sents += [
              ctx.ph(f"multilevel.methods_{_scale_kind(ctx)}"),
              ctx.ph("multilevel.methods_explained")]
     if ctxt and not ctxt.get("skipped"):

@@ -174,5 +174,8 @@ class Phrases:
 
 
 def plural(noun: str) -> str:
-    """The plural of a singular noun (or noun phrase) by its last word: class -> classes, school -> schools."""
+    """The plural of a singular noun (or noun phrase) by its last word: class -> classes, school -> schools,
+    local education authority -> local education authorities."""
+    if re.search(r"[^aeiou]y$", noun):
+        return noun[:-1] + "ies"
     return noun + ("es" if re.search(r"(s|x|z|ch|sh)$", noun) else "s")

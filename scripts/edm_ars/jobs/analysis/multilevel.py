@@ -33,17 +33,20 @@ def multilevel(smk: Any) -> None:
         if len(frame) != n:
             raise DataError(f"{smk.input[name]}: {len(frame)} group ids for {n} rows; re-run the engineer rule so "
                             "that the groups and the rows come from the same split")
+    train_levels, test_levels = read_frame(smk.input.train_levels), read_frame(smk.input.test_levels)
+    own = {unit: (train_levels[unit].to_numpy(), test_levels[unit].to_numpy()) for unit in train_levels.columns
+           if unit in test_levels.columns and len(train_levels) == len(train_y) and len(test_levels) == len(test_y)}
     doc = analyse(task, reg.cluster_levels, report.get("split") or {}, train_X, train_y, train_groups, test_X,
                   test_y, test_groups, seed=int(smk.params.seed), n_bootstrap=int(smk.params.n_bootstrap),
-                  cfg=settings)
+                  cfg=settings, level_ids=own)
     if doc["skipped"]:
         log.info("multilevel analysis skipped: %s", doc["skipped"])
     for lv in doc["levels"]:
         null, ctx = lv["null_model"], lv["context"]
-        log.info("%s (%d clusters): ICC %.3f %s, explained between %s within %s; context %s %+.4f %s%s",
+        log.info("%s (%d clusters): ICC %.3f %s, explained between %s within %s; context %s %s %s%s",
                  lv["unit"], lv["n_clusters"], null["icc"], null["icc_ci"], lv["explained"]["between"],
-                 lv["explained"]["within"], ctx["metric"], ctx["difference"], ctx["ci"],
-                 "; few clusters" if lv["few_clusters"] else "")
+                 lv["explained"]["within"], ctx["metric"], ctx.get("difference", "skipped"),
+                 ctx.get("ci", ctx.get("skipped", "")), "; few clusters" if lv["few_clusters"] else "")
     for n in doc["not_estimated"]:
         log.info("level %s not estimated: %s", n["unit"], n["reason"])
     write_json(smk.output.multilevel, doc, "multilevel")
