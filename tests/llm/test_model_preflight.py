@@ -221,6 +221,7 @@ def test_the_service_check_passes_a_usable_config_and_only_warns_when_unreachabl
     assert service_check({**model_backed(), "backend": "offline"}, environ={"ANTHROPIC_API_KEY": "k"}).error is None
 
 
+@pytest.mark.workflow
 def test_a_run_and_status_stop_when_the_service_answers_404(tmp_path, monkeypatch, capsys):
     """Before the first job (not in a dry run): the run stops with the service's one line, and no job ran."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-service")
