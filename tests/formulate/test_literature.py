@@ -393,6 +393,9 @@ def test_retrieved_literature_gains_the_findings_sources_it_lacks_once():
     retrieved = {"source": "semantic_scholar", "papers": [
         {"key": "krueger1999", "title": krueger["title"].upper() + ".", "doi": None},  # the same work, retrieved
         {"key": "other2020", "title": "Another study", "doi": "10.1/x"}]}
+    retrieved["papers"][0]["bibtex"] = "@article{krueger1999,\n  title = {x}\n}"
     merged = with_works(retrieved, curated)
-    assert [p["key"] for p in merged["papers"]] == ["krueger1999", "other2020", "goldstein1993multilevel"]
+    # the retrieved copy takes the registry's key (the replication table cites it); the missing work is added
+    assert [p["key"] for p in merged["papers"]] == ["krueger1999experimental", "other2020", "goldstein1993multilevel"]
+    assert merged["papers"][0]["bibtex"].startswith("@article{krueger1999experimental,")
     assert merged["source"] == "semantic_scholar" and with_works(merged, curated) == merged

@@ -23,18 +23,30 @@ def _model_literature(smk: Any, spec: dict[str, Any], fallback: Any, dataset_lit
 
 def with_works(literature: dict[str, Any], curated: dict[str, Any]) -> dict[str, Any]:
     """The retrieved literature with the curated works it lacks (the sources of the registry's published findings,
-    which the paper's replication table cites): a work already retrieved (the same DOI or title) is not added twice."""
+    which the paper's replication table cites by the registry's keys): a work already retrieved (the same DOI or
+    title) is not added twice but takes the registry's key, so the table can cite it."""
     import re
 
     def norm(title: Any) -> str:
         return re.sub(r"[^a-z0-9]+", " ", str(title or "").lower()).strip()
 
-    have_keys = {p.get("key") for p in literature.get("papers") or []}
-    have = {(p.get("doi") or "").lower() for p in literature.get("papers") or [] if p.get("doi")} | {
-        norm(p.get("title")) for p in literature.get("papers") or []}
-    extra = [p for p in curated.get("papers") or [] if p["key"] not in have_keys
-             and (p.get("doi") or "").lower() not in have and norm(p.get("title")) not in have]
-    return {**literature, "papers": [*(literature.get("papers") or []), *extra]} if extra else literature
+    def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        doi = (a.get("doi") or "").lower()
+        return bool(doi and doi == (b.get("doi") or "").lower()) or (bool(norm(a.get("title")))
+                                                                     and norm(a.get("title")) == norm(b.get("title")))
+
+    papers = [dict(p) for p in literature.get("papers") or []]
+    extra = []
+    for work in curated.get("papers") or []:
+        match = next((p for p in papers if p.get("key") == work["key"] or same(p, work)), None)
+        if match is None:
+            extra.append(work)
+        elif match.get("key") != work["key"]:
+            old = match.get("key")
+            match["key"] = work["key"]
+            if isinstance(match.get("bibtex"), str) and old:
+                match["bibtex"] = match["bibtex"].replace("{" + old + ",", "{" + work["key"] + ",", 1)
+    return {**literature, "papers": [*papers, *extra]}
 
 
 def formulate(smk: Any) -> None:
