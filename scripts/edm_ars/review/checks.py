@@ -519,8 +519,9 @@ def check_generated_data_disclosed(a: Artifacts, p: dict[str, Any]) -> Finding:
 
 
 #: words by which a stated contribution claims to be the first on its question
-_NOVELTY = re.compile(r"\b(?:first|novel|no (?:prior|previous|earlier) (?:work|stud(?:y|ies)|research)|never been|"
-                      r"unprecedented|for the first time)\b", re.I)
+_NOVELTY = re.compile(r"\b(?:the first (?:study|work|analysis|paper|model|attempt|to)|first to|novel|"
+                      r"no (?:prior|previous|earlier) (?:work|stud(?:y|ies)|research)|never been|unprecedented|"
+                      r"for the first time)\b", re.I)
 
 
 @code_check("prior_findings")
