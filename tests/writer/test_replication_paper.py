@@ -80,3 +80,13 @@ def test_findings_none_of_which_can_be_tested_are_said_so_once(tmp_path):
     tex = _paper(tmp_path, rep)[0]
     assert "none of them can be tested with these data and this design" in tex
     assert "Tested with this study's training rows" not in tex and "could be tested with this design" in tex
+
+
+def test_an_estimate_that_does_not_settle_the_direction_is_not_called_untestable(tmp_path):
+    rep = replication("agrees")
+    rep["findings"][0].update(status="cannot_test", ci=[-1.2, 4.5], estimate=1.65,
+                              reason="the interval includes zero, so these data do not settle the direction")
+    rep["counts"] = {"agrees": 0, "differs": 0, "cannot_test": 2}
+    tex = _paper(tmp_path, rep)[0]
+    row = tex.split("\\label{tab:replication}")[1].split("\\midrule")[1].split("\\\\")[0]
+    assert "not settled here" in row and "\\RepSmallClassAdvantageEstimate{}" in row

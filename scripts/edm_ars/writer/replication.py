@@ -60,6 +60,14 @@ def _claim(ctx: Ctx, f: dict[str, Any], i: int) -> str:
     return text_with_macros(f.get("claim", ""), ctx.m, f"{SRC}.findings.{i}.claim").rstrip(".")
 
 
+def _status(ctx: Ctx, f: dict[str, Any]) -> str:
+    """The table's status: an estimate whose interval does not settle the direction is 'not settled here', not
+    'cannot be tested here'."""
+    if f["status"] == "cannot_test" and f.get("estimate") is not None:
+        return ctx.ph("replication.status_inconclusive")
+    return ctx.ph(f"replication.status_{f['status']}")
+
+
 def table(ctx: Ctx) -> str:
     rows = []
     for i, f in enumerate(record(ctx)["findings"]):
@@ -68,7 +76,7 @@ def table(ctx: Ctx) -> str:
         if f"rep|{i}|lo" in n:
             estimate += f" [{n[f'rep|{i}|lo']}, {n[f'rep|{i}|hi']}]"
         rows.append(" & ".join([_claim(ctx, f, i) + _cite(ctx, f.get("cite", "")), estimate,
-                                ctx.ph(f"replication.status_{f['status']}")]) + " \\\\")
+                                _status(ctx, f)]) + " \\\\")
     head = " & ".join(ctx.ph(f"replication.col_{c}") for c in ("finding", "estimate", "status"))
     return ("\\begin{table*}[tbp]\n\\caption{" + ctx.ph("replication.caption", data=data_name(ctx, studied=False), level=CI_LEVEL) + "}\n"
             "\\label{tab:replication}\n\\small\n\\begin{tabularx}{\\textwidth}{@{}>{\\raggedright\\arraybackslash}X"
