@@ -155,3 +155,18 @@ def test_a_split_by_child_says_so_where_a_split_by_school_would(tmp_path):
     'split ... by child', as a clustered split says 'by school'."""
     text = flat(build(tmp_path, True)[0])
     assert "split the data into training and test sets by child before any encoding" in text
+
+
+def test_the_cluster_size_counts_records_and_the_person_level_is_said_to_be_left_out(tmp_path):
+    """egsingle: 129 records per school, not 129 children; each child's records are no level of the models."""
+    from test_multilevel_paper import multilevel
+
+    arts, prose = long_artifacts(False)
+    arts["results"]["multilevel"] = multilevel(improves=False)
+    figs = _real_figures(tmp_path / "round_0", arts["results"])
+    build_paper(arts["spec"], arts["literature"], arts["data_report"], arts["results"], arts["review"],
+                figures_dir=figs, template=TEMPLATE, out_dir=tmp_path / "paper", phrases=PHRASES,
+                registry_labels=REAL_LABELS, dataset=prose)
+    text = flat((tmp_path / "paper" / "paper.tex").read_text())
+    assert "(on average \\MLSchoolSizeMean{} records each" in text
+    assert f"The records of one {REPEATED['unit']} are not a level of their own in these models" in text

@@ -171,7 +171,10 @@ def results(ctx: Ctx) -> tuple[list[str], list[str]]:
             continue
         text = ctx.ph("multilevel.results_icc", outcome=ctx.outcome_phrase, scale=_scale(ctx), icc=n[f"ml|{i}|icc"],
                       ci=(", " + n[f"ml|{i}|icc_ci"]) if f"ml|{i}|icc_ci" in n else "", units=_units(unit),
-                      clusters=n[f"ml|{i}|clusters"], size=n.get(f"ml|{i}|size", ""), people=ctx.people)
+                      clusters=n[f"ml|{i}|clusters"], size=n.get(f"ml|{i}|size", ""),
+                      people=ctx.units if ctx.repeated else ctx.people)  # the size counts rows: records, not children
+        if i == 0 and ctx.repeated:  # each person's records are not a level of their own in these models
+            text += " " + ctx.ph("multilevel.results_repeated", person=ctx.person, unit=unit)
         if f"ml|{i}|within" in n and f"ml|{i}|between" in n:
             text += " " + ctx.ph("multilevel.results_explained", within=n[f"ml|{i}|within"],
                                  between=n[f"ml|{i}|between"], unit=unit)
