@@ -15,8 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_tier1_counts(reg):
-    assert len(reg.tier1) == 117
-    assert len(outcomes(reg)) == 21
+    # 116 transcribed from the codebook facts and dropout_derived, plus the causal validation question's
+    # treatment S1MTUTOR (a predictor) and outcome X2TXMSCR
+    assert len(reg.tier1) == 119
+    assert len(outcomes(reg)) == 22
+    assert reg.tier1["S1MTUTOR"]["role"] == "predictor" and reg.tier1["X2TXMSCR"]["role"] == "outcome"
 
 
 def test_wave_of_curated_and_prefix(reg):

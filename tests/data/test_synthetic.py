@@ -60,7 +60,7 @@ def _numeric(reg, layout, df, name) -> pd.Series:
 def test_shape_and_columns(reg, layout, df):
     assert len(df) == 23503
     t1 = _tier1(reg)
-    assert len(t1) == 116
+    assert len(t1) == 118  # 116 from the codebook facts, and S1MTUTOR and X2TXMSCR (the planted treatment)
     assert set(t1) <= set(df.columns)
     assert "dropout_derived" not in df.columns
     assert all(c == "STU_ID" or c in layout.labels for c in df.columns)
