@@ -73,14 +73,27 @@ container: os.path.join(workflow.basedir, "containers", "edm-ars.sif")
 include: "rules/common.smk"
 include: "rules/cluster.smk"
 include: "rules/data.smk"
-include: "rules/formulate.smk"
-include: "rules/engineer.smk"
-include: "rules/analyze.smk"
-include: "rules/supplementary.smk"
-include: "rules/debate.smk"
-include: "rules/critique.smk"
-include: "rules/select.smk"
-include: "rules/write.smk"
+include: "rules/paper.smk"
+
+
+# A prediction question runs the prediction study's stages; a causal one (TASK, rules/common.smk) the causal
+# study's (rules/causal.smk), which share the data, the revision loop, the gates and the PDF build.
+if TASK == "causal":
+
+    include: "rules/causal.smk"
+
+else:
+
+    include: "rules/formulate.smk"
+    include: "rules/engineer.smk"
+    include: "rules/analyze.smk"
+    include: "rules/supplementary.smk"
+    include: "rules/debate.smk"
+    include: "rules/critique.smk"
+    include: "rules/select.smk"
+    include: "rules/write.smk"
+
+
 include: "rules/gates.smk"
 
 

@@ -22,6 +22,8 @@ from edm_ars.core.errors import DataError, EdmArsError  # noqa: E402
 from edm_ars.run.gates import MODES  # noqa: E402
 from edm_ars.core.conventions import STACKING  # noqa: E402
 from edm_ars.data.registry import load_registry  # noqa: E402
+from edm_ars.data.registry_causal import question_task as _question_task  # noqa: E402
+from edm_ars.causal.spec import study_question as _study_question  # noqa: E402
 
 
 def workflow_file(*parts):
@@ -43,6 +45,21 @@ try:
 except EdmArsError as _exc:
     # a missing file or a registry that is not valid YAML: the message alone, without the Snakefile's frames
     sys.exit(f"EDM-ARS: {_exc}")
+# The kind of study (registry question `task:`, prediction or causal) is decided when the workflow is planned, from
+# the question a run studies (question=, else the one the prompt matches, else the default): a causal question
+# runs the causal study's rules (rules/causal.smk) instead of the prediction study's.
+try:
+    QUESTION = _study_question(
+        REGISTRY, config["question"] or None, config["prompt"] or None
+    )
+except EdmArsError as _exc:
+    sys.exit(f"EDM-ARS: {_exc}")
+TASK = _question_task(QUESTION)
+if TASK == "causal" and int(config["branches"]) != 1:
+    sys.exit(
+        f"EDM-ARS: question {QUESTION['id']} is a causal question, which runs one study: branches="
+        f"{config['branches']} is for prediction questions (set branches=1)"
+    )
 REGISTRY_FILES = [os.path.relpath(f) for f in ADAPTER.registry_files()]
 DATASET_INDEX = workflow_file("registry", "datasets.yaml")
 LAYOUT_FILE = ADAPTER.layout_file(REGISTRY) and os.path.relpath(
@@ -107,7 +124,7 @@ def chosen_branch():
     writes it, so a provisional branch 1 is replaced by the chosen one before any of those jobs runs.
     """
     path = Path(SELECTION)
-    if not path.exists():
+    if TASK == "causal" or not path.exists():
         return 1
     with open(path) as fh:
         return int(json.load(fh)["chosen"])
@@ -123,6 +140,8 @@ def paper_name(b):
 def final_targets(wildcards=None):
     """The default target's files. With papers=all, every branch's paper, or its abort report when the Critic
     aborted it (read from the selection, which lists each branch's final verdict)."""
+    if TASK == "causal":
+        return ["output/paper.pdf"]
     per_branch = [f"output/branch_{b}/revisions.md" for b in BRANCHES]
     if config["papers"] == "all":
         # the selection is an input, so this list is made again once `select` has run
@@ -178,8 +197,12 @@ def agent_settings(agent):
         "agent": agent,
         "backend": config["backend"],
         "model": config.get("model") or per_agent.get("model", ""),
-        "temperature": per_agent.get("temperature"),  # only models that take sampling parameters have one
-        "effort": per_agent.get("effort"),  # output_config.effort of the current models (low | medium | high)
+        "temperature": per_agent.get(
+            "temperature"
+        ),  # only models that take sampling parameters have one
+        "effort": per_agent.get(
+            "effort"
+        ),  # output_config.effort of the current models (low | medium | high)
         "max_tokens": per_agent.get("max_tokens", 4000),
         "timeout_s": llm.get("timeout_s", 120),
         "max_retries": llm.get("max_retries", 4),

@@ -5,7 +5,7 @@ from edm_ars.run.gates import subjects  # noqa: E402
 
 def gate_subject(wildcards):
     b, r = int(wildcards.branch), int(wildcards.round)
-    files = subjects(wildcards.gate, r, b)
+    files = subjects(wildcards.gate, r, b, TASK)
     named = {f"subject_{i}": f for i, f in enumerate(files)}
     if wildcards.gate == "formulate":
         named["spec"] = files[0]

@@ -2,21 +2,11 @@
 # file): the branch and round a paper is written from and their files, the approvals the Writer waits for, the
 # LLM call ledgers, the reviews and the revision history. Helpers shared by several stages (the data set,
 # branches and rounds, the revision loop) are in rules/common.smk.
-import re
-
-
 def selection_dependency(wildcards=None):
     """output/selection.json as an input of the jobs whose inputs depend on a branch's final round, when the run
     screens: the selection decides whether a branch goes on to its full round, so they are re-evaluated when
     `select` writes it."""
     return {"selection": SELECTION} if SCREENING else {}
-
-
-def paper_branch(wildcards):
-    """The branch a paper (wildcard `paper`) is written for: the selected one for output/paper, else its own."""
-    if wildcards.paper == "paper":
-        return chosen_branch()
-    return int(re.fullmatch(r"branch_(\d+)/paper", wildcards.paper).group(1))
 
 
 def round_artifacts(wildcards):
@@ -143,33 +133,3 @@ def recovery_inputs(wildcards):
         "results": f"output/branch_{b}/round_{r}/results.json",
         "review": review_file(b, r),
     }
-
-
-def run_config():
-    """The run's configuration without any key that could hold a secret (edm_ars.run.runinfo): its hash is printed in
-    the paper, so a change of any setting rewrites the availability statement."""
-    from edm_ars.run.runinfo import config_snapshot
-
-    return config_snapshot(config)
-
-
-def final_round_name(wildcards):
-    """The report's subcategory of a paper (or abort report): the branch and round it was written from."""
-    b = (
-        paper_branch(wildcards)
-        if hasattr(wildcards, "paper")
-        else int(wildcards.branch)
-    )
-    return f"branch {b}, round {final_round(b)}"
-
-
-def final_round_labels(artifact):
-    def labels(wildcards):
-        b = (
-            paper_branch(wildcards)
-            if hasattr(wildcards, "paper")
-            else int(wildcards.branch)
-        )
-        return {"artifact": artifact, "branch": str(b), "round": str(final_round(b))}
-
-    return labels

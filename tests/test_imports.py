@@ -11,7 +11,7 @@ import edm_ars
 
 PACKAGE = Path(edm_ars.__file__).parent
 #: the packages from the bottom up: a package may import only from those before it (and from itself)
-LAYERS = ["core", "llm", "data", "formulate", "analysis", "codegen", "review", "writer", "run", "jobs", "cli"]
+LAYERS = ["core", "llm", "data", "formulate", "analysis", "codegen", "review", "writer", "causal", "run", "jobs", "cli"]
 
 
 def _modules() -> dict[str, Path]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from edm_ars.core.errors import EdmArsError
 from edm_ars.data.registry import load_registry
 from edm_ars.formulate.spec import choose_question, offline_spec, validate_spec
 
@@ -35,6 +36,10 @@ def test_prompt_selects_a_supported_question(reg, prompt, question):
 
 def test_every_canonical_question_passes_the_gate(reg):
     for q in reg.questions:
+        if q.get("task") == "causal":  # the causal study's gate: tests/causal/test_spec.py
+            with pytest.raises(EdmArsError, match="causal question"):
+                offline_spec(reg, prompt=None, question_id=q["id"], round_=0)
+            continue
         spec = offline_spec(reg, prompt=None, question_id=q["id"], round_=0)
         assert validate_spec(spec, reg) == [], q["id"]
 

@@ -74,8 +74,20 @@ class Registry:
 
     @property
     def limitations(self) -> list[str]:
-        """Limitations every study of this data set carries (stated in each specification)."""
-        return [" ".join(str(t).split()) for t in self.dataset.get("limitations", [])]
+        """Limitations every prediction study of this data set carries (stated in each specification)."""
+        return self.limitations_for("prediction")
+
+    def limitations_for(self, task: str) -> list[str]:
+        """Limitations every study of the given task carries: each item of `dataset.limitations` is a sentence
+        (every study) or {text: ..., task: prediction | causal} (that kind of study only)."""
+        out = []
+        for item in self.dataset.get("limitations", []):
+            if isinstance(item, dict):
+                if item.get("task", task) != task:
+                    continue
+                item = item.get("text", "")
+            out.append(" ".join(str(item).split()))
+        return out
 
     # ---- waves -------------------------------------------------------------------------
     @property

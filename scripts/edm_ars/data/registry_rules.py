@@ -20,6 +20,7 @@ from edm_ars.data.registry import (
     is_temporally_valid,
     wave_of,
 )
+from edm_ars.data.registry_causal import question_task
 
 #: the fewest usable predictors a study may have (the spec gate rejects fewer, the formulator skips the question)
 MIN_PREDICTORS = 3
@@ -60,7 +61,7 @@ def usable_predictors(reg: Registry, q: dict[str, Any]) -> tuple[list[str], dict
 def predictor_shortfall(reg: Registry, q: dict[str, Any]) -> str | None:
     """Why a prediction question cannot be studied for want of predictors (naming the question, the predictors
     counted, why the others were not usable, and the fix), or None when it has at least MIN_PREDICTORS."""
-    if q.get("kind", "prediction") != "prediction" or not q.get("outcome"):
+    if question_task(q) != "prediction" or not q.get("outcome"):
         return None
     usable, unusable = usable_predictors(reg, q)
     if len(usable) >= MIN_PREDICTORS:

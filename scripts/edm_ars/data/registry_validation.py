@@ -15,6 +15,7 @@ from edm_ars.data.registry import (
     is_temporally_valid,
     wave_of,
 )
+from edm_ars.data.registry_causal import TASKS, causal_question_problems, question_task
 from edm_ars.data.registry_rules import predictor_minimum_problems, prose_problems, registry_citation
 
 TASK_TYPES = {"continuous": "regression", "binary": "binary_classification"}
@@ -148,6 +149,12 @@ def validate_registry(reg: Registry) -> list[str]:
             errors.append(f"grouping column {col} is an outcome")
     for q in reg.questions:
         qid = q.get("id", "?")
+        if question_task(q) not in TASKS:
+            errors.append(f"question {qid}: task {question_task(q)!r} is not one of {list(TASKS)}")
+            continue
+        if question_task(q) == "causal":  # treatment, design and time order (data/registry_causal.py)
+            errors += causal_question_problems(reg, q)
+            continue
         out = q.get("outcome")
         orec = reg.tier1.get(out) if out else None
         if orec is None:

@@ -23,6 +23,7 @@ from edm_ars.data.registry import (
     find_question,
     wave_of,
 )
+from edm_ars.data.registry_causal import question_task
 from edm_ars.data.registry_rules import predictor_shortfall, usable_predictors
 from edm_ars.formulate.spec import MIN_PREDICTORS, choose_question, task_of
 
@@ -76,8 +77,8 @@ def _no_candidate_reasons(reg: Registry) -> list[str]:
     reasons = []
     for q in reg.questions:
         shortfall = predictor_shortfall(reg, q)
-        if q.get("kind", "prediction") != "prediction":
-            reasons.append(f"question {q.get('id', '?')}: kind {q.get('kind')!r}, not a prediction question")
+        if question_task(q) != "prediction":
+            reasons.append(f"question {q.get('id', '?')}: task {question_task(q)!r}, not a prediction question")
         elif shortfall:
             reasons.append(shortfall)
         else:
@@ -125,7 +126,7 @@ def question_variants(reg: Registry, q: dict[str, Any]) -> list[dict[str, Any]]:
     """A registry question as written, then (where they differ and keep at least MIN_PREDICTORS predictors) the
     same outcome from the earliest wave's predictors only, and without the largest group of predictors."""
     usable = _usable(reg, q)
-    if q.get("kind", "prediction") != "prediction" or len(usable) < MIN_PREDICTORS:
+    if question_task(q) != "prediction" or len(usable) < MIN_PREDICTORS:
         return []
     try:
         task_of(reg, q["outcome"])

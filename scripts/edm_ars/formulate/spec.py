@@ -18,6 +18,7 @@ from edm_ars.data.registry import (
     temporal_order_note,
     wave_of,
 )
+from edm_ars.data.registry_causal import question_task
 from edm_ars.data.registry_rules import MIN_PREDICTORS
 from edm_ars.formulate.bibliography import parse_bibtex
 
@@ -119,6 +120,9 @@ def offline_spec(reg: Registry, *, prompt: str | None, question_id: str | None, 
                  revision_notes: list[str] | None = None) -> dict[str, Any]:
     """A research specification built by rule from a canonical question the registry supports."""
     q = find_question(reg, question_id) if question_id else choose_question(reg, prompt)
+    if question_task(q) != "prediction":
+        raise EdmArsError(f"question {q['id']} is a causal question: the causal study (rules/causal.smk, "
+                          "edm_ars.causal.spec) writes its specification, not the prediction formulator")
     outcome = q["outcome"]
     orec = reg.variable(outcome)
     if orec is None:

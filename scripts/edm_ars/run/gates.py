@@ -26,17 +26,36 @@ MODES: dict[str, list[str]] = {
 EDITABLE = {"formulate": "research_spec.json"}
 
 
-def subjects(gate: str, round_: int, branch: int = 1) -> list[str]:
+def run_task(workdir: Path, branch: int = 1) -> str:
+    """The kind of study a run's branch is (causal or prediction), from its first specification."""
+    spec = Path(workdir) / "output" / f"branch_{branch}" / "round_0" / "research_spec.json"
+    try:
+        return "causal" if json.loads(spec.read_text()).get("task") == "causal" else "prediction"
+    except (OSError, ValueError):
+        return "prediction"
+
+
+def subjects(gate: str, round_: int, branch: int = 1, task: str | None = None) -> list[str]:
     """The artifacts a gate asks the researcher to review (paths relative to the working directory), for one
-    candidate study (branch) of the run."""
+    candidate study (branch) of the run; a causal study's frame report and results are under causal/ (the task is
+    read from the run's first specification when not given)."""
     d = f"output/branch_{branch}/round_{round_}"
-    table = {
-        "formulate": [f"{d}/research_spec.json", f"{d}/literature_context.json"],
-        "engineer": [f"{d}/data/data_report.json"],
-        "analyze": [f"{d}/results.json"],
-        "critique": [f"{d}/review_report.json"],
-        "write": [f"{d}/results.json", f"{d}/claims.json", f"{d}/review_report.json"],
-    }
+    if (task or run_task(Path("."), branch)) == "causal":
+        table = {
+            "formulate": [f"{d}/research_spec.json", f"{d}/literature_context.json"],
+            "engineer": [f"{d}/causal/data_report.json"],
+            "analyze": [f"{d}/causal/results.json"],
+            "critique": [f"{d}/review_report.json"],
+            "write": [f"{d}/causal/results.json", f"{d}/review_report.json"],
+        }
+    else:
+        table = {
+            "formulate": [f"{d}/research_spec.json", f"{d}/literature_context.json"],
+            "engineer": [f"{d}/data/data_report.json"],
+            "analyze": [f"{d}/results.json"],
+            "critique": [f"{d}/review_report.json"],
+            "write": [f"{d}/results.json", f"{d}/claims.json", f"{d}/review_report.json"],
+        }
     if gate not in table:
         raise EdmArsError(f"unknown gate '{gate}' (known: {sorted(table)})")
     return table[gate]
@@ -84,7 +103,7 @@ def waiting_message(gate: str, round_: int, reason: str, branch: int = 1) -> str
 def check(gate: str, round_: int, workdir: Path, branch: int = 1) -> dict[str, Any]:
     """The approval record when the gate is approved for the current artifacts; otherwise an
     EdmArsError that says what to review and the exact command to continue."""
-    current = digest(subjects(gate, round_, branch), workdir)
+    current = digest(subjects(gate, round_, branch, run_task(workdir, branch)), workdir)
     path = approval_path(workdir, gate, round_, branch)
     if not path.exists():
         raise EdmArsError(waiting_message(gate, round_, "not approved yet", branch))
@@ -99,7 +118,7 @@ def check(gate: str, round_: int, workdir: Path, branch: int = 1) -> dict[str, A
 def approve(gate: str, round_: int, workdir: Path, note: str | None = None, branch: int = 1) -> Path:
     record = {"gate": gate, "round": round_, "branch": branch, "decision": "approved", "note": note,
               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "subjects": digest(subjects(gate, round_, branch), workdir)}
+              "subjects": digest(subjects(gate, round_, branch, run_task(workdir, branch)), workdir)}
     path = approval_path(workdir, gate, round_, branch)
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
     return path
@@ -112,7 +131,7 @@ def reject(gate: str, round_: int, workdir: Path, note: str, branch: int = 1) ->
     path = notes_path(workdir, gate, round_, branch)
     notes = json.loads(path.read_text()) if path.exists() else []
     notes.append({"note": note.strip(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "subjects": digest(subjects(gate, round_, branch), workdir)})
+                  "subjects": digest(subjects(gate, round_, branch, run_task(workdir, branch)), workdir)})
     atomic_write_text(path, json.dumps(notes, indent=2) + "\n")
     approval_path(workdir, gate, round_, branch).unlink(missing_ok=True)
     return path
@@ -129,10 +148,10 @@ def latest_round(gate: str, workdir: Path, branch: int = 1) -> int:
     folder = Path(workdir) / "output" / f"branch_{branch}"
     rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if p.name.split("_")[1].isdigit())
     for r in reversed(rounds):
-        if all((Path(workdir) / s).exists() for s in subjects(gate, r, branch)):
+        if all((Path(workdir) / s).exists() for s in subjects(gate, r, branch, run_task(workdir, branch))):
             return r
     raise EdmArsError(f"nothing to review for gate '{gate}' in branch {branch} yet (no round has "
-                      f"{subjects(gate, 0, branch)[0].split('/', 3)[3]})")
+                      f"{subjects(gate, 0, branch, run_task(workdir, branch))[0].split('/', 3)[3]})")
 
 
 def pending(workdir: Path) -> list[str]:

@@ -1,0 +1,1 @@
+"""The causal study: specification, analytic frame, estimation, review and paper."""
