@@ -160,6 +160,8 @@ rule causal_write:
         provenance="output/{paper}/provenance.json",
         registry=REGISTRY_FILES,
         template=PAPER_TEMPLATE,
+        bibliography=BIBLIOGRAPHY[0],
+        phrases=prompt_file("phrases"),
     output:
         tex="output/{paper}/paper.tex",
         bib="output/{paper}/references.bib",

@@ -105,6 +105,14 @@ def test_groups_below_the_minimum_size_are_skipped_with_the_reason():
     skipped = {s["group"]: s for s in res["heterogeneity"]["skipped"]}
     assert set(skipped) == {"other"} and "fewer than 20" in skipped["other"]["reason"]
     assert {g["group"] for g in res["heterogeneity"]["groups"]} == {"girl", "boy"}
+    # a group whose treated and control rows are in different blocks has no within-block comparison
+    frame["g__site"] = np.where(frame["block"].isin(["0", "1", "2"]), "north", "south")
+    cut = ((frame["g__site"] == "north") & (frame["block"] == "0") & (frame["treated"] == 0)) | (
+        (frame["g__site"] == "north") & (frame["block"] != "0") & (frame["treated"] == 1))
+    res = estimate(frame[~cut], RANDOMIZED, {"min_group_n": 5}, seed=1)
+    skipped = {s["group"]: s for s in res["heterogeneity"]["skipped"]}
+    assert "no block has both treated and control rows" in skipped["north"]["reason"]
+    assert "south" in {g["group"] for g in res["heterogeneity"]["groups"]}
 
 
 def test_a_blocked_cluster_randomised_experiment(randomized):
@@ -156,6 +164,9 @@ def test_without_a_cluster_column_the_standard_errors_are_hc2():
     (lambda f: f, {"kind": "quasi"}, {}, "design kind 'quasi' is not known"),
     (lambda f: f, RANDOMIZED, {"folds": 3}, "unknown key(s) ['folds']"),
     (lambda f: f, RANDOMIZED, {"alpha": 1.5}, "alpha = 1.5"),
+    (lambda f: f, OBSERVATIONAL, {"trimming_threshold": 0}, "trimming_threshold = 0 must be"),
+    (lambda f: f, OBSERVATIONAL, {"n_folds": "5"}, "n_folds = '5' must be an integer"),
+    (lambda f: f, OBSERVATIONAL, {"sensitivity": {"cf_z": 0.1}}, "unknown sensitivity key(s) ['cf_z']"),
     (lambda f: f.drop(columns=["x__x", "x__sex=girl", "x__sex=boy"]), OBSERVATIONAL, {}, "no x__ feature"),
 ])
 def test_bad_input_is_refused_naming_what_is_wrong(change, design, settings, message):
@@ -175,3 +186,16 @@ def test_covariate_of_a_feature():
     assert covariate_of("x__lunchk=free") == "lunchk"
     assert covariate_of("x__age__missing") == "age"
     assert covariate_of("x__age") == "age"
+
+
+def test_alpha_sets_the_level_of_every_interval_and_constant_features_are_dropped():
+    frame, _ = experiment(n_schools=8, per=30, seed=6)
+    frame["x__const"] = 1.0  # no variation: left out of the adjusted regression, SMD 0
+    wide = estimate(frame, RANDOMIZED, {"alpha": 0.01}, seed=1)
+    narrow = estimate(frame, RANDOMIZED, {"alpha": 0.2}, seed=1)
+    for part in ("naive", "primary", "adjusted"):
+        w, n = wide[part], narrow[part]
+        assert w["estimate"] == n["estimate"] and w["ci_high"] - w["ci_low"] > n["ci_high"] - n["ci_low"]
+    assert "3 covariate features" in wide["adjusted"]["estimator"]
+    assert {r["feature"]: r["smd"] for r in wide["balance"]["rows"]}["x__const"] == 0.0
+    assert wide["alpha"] == 0.01

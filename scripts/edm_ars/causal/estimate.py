@@ -74,18 +74,29 @@ def _settings(settings: dict[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise DataError(f"causal estimation settings: unknown sensitivity key(s) {unknown}; known: cf_y, cf_d, rho")
     out["sensitivity"] = {**DEFAULT_SETTINGS["sensitivity"], **sens}
-    checks = [("alpha", 0 < float(out["alpha"]) < 1, "a number in (0, 1)"),
-              ("trimming_threshold", 0 <= float(out["trimming_threshold"]) < 0.5, "a number in [0, 0.5)"),
-              ("n_folds", int(out["n_folds"]) == out["n_folds"] and out["n_folds"] >= 2, "an integer >= 2"),
-              ("n_rep", int(out["n_rep"]) == out["n_rep"] and out["n_rep"] >= 1, "an integer >= 1"),
-              ("min_group_n", int(out["min_group_n"]) == out["min_group_n"] and out["min_group_n"] >= 2,
-               "an integer >= 2"),
-              ("sensitivity.cf_y", 0 <= float(out["sensitivity"]["cf_y"]) < 1, "a number in [0, 1)"),
-              ("sensitivity.cf_d", 0 <= float(out["sensitivity"]["cf_d"]) < 1, "a number in [0, 1)"),
-              ("sensitivity.rho", -1 <= float(out["sensitivity"]["rho"]) <= 1, "a number in [-1, 1]")]
-    for key, ok, what in checks:
+
+    def integer(v: Any, least: int) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= least
+
+    def number(v: Any, lo: float, hi: float, closed: bool = False) -> bool:
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            return False
+        return lo <= v <= hi if closed else lo < v < hi
+
+    sens = out["sensitivity"]
+    checks = [("alpha", out["alpha"], number(out["alpha"], 0, 1), "a number in (0, 1)"),
+              ("trimming_threshold", out["trimming_threshold"], number(out["trimming_threshold"], 0, 0.5),
+               "a number in (0, 0.5)"),
+              ("n_folds", out["n_folds"], integer(out["n_folds"], 2), "an integer >= 2"),
+              ("n_rep", out["n_rep"], integer(out["n_rep"], 1), "an integer >= 1"),
+              ("min_group_n", out["min_group_n"], integer(out["min_group_n"], 2), "an integer >= 2"),
+              ("sensitivity.cf_y", sens["cf_y"], number(sens["cf_y"], 0, 1) or sens["cf_y"] == 0,
+               "a number in [0, 1)"),
+              ("sensitivity.cf_d", sens["cf_d"], number(sens["cf_d"], 0, 1) or sens["cf_d"] == 0,
+               "a number in [0, 1)"),
+              ("sensitivity.rho", sens["rho"], number(sens["rho"], -1, 1, closed=True), "a number in [-1, 1]")]
+    for key, value, ok, what in checks:
         if not ok:
-            value = out["sensitivity"][key.split(".")[1]] if key.startswith("sensitivity.") else out[key]
             raise DataError(f"causal estimation settings: {key} = {value!r} must be {what}")
     return out
 
@@ -202,6 +213,8 @@ def ols_effect(rows: pd.DataFrame, y: str, alpha: float, covariates: list[str] |
 
     parts = [pd.Series(1.0, index=rows.index, name="const"), rows["treated"].astype(float)]
     if "block" in rows.columns and rows["block"].nunique() > 1:
+        if rows.groupby("block")["treated"].nunique().max() < 2:
+            raise DataError("no block has both treated and control rows: no comparison within blocks")
         parts.append(pd.get_dummies(rows["block"].astype(str), prefix="block", drop_first=True, dtype=float))
     if covariates:
         parts.append(rows[covariates].astype(float))
@@ -356,7 +369,8 @@ def _observational(rows: pd.DataFrame, analysed: pd.DataFrame, design: dict[str,
         model.fit(external_predictions={"treated": {"ml_m": raw}})
         ci = model.confint(level=1 - alpha)
         sens = s["sensitivity"]
-        model.sensitivity_analysis(cf_y=sens["cf_y"], cf_d=sens["cf_d"], rho=sens["rho"], level=1 - alpha)
+        model.sensitivity_analysis(cf_y=float(sens["cf_y"]), cf_d=float(sens["cf_d"]), rho=float(sens["rho"]),
+                                   level=1 - alpha)
         sp = model.sensitivity_params
         groups, skipped = [], []
         by_attr: dict[str, list] = {}

@@ -37,7 +37,8 @@ def causal_recovery(dgp: dict[str, Any], spec: dict[str, Any], results: dict[str
                         f"specification's outcome is {outcome!r}")
     for side in ("treated", "control"):
         given, made = spec["treatment"].get(side), planted.get(f"{side}_value")
-        if given is not None and made is not None and str(given) != str(made):
+        label = spec["treatment"].get(f"{side}_label")  # the data may hold the code or its label
+        if given is not None and made is not None and str(made) not in (str(given), str(label)):
             raise DataError(f"the specification compares {side} = {given!r}, but the effect of {variable!r} was "
                             f"planted for {side}_value = {made!r}")
     if "ate_observed" not in planted:

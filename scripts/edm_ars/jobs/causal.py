@@ -37,7 +37,7 @@ def formulate(smk: Any) -> None:
         spec_gate,
         study_question,
     )
-    from edm_ars.formulate.spec import curated_literature, literature_topics
+    from edm_ars.formulate.spec import CORE_TOPICS, curated_literature, literature_topics
 
     reg = registry_of(smk)
     _start_agent_outputs(smk)
@@ -52,7 +52,8 @@ def formulate(smk: Any) -> None:
         spec["revision_notes"] = notes
     bib, topics = smk.input.bibliography
     keys = list(dict.fromkeys(p["cite"] for p in spec["published_estimates"]))
-    wanted = [*literature_topics(reg, spec["question_id"]), "causal"]
+    # the question's and the data set's topics and the causal methods' (not the prediction study's core methods)
+    wanted = [t for t in literature_topics(reg, spec["question_id"]) if t not in CORE_TOPICS] + ["causal"]
     backend = smk.params.llm["backend"]
     if backend == "offline":
         spec |= offline_framing(spec, reg.prose)
@@ -193,7 +194,8 @@ def write(smk: Any) -> None:
         read_json(smk.input.report), read_json(smk.input.results), review,
         figures_dir=Path(smk.input.figures), template=Path(smk.input.template), out_dir=out,
         authors=smk.params.authors, dataset=reg.prose,
-        provenance_record=_optional(smk, "provenance"), recovery=_optional(smk, "recovery"))
+        provenance_record=_optional(smk, "provenance"), recovery=_optional(smk, "recovery"),
+        bib_source=Path(smk.input.bibliography), phrases=Path(smk.input.phrases))
     log.info("causal paper written: %s", summary)
     given = {**ARTIFACTS, **{n: k for n, k in OPTIONAL_ARTIFACTS.items() if k in smk.input.keys()}}
     write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in given.items()})

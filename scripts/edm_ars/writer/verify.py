@@ -23,7 +23,8 @@ are expanded (scientific notation too: 1.2e-3, 1.2 \\times 10^{-3}, 1.2\\cdot10^
 Then the text: every key of every citation command (integrity.CITE_NAME) must be in references.bib; placeholder
 text anywhere in the body fails (integrity.document_placeholders); a review that leaves the paper unverified
 (integrity.unverified_reasons; review_report.json is among the artifacts sources.json lists) requires the
-UNVERIFIED block; and the lint (empty sections and causal verbs fail, lengths warn).
+UNVERIFIED block; and the lint (empty sections and causal verbs fail, lengths warn; when research_spec.json is a
+causal study's, a sentence that names its treatment by one of treatment.phrases may use causal verbs).
 
 The artifacts are found through sources.json next to the paper (written by the Writer) or given as
 NAME=PATH pairs. Findings name their line in the .tex file.
@@ -264,7 +265,10 @@ def _check_text(tex_path: Path, report: Report, artifacts: dict[str, Any]) -> No
             report.failures.append(f"{tex_path.name}:{lines['RELATED_WORK']}: related work cites {len(cited)} "
                                    f"reference(s); at least {MIN_RELATED_CITATIONS} are required when the "
                                    f"literature holds {len(papers)}")
-    findings = lint(sections, lines=lines)
+    spec = artifacts.get("research_spec.json")
+    treatment = (spec.get("treatment") or {}) if isinstance(spec, dict) and spec.get("task") == "causal" else {}
+    # a causal study's sentence that names its treatment may use causal verbs (the estimand); no other may
+    findings = lint(sections, lines=lines, treatment_phrases=treatment.get("phrases") or None)
     report.lint = [str(f) for f in findings]
     for f in findings:
         if f.kind == "placeholder":
