@@ -97,38 +97,55 @@ else:
 include: "rules/gates.smk"
 
 
-# Compute nodes often have no internet: agent rules stay on the submitting host.
-if config["local_agents"]:
+# Compute nodes often have no internet: agent rules stay on the submitting host. Jobs of seconds and little memory
+# (profiles/slurm/resources.yaml) stay there too under a cluster executor: a submission costs more than they do.
+if TASK == "causal":
+    if config["local_agents"]:
+
+        localrules:
+            causal_formulate,
+            critique,
+            causal_write,
+            gate,
 
     localrules:
-        draft_studies,
-        formulate,
-        plan_supplementary,
-        supplementary,
-        debate,
-        critique,
-        write,
-        costs,
-        gate,
-        lessons,
+        synthesize,
+        export_dataset,
+        dataset,
+        registry_tier2,
+        provenance,
+        causal_frame,
+        causal_recovery,
 
+else:
+    if config["local_agents"]:
 
-# Jobs of seconds and little memory (profiles/slurm/resources.yaml) stay on the submitting host under a
-# cluster executor: a submission costs more than they do.
-localrules:
-    synthesize,
-    export_dataset,
-    dataset,
-    registry_tier2,
-    stability,
-    splits,
-    analyze,
-    provenance,
-    recovery,
-    revisions,
-    abort_report,
-    select,
-    findings,
+        localrules:
+            draft_studies,
+            formulate,
+            plan_supplementary,
+            supplementary,
+            debate,
+            critique,
+            write,
+            costs,
+            gate,
+            lessons,
+
+    localrules:
+        synthesize,
+        export_dataset,
+        dataset,
+        registry_tier2,
+        stability,
+        splits,
+        analyze,
+        provenance,
+        recovery,
+        revisions,
+        abort_report,
+        select,
+        findings,
 
 
 # The LaTeX build needs TeX Live, which compute nodes often lack: it stays on the submitting host unless the

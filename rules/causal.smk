@@ -1,6 +1,6 @@
 # The causal study (a registry question with `task: causal`): specification, analytic frame, estimation by design,
 # the Critic's causal checklist (the same checkpoint name, so the revision loop of rules/common.smk drives it) and
-# the paper. Stage code: scripts/edm_ars/causal/; jobs: scripts/edm_ars/jobs/causal.py.
+# the paper. Stage code: scripts/edm_ars/causal/; jobs: scripts/edm_ars/jobs/causal/.
 include: "causal_inputs.smk"
 
 

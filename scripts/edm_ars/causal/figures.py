@@ -13,15 +13,38 @@ import pandas as pd
 from edm_ars.analysis.figures import AXIS_LABEL_WIDTH, REFERENCE, plt, png_path, save_figure, wrap_label
 from edm_ars.core.errors import DataError
 
+#: the most feature columns the love plot shows (those with the largest |SMD|); the paper's caption says so
+FIGURE_ROWS = 20
+FIGURE_ROWS_WORD = "twenty"
 
-def balance_figure(results: dict[str, Any], path: Path) -> dict[str, Any]:
+
+def feature_label(feature: str, covariate: str | None = None, labels: dict[str, str] | None = None) -> str:
+    """A frame column's readable name: x__gender=Female -> 'Gender: Female', x__ethnicity__missing ->
+    'Ethnicity: missing', x__lunchk -> 'Lunchk' (the covariate's label from `labels` when given)."""
+    name = feature.removeprefix("x__")
+    missing = name.endswith("__missing")
+    name = name.removesuffix("__missing")
+    var, _, level = name.partition("=")
+    cov = covariate or var
+    label = str((labels or {}).get(cov) or cov.replace("_", " "))
+    label = label[:1].upper() + label[1:]
+    if missing:
+        return f"{label}: missing"
+    return f"{label}: {level}" if level else label
+
+
+def balance_figure(results: dict[str, Any], path: Path, *, labels: dict[str, str] | None = None) -> dict[str, Any]:
     """|SMD| of each feature between the arms, before (and after weighting, when the results have it), with
-    the 0.1 threshold."""
+    the 0.1 threshold; rows named 'Covariate: level' (`labels`: covariate name -> label); with more than
+    FIGURE_ROWS features, the FIGURE_ROWS with the largest |SMD| (in the table's order)."""
     bal = results["balance"]
     rows = bal["rows"]
     if not rows:
         raise DataError("the results' balance table has no rows: no balance figure to draw")
-    names = [wrap_label(r["feature"].removeprefix("x__"), AXIS_LABEL_WIDTH, 2) for r in rows]
+    if len(rows) > FIGURE_ROWS:
+        keep = sorted(sorted(range(len(rows)), key=lambda i: -abs(float(rows[i]["smd"] or 0)))[:FIGURE_ROWS])
+        rows = [rows[i] for i in keep]
+    names = [wrap_label(feature_label(r["feature"], r.get("covariate"), labels), AXIS_LABEL_WIDTH, 2) for r in rows]
     y = np.arange(len(rows))[::-1]
     fig, ax = plt.subplots(figsize=(3.3, max(2.0, 0.8 + 0.16 * len(rows))))
     before = [abs(r["smd"]) if r["smd"] is not None else np.nan for r in rows]
@@ -55,13 +78,14 @@ def overlap_figure(propensity: np.ndarray, treated: np.ndarray, path: Path) -> d
 
 
 def causal_figures(frame: pd.DataFrame, results: dict[str, Any], out_dir: str | Path, *,
-                   propensity: np.ndarray | None = None) -> list[str]:
+                   propensity: np.ndarray | None = None, labels: dict[str, str] | None = None) -> list[str]:
     """Write balance.pdf (+ .png) and, for an observational design, overlap.pdf (+ .png) into `out_dir`; returns
     the names of the files written. `propensity`: the cross-fitted propensity of each row of `frame` (NaN for a
-    row not analysed), as estimate(..., return_propensity=True) returns it; needed for an observational design."""
+    row not analysed), as estimate(..., return_propensity=True) returns it; needed for an observational design. `labels`: covariate
+    name -> label, for the love plot's rows."""
     out = Path(out_dir)
     written = []
-    balance_figure(results, out / "balance.pdf")
+    balance_figure(results, out / "balance.pdf", labels=labels)
     written += ["balance.pdf", "balance.png"]
     if results.get("design") == "observational":
         if propensity is None:
