@@ -51,12 +51,22 @@ def cmd_validate_spec(args: argparse.Namespace) -> int:
         raise EdmArsError(f"specification not found: {args.spec}") from exc
     except json.JSONDecodeError as exc:
         raise EdmArsError(f"{args.spec}: not valid JSON ({exc})") from exc
-    violations = validate_spec(spec, reg)
+    causal = isinstance(spec, dict) and spec.get("task") == "causal"
+    if causal:
+        from edm_ars.causal.spec import edited_spec_problems
+
+        violations = edited_spec_problems(spec, reg)
+    else:
+        violations = validate_spec(spec, reg)
     if violations:
         print(f"{args.spec}: REJECTED ({len(violations)} violation(s))")
         for v in violations:
             print(f"  - {v}")
         return 1
+    if causal:
+        print(f"{args.spec}: OK (causal: {spec['treatment']['variable']} on {spec['outcome']['name']}, "
+              f"{len(spec['covariates'])} covariates, {spec['design']['kind']} design)")
+        return 0
     print(f"{args.spec}: OK ({len(spec['predictors'])} predictors, outcome {spec['outcome']['name']})")
     return 0
 

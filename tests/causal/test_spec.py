@@ -168,3 +168,15 @@ def test_the_shipped_star_question_passes_its_gate():
     assert spec["design"]["blocks"] == "schoolidk" and spec["treatment"]["other_levels"] == ["regular+aide"]
     assert {"small class", "small classes"} <= set(spec["treatment"]["phrases"])
     assert all(c["ok"] for c in spec["time_order"])
+
+
+def test_an_edited_specification_is_checked_again_against_the_waves(tmp_path):
+    from edm_ars.causal.spec import edited_spec_problems
+
+    reg = _registry(tmp_path)
+    spec = causal_spec(reg, find_question(reg, "programme"), round_=0)
+    assert edited_spec_problems(spec, reg) == []
+    spec["covariates"].append({"name": "mid", "label": "Score in year one", "wave": "w1", "rationale": "edited"})
+    assert any("mid" in p and "measured before it" not in p for p in edited_spec_problems(spec, reg))
+    spec["covariates"][-1]["name"] = "nonesuch"
+    assert edited_spec_problems(spec, reg) == ["covariate nonesuch is not a variable of the registry"]

@@ -43,3 +43,21 @@ def test_a_rejection_needs_a_note_and_withdraws_the_approval(tmp_path):
     assert read_notes(path) == ["The fairness audit needs intersections"]
     with pytest.raises(EdmArsError, match="not approved yet"):
         check("critique", 0, tmp_path)
+
+
+def test_a_causal_study_shows_its_own_artifacts_at_each_gate(tmp_path):
+    from edm_ars.run.gates import subjects
+
+    r0 = tmp_path / "output" / "branch_1" / "round_0"
+    (r0 / "causal").mkdir(parents=True)
+    (r0 / "research_spec.json").write_text(json.dumps({"task": "causal"}))
+    (r0 / "literature_context.json").write_text("{}")
+    (r0 / "causal" / "data_report.json").write_text("{}")
+    assert subjects("engineer", 0, 1, "causal") == ["output/branch_1/round_0/causal/data_report.json"]
+    assert subjects("engineer", 0, 1, "prediction") == ["output/branch_1/round_0/data/data_report.json"]
+    # the task is read from the run's first specification: approving and checking use the causal files
+    approve("engineer", 0, tmp_path)
+    assert check("engineer", 0, tmp_path)["decision"] == "approved"
+    (r0 / "causal" / "data_report.json").write_text('{"changed": true}')
+    with pytest.raises(EdmArsError, match="changed after the approval"):
+        check("engineer", 0, tmp_path)

@@ -50,6 +50,19 @@ def test_the_class_size_experiment_gives_a_verified_causal_paper(tmp_path):
     assert "hanck2023introduction" in tex  # the published estimates, cited
     assert (out / "paper.pdf").stat().st_size > 10_000
 
+    # the revision loop drives the causal study as it does a prediction study: a review that asks for a new
+    # estimation reruns that stage (not the specification or the frame), and the paper is written from round 1
+    again = snakemake(tmp_path, "output/paper.pdf", config={"dataset": "star", "question": "class_size_k",
+                                                             "force_revise": "analyze"})
+    assert again.returncode == 0, again.stderr[-5000:]
+    jobs = jobs_run(again)
+    assert "causal_estimate" in jobs and "causal_write" in jobs
+    assert not {"causal_formulate", "causal_frame"} & set(jobs)
+    assert _read(r0 / "review_report.json")["verdict"] == "REVISE"
+    assert _read(out / "branch_1" / "round_1" / "review_report.json")["verdict"] != "REVISE"
+    sources = _read(out / "paper" / "sources.json")
+    assert "round_1" in sources["results.json"] and "round_0" in sources["data_report.json"]
+
 
 def _framing(request: dict) -> dict | str:
     system = request.get("system") or ""
