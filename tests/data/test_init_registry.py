@@ -609,3 +609,15 @@ def test_pupils_numbered_within_their_school_are_not_repeated_records():
     assert any(n.startswith("identifier: student numbers each student within school") for n in notes)
     long = pd.concat([frame.assign(year=y) for y in (1, 2, 3)], ignore_index=True)
     assert draft_registry(long, "long.csv")[0]["dataset"]["repeated"]["id"] == "student"
+
+
+def test_a_text_column_with_a_few_repeated_labels_is_no_cluster(tmp_path):
+    """A marital-status column (six text labels, repeated) once crashed the cluster guess, which compared its
+    labels with a number (Ecdat Schooling's mar76)."""
+    data = district_csv(tmp_path / "district.csv")
+    frame = pd.read_csv(data)
+    rng = np.random.default_rng(3)
+    frame["mar76"] = rng.choice(["yes", "no", "divorced", "separated", "widowed", "never"], len(frame))
+    frame.to_csv(data, index=False)
+    draft, _ = draft_registry(read_raw(data), str(data))
+    assert "mar76" not in (draft["dataset"].get("grouping") or {}).get("columns", [])

@@ -205,7 +205,8 @@ def _cluster_word(name: str, clean: pd.Series) -> str | None:
         return "school"
     if len(words) > 1 and words[-1] in ID_TAIL:
         return words[0]
-    if _code_like(present) and present.min() >= 10_000:  # long integer codes (273026452) repeated across rows
+    if (pd.api.types.is_numeric_dtype(present) and _code_like(present)
+            and present.min() >= 10_000):  # long integer codes (273026452) repeated across rows
         return words[0] if words else "group"
     return None
 
