@@ -636,6 +636,8 @@ HEADER = """\
 #   - questions: one per candidate outcome, the first is the default; keep a predictor only when it is measured
 #     before the outcome and is not a part or a proxy of it. The question and population name the outcome, the
 #     predictors and the subgroups as drafted: check them, and rewrite them when you change those or a label.
+#     For the effect of a treatment instead, write a question with task: causal (its treatment, design and
+#     covariates: registry/README.md, "Causal questions"; docs/causal.md).
 # What the draft suspects:
 {notes}
 """
