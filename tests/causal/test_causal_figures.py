@@ -25,7 +25,7 @@ def test_a_randomised_study_gets_the_balance_figure_only(tmp_path, monkeypatch):
     assert all((tmp_path / n).stat().st_size > 1000 for n in names)
     facts = cf.balance_figure(results, tmp_path / "again.pdf")
     ax = facts["axes"][0]
-    assert ax["y"]["categories"] == ["sex=boy", "sex=girl", "x"]  # bottom to top: the table's order reversed
+    assert ax["y"]["categories"] == ["Sex: boy", "Sex: girl", "X"]  # bottom to top: the table's order reversed
     assert [s["n"] for s in ax["series"]] == [3] and ax["legend"]["entries"] == ["Between arms"]
     assert drawn and drawn[0][1] == []  # no text leaves the figure
 
@@ -46,3 +46,19 @@ def test_an_observational_study_gets_weighted_balance_and_overlap(tmp_path):
         cf.causal_figures(frame, results, tmp_path / "x")
     with pytest.raises(DataError, match="must align with the rows"):
         cf.causal_figures(frame, results, tmp_path / "x", propensity=e[:-1])
+
+
+def test_the_love_plot_names_covariates_and_keeps_the_largest_twenty(tmp_path):
+    """Rows read 'Label: level' (never a frame column's name); past FIGURE_ROWS features only the largest |SMD|."""
+    rows = [{"feature": f"x__birth=Q{i}", "covariate": "birth", "smd": 0.001 * i, "smd_weighted": None}
+            for i in range(24)]
+    rows += [{"feature": "x__ethnicity__missing", "covariate": "ethnicity", "smd": -0.5, "smd_weighted": None},
+             {"feature": "x__lunchk=Not qualified for free lunch", "covariate": "lunchk", "smd": 0.4,
+              "smd_weighted": None}]
+    results = {"balance": {"threshold": 0.1, "rows": rows, "max_abs_smd_weighted": None}}
+    labels = {"birth": "Birth quarter of the student", "ethnicity": "Ethnicity of the student"}
+    names = cf.balance_figure(results, tmp_path / "b.pdf", labels=labels)["axes"][0]["y"]["categories"]
+    assert len(names) == cf.FIGURE_ROWS == 20
+    assert names[0] == "Not qualified for free lunch" and names[1] == "Ethnicity: missing"
+    assert "Birth quarter: Q23" in names and "Birth quarter: Q5" not in names  # the smallest |SMD| left out
+    assert not any("x__" in n or "=" in n for n in names)

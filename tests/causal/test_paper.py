@@ -39,7 +39,18 @@ def literature() -> dict:
                        _paper("mosteller1995tennessee", "The Tennessee Study of Class Size in the Early School Grades",
                               "Mosteller, Frederick", 1995, ["star"]),
                        _paper("chernozhukov2018double", "Double/Debiased Machine Learning for Treatment and "
-                              "Structural Parameters", "Chernozhukov, Victor", 2018, ["causal"])]}
+                              "Structural Parameters", "Chernozhukov, Victor", 2018, ["causal", "dml"]),
+                       _paper("lundberg2017unified", "A Unified Approach to Interpreting Model Predictions",
+                              "Lundberg, Scott", 2017, ["shap"])]}
+
+
+#: the registry's findings on the STAR-like data (registry dataset.findings): one restatable, one holding a number no
+#: artifact backs, one with causal wording that does not name the treatment
+FINDINGS = [{"id": "f1", "claim": "Students in small classes scored higher in the early grades.",
+             "cite": "finn1990answers", "where": "p. 1"},
+            {"id": "f2", "claim": "Scores were 4 points higher.", "cite": "finn1990answers", "where": "p. 2"},
+            {"id": "f3", "claim": "Free lunch status affects the scores.", "cite": "mosteller1995tennessee",
+             "where": "p. 3"}]
 
 
 def _review(passed: bool = True) -> dict:
@@ -67,7 +78,8 @@ def star() -> dict:
         "outcome": {"name": "totalk", "label": "Total scaled score in kindergarten", "type": "continuous",
                     "wave": "k", "sum_of": ["readk", "mathk"]},
         "treatment": {"variable": "stark", "label": "Class type in kindergarten", "wave": "k", "treated": "small",
-                      "control": "regular", "treated_label": "small class", "control_label": "regular class",
+                      "control": "regular", "treated_label": "Small class", "control_label": "Regular class",
+                      "phrase": "a small class", "control_phrase": "a regular class",
                       "other_levels": ["regular+aide"], "phrases": ["small class", "small classes"]},
         "design": {"kind": "randomized", "unit": "student", "blocks": "schoolidk", "cluster": "schoolidk",
                    "statement": "Students and teachers were assigned at random to class types within each school."},
@@ -77,10 +89,12 @@ def star() -> dict:
                        {"name": "lunchk", "label": "Free lunch in kindergarten", "type": "binary", "wave": "k",
                         "rationale": "r"}],
         "subgroups": [{"name": "gender", "label": "Gender"}],
-        "identification": "Random assignment within schools makes the arms comparable.",
+        "identification": "Students and teachers were assigned at random to class types within each school. Random "
+                          "assignment within schools makes the arms comparable.",
         "time_order": [{"check": "covariates before treatment", "ok": True, "detail": "all precede"}],
         "published_estimates": [{"cite": "krueger1999experimental", "where": "Table 5", "estimate": 5.37, "se": 1.26,
-                                 "outcome": "pctk", "note": "percentile rank of the average score, with school effects"}],
+                                 "estimator": "OLS with school effects", "outcome": "pctk",
+                                 "note": "percentile rank of the average score, with school effects"}],
         "literature_keys": ["finn1990answers", "mosteller1995tennessee"], "round": 0}
     data = {"task": "causal", "n_rows": 4000, "n_treated": 1900, "n_control": 2100,
             "excluded_levels": {"regular+aide": 2015}, "n_missing_treatment": 110,
@@ -122,16 +136,20 @@ def star() -> dict:
                                       "ci_low": 8.54, "ci_high": 21.86},
                                      {"attribute": "gender", "group": "male", "n": 1830, "estimate": 12.6, "se": 3.3,
                                       "ci_low": 6.13, "ci_high": 19.07}],
-                          "skipped": []},
+                          "skipped": [{"attribute": "gender", "group": "other", "n": 3,
+                                       "reason": "fewer than 50 analysed rows in an arm (1 treated, 2 control)"},
+                                      {"attribute": "gender", "group": "unknown", "n": 2,
+                                       "reason": "fewer than 50 analysed rows in an arm (1 treated, 1 control)"}]},
         "versions": {"python": "3.11.7", "numpy": "1.26.4", "pandas": "2.2.1", "scikit-learn": "1.4.1",
                      "statsmodels": "0.14.1", "doubleml": None},
         "learners": None, "seed": 20240517}
     dataset = {"short": "Project STAR", "long": "Project STAR (Student/Teacher Achievement Ratio) public access data",
                "agency": "the Tennessee State Department of Education", "about": "a class-size experiment in "
                "kindergarten to third grade", "source": "the public STAR student file", "design": "randomized "
-               "experiment", "unit": "student", "units": "students"}
+               "experiment", "unit": "student", "units": "students", "topic": "star"}
     return {"spec": spec, "literature": literature(), "data_report": data, "results": results,
-            "review": _review(True), "dataset": dataset, "provenance": None, "recovery": None}
+            "review": _review(True), "dataset": dataset, "provenance": None, "recovery": None,
+            "findings": FINDINGS}
 
 
 def hsls() -> dict:
@@ -145,7 +163,8 @@ def hsls() -> dict:
                     "wave": "first_follow_up", "sum_of": None},
         "treatment": {"variable": "X1PROGRAM", "label": "Ninth-grade mathematics program", "wave": "base_year",
                       "treated": 1, "control": 0, "treated_label": "program participation",
-                      "control_label": "no program", "other_levels": [], "phrases": ["the program", "program"]},
+                      "control_label": "no program", "phrase": "the program", "control_phrase": "no program",
+                      "other_levels": [], "phrases": ["the program", "program"]},
         "design": {"kind": "observational", "unit": None, "blocks": None, "cluster": None,
                    "statement": "Students chose whether to take part in the program."},
         "estimand": {"name": "ATE", "statement": "the average effect of taking part in the program on the "
@@ -215,7 +234,8 @@ def hsls() -> dict:
                                                  "sha256": "ab12"},
                   "citation": None, "workflow": {"short": "1a2b3c4", "modified": False},
                   "config_hash": "0f1e2d3c", "config_hash_algorithm": "SHA-256",
-                  "software": {"python": "3.11.7", "pandas": "2.2.1"}}
+                  "software": {"python": "3.11.7", "snakemake": "9.1.0", "pandas": "2.2.1", "xgboost": "3.2.0",
+                               "shap": "0.51.0"}}
     dataset = {"short": "HSLS:09", "long": "High School Longitudinal Study of 2009",
                "agency": "the National Center for Education Statistics", "about": "a national survey of ninth graders",
                "source": "the public-use student file of HSLS:09", "design": "longitudinal survey",
@@ -258,7 +278,7 @@ def build(tmp_path: Path, arts: dict, figures: tuple[str, ...] = ()) -> tuple[di
                                  arts["review"], figures_dir=_make_figures(tmp_path / "causal", figures),
                                  template=TEMPLATE, out_dir=out, authors="EDM-ARS", dataset=arts["dataset"],
                                  provenance_record=arts.get("provenance"), recovery=arts.get("recovery"),
-                                 bib_source=BIB)
+                                 bib_source=BIB, findings=arts.get("findings"))
     (out / "sources.json").write_text(json.dumps({name: f"../artifacts/{name}" for name in files}))
     return summary, out
 
@@ -292,41 +312,92 @@ def test_every_number_reconciles_and_the_paper_verifies(which, request):
     assert all(m["source"] for m in macros)
 
 
+def _slot(text: str, name: str) -> str:
+    return text.split(f"%%BEGIN:{name}%%", 1)[1].split(f"%%END:{name}%%", 1)[0]
+
+
 def test_the_randomized_paper_states_its_design_and_estimates(star_paper):
     summary, out = star_paper
     text = flat(out)
-    # the estimate with its interval, in the abstract and the table, through macros
     numbers = {m["macro"]: m for m in json.loads((out / "numbers.json").read_text())["macros"]}
+    # the title names the treatment by its phrase, the outcome by its label, and the design's evidence
+    assert ("The Effect of a Small Class on the Total Scaled Score in Kindergarten: Evidence from the Project STAR "
+            "Experiment") in _slot(text, "TITLE")
+    # the estimate with its interval, in the abstract and the table, through macros; the treatment by its phrase
     assert numbers["\\PrimaryEst"]["value"] == "13.87" and numbers["\\PrimaryEst"]["source"] == \
         "results.json:primary.estimate"
-    assert "The estimated effect of small class rather than regular class on total scaled score in kindergarten is " \
-           "\\PrimaryEst{} (95\\% CI [\\PrimaryLo{}, \\PrimaryHi{}])." in text
+    assert "The estimated effect of a small class rather than a regular class on the total scaled score in " \
+           "kindergarten is \\PrimaryEst{} (95\\% CI [\\PrimaryLo{}, \\PrimaryHi{}])." in text
     assert "The interval excludes zero: under random assignment" in text
-    assert "assigned at random to class types within each school" in text
+    # a p-value under 0.001 reads 'p < 0.001', never 'p = <0.001'
+    assert "\\PrimaryEst{} (95\\% CI [\\PrimaryLo{}, \\PrimaryHi{}]), $p$ \\PrimaryP{}." in text
+    assert numbers["\\PrimaryP"]["value"] == "$<0.001$" and "p = $<$" not in text
     assert "blocks defined by \\texttt{schoolidk} (\\DataBlocksN{} blocks)" in text
     assert "cluster-robust at \\texttt{schoolidk} (\\DataClusterN{} clusters)" in text
-    # sample flow: excluded level, missing treatment, missing outcome by arm
-    assert "\\ExcludedRegularAide{} in the level \\texttt{regular+aide}" in text
-    assert "\\DataNMissingTreatment{} students had no recorded treatment" in text
-    assert "\\OutcomeMissingTreated{} students of the small class arm" in text
+    # the data section: the rows of the data, then the frame's arms (n_treated + n_control, not n_rows)
+    assert numbers["\\DataNRows"]["value"] == "4{,}000" and numbers["\\DataNTreated"]["value"] == "1{,}900"
+    assert ("The data hold \\DataNRows{} rows. The analytic frame keeps \\DataNTreated{} students assigned to a "
+            "small class (the treated arm) and \\DataNControl{} students assigned to a regular class (the comparison "
+            "arm).") in text
+    assert "frame holds \\DataNRows" not in text
+    assert ("Left out are the \\ExcludedRegularAide{} students in the level regular+aide of class type in "
+            "kindergarten, which is neither arm.") in text
+    assert "Another \\DataNMissingTreatment{} rows had no recorded value of class type in kindergarten" in text
+    assert ("The outcome is missing for \\OutcomeMissingTreated{} of the students assigned to a small class and "
+            "\\OutcomeMissingControl{} of those assigned to a regular class.") in text
+    # the design states the assignment once, then the identification argument without it
+    methods = _slot(text, "METHODS")
+    assert methods.count("assigned at random to class types within each school") == 1
+    assert "Random assignment within schools makes the arms comparable." in methods
     # table of estimates with naive, primary and the adjusted check; balance table and figure; attrition
     assert "Naive difference in means &" in text and "Covariate-adjusted check &" in text
     assert "\\label{tab:balance}" in text and "figures/balance.pdf" in text and (out / "figures/balance.pdf").is_file()
+    assert "Free lunch in kindergarten: missing &" in text and "Gender: female &" in text
     assert "Its interval includes zero: the data do not show an unequal loss by arm." in text
     assert "exploratory" in text and "\\label{tab:heterogeneity}" in text
+    # the skipped groups in one sentence, by rule, not one reason each
+    assert "analysed students in an arm have no estimate: Gender other and unknown." in text
     # no observational parts
     assert "propensity" not in text.lower() and "RVa" not in text
-    # the published estimate: its key from the curated bibliography, agreement judged against our interval
+    # related work: the confirmed finding restated with its key; a claim with a number or with causal wording that
+    # does not name the treatment is not; no list of titles; the published estimates' source once
+    related = _slot(text, "RELATED_WORK")
+    assert "\\citet{finn1990answers} analysed Project STAR and reported that students in small classes scored " \
+           "higher in the early grades." in related
+    assert "4 points" not in text and "Free lunch status affects" not in text
+    assert "mosteller1995tennessee" in related  # a study of the data set (its topic)
+    assert " wrote " not in text and "lundberg2017unified" not in text and "Unified Approach" not in text
+    assert "\\citet{krueger1999experimental} reported an estimate of the effect of a small class" in related
+    assert "\\citep{krueger1999experimental,krueger1999experimental" not in text
+    # the published estimate: its key from the curated bibliography, a table, agreement judged against our interval
     assert "krueger1999experimental" in summary["cited_keys"]
     assert "@article{krueger1999experimental" in (out / "references.bib").read_text()
-    assert "the published estimate lies outside our interval: the two do not agree" in text
-    assert "What differs: the published estimate is on \\texttt{pctk}, not on \\texttt{totalk}" in text
-    # versions and the review's checklist
+    discussion = _slot(text, "DISCUSSION")
+    assert "\\label{tab:published}" in discussion
+    assert ("\\citet{krueger1999experimental} & Table \\TextNumThree{} & OLS with school effects & "
+            "\\PublishedZeroEstimate{} (\\PublishedZeroSe{}) & no \\\\") in discussion
+    assert "Our primary estimate, \\PrimaryEst{} (95\\% CI [\\PrimaryLo{}, \\PrimaryHi{}]), does not agree with it" \
+        in discussion
+    assert discussion.count("\\PrimaryEst{}") == 1
+    assert ("What differs: the published model kept the \\texttt{regular+aide} level of class type in kindergarten, "
+            "which our comparison leaves out; the published estimate is on \\texttt{pctk}, not on "
+            "\\texttt{totalk}") in discussion
+    # versions (no provenance record: in the Estimation section) and the review's checklist, one sentence per item
     assert "statsmodels \\VersionStatsmodels{}" in text
-    assert "\\textbf{Attrition by arm}: passed." in text
+    assert ("Attrition by arm: passed; the arms' shares with a missing outcome differ by \\AttritionDifferencePoints{} "
+            "percentage points.") in text
+    assert "Attrition rates are reported by arm" not in text and "All 3 covariates" not in text
+    assert "No post-treatment adjustment: passed; the \\NCovariates{} covariates are measured before the treatment." \
+        in text
+    # no frame column names anywhere
+    assert "x__" not in text and "x\\_\\_" not in text
     assert "\\unverifiedbox" not in text.split("\\maketitle", 1)[1]
+    # the conclusion says what the checks found
+    assert ("The largest absolute SMD of the covariates is \\BalanceMaxAbsSmd{}, and no feature column exceeds "
+            "\\BalanceThreshold{}.") in text
+    assert "an interval that includes zero." in text and "qualify how far" not in text
     assert "\\section{Conclusion}" in text
-    assert summary["tables"] == 3 and summary["figures"] == 1
+    assert summary["tables"] == 4 and summary["figures"] == 1
 
 
 def test_the_observational_paper_states_assumptions_overlap_sensitivity_and_recovery(hsls_paper):
@@ -356,8 +427,57 @@ def test_the_observational_paper_states_assumptions_overlap_sensitivity_and_reco
     # no published estimates: no comparison section; the review did not pass: the UNVERIFIED block
     assert "Comparison with published estimates" not in text
     assert summary["unverified"] and "\\unverifiedbox{\\textbf{Unverified draft.}" in text
-    assert "not passed (major)" in text
+    assert "Attrition by arm: failed (major);" in text
     assert "Data and Code Availability" in text
+    # the title of a generated stand-in; the DML papers cited where the estimator is named
+    assert "The Effect of the Program on the Mathematics Score in Eleventh Grade: Evidence from Generated Data" \
+        in _slot(text, "TITLE")
+    assert "fitted with doubleml \\LibraryPrimaryDoubleml{}~\\citep{chernozhukov2018double}." in text
+    # the availability statement lists the causal stage's software, not the prediction study's
+    availability = _slot(text, "AVAILABILITY")
+    assert "NumPy \\VersionNumpy{}" in availability and "DoubleML \\VersionDoubleml{}" in availability
+    assert "Snakemake \\VersionSnakemake{}" in availability
+    assert "XGBoost" not in text and "SHAP" not in text
+    # the conclusion states the sensitivity result
+    assert "The robustness value is \\SensitivityRv{}:" in _slot(text, "LIMITATIONS")
+    assert "x__" not in text and "x\\_\\_" not in text
+
+
+def test_an_identification_argument_that_states_the_assumptions_is_printed_once(tmp_path):
+    """An observational specification whose argument states the four assumptions itself: no second list of them;
+    a wave-prefixed label is printed without its prefix; a p-value of 0.001 or more reads 'p = ...'."""
+    arts = hsls()
+    arts["spec"]["identification"] = ("Students chose whether to take part in the program. Conditional "
+                                      "exchangeability: given x1 Socioeconomic status, uptake is unrelated to the "
+                                      "potential outcomes. Positivity holds. Consistency and no interference: "
+                                      "the program is the same for all.")
+    arts["spec"]["covariates"][0]["label"] = "X1 Socioeconomic status"
+    _, out = build(tmp_path, arts)
+    methods = _slot(flat(out), "METHODS")
+    assert "stated here as assumptions" not in methods
+    assert methods.count("Students chose whether to take part in the program.") == 1
+    assert "given socioeconomic status, uptake is unrelated" in methods and "x1 " not in methods
+    assert "$p$ = \\AttritionP{}" in flat(out)
+    assert verify_paper(out / "paper.tex").ok
+
+
+def test_a_method_paper_from_the_bibliography_is_cited_for_its_curated_role(tmp_path):
+    """A specification key retrieval did not return (chernozhukov2022long) comes from references.bib with its
+    topics from topics.yaml beside it, so the sensitivity analysis cites it."""
+    arts = hsls()
+    arts["spec"]["literature_keys"] = ["chernozhukov2018double", "chernozhukov2022long"]
+    summary, out = build(tmp_path, arts)
+    text = flat(out)
+    assert "chernozhukov2022long" in summary["cited_keys"]
+    assert "(DoubleML sensitivity\\_analysis)~\\citep{chernozhukov2022long}" in _slot(text, "RESULTS")
+    assert verify_paper(out / "paper.tex").ok
+
+
+def test_findings_without_a_claim_or_key_are_refused(tmp_path):
+    arts = star()
+    arts["findings"] = [{"id": "f", "claim": "", "cite": "finn1990answers"}]
+    with pytest.raises(EdmArsError, match=r"findings\[0\]"):
+        build(tmp_path, arts)
 
 
 def test_a_changed_artifact_fails_verification(tmp_path):
@@ -376,8 +496,8 @@ def test_an_interval_covering_zero_is_read_as_no_evidence_of_an_effect(tmp_path)
     _, out = build(tmp_path, arts)
     text = flat(out)
     assert "The interval includes zero: under random assignment, these data do not rule out that the average " \
-           "effect of small class on total scaled score in kindergarten is zero." in text
-    assert "the published estimate lies inside our interval: the two agree" in text
+           "effect of a small class on the total scaled score in kindergarten is zero." in text
+    assert "agrees with it: it lies inside our interval" in text
     assert verify_paper(out / "paper.tex").ok
 
 

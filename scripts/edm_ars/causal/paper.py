@@ -43,16 +43,27 @@ def _signed(value: float, digits: int) -> str:
     return fmt_metric(value, digits)
 
 
+def _p_value(ctx: CausalCtx, key: str, value: float, name: str, source: str) -> None:
+    """The macro of a p-value under n[key|p], and under n[key|pp] the phrase that prints it: 'p = 0.804', or
+    'p < 0.001' (the macro then holds the bound, '$<0.001$', which verify-paper reads as a bound)."""
+    small = value < 0.0005
+    macro = ctx.m.add(name, "$<0.001$" if small else fmt_p(value), float(value), source)
+    ctx.n[f"{key}|p"] = macro
+    ctx.n[f"{key}|pp"] = f"$p$ {macro}" if small else f"$p$ = {macro}"
+
+
 def _estimate(ctx: CausalCtx, key: str, rec: dict[str, Any], src: str, *, digits: int | None = None) -> None:
-    """Macros of one estimate (estimate, se, ci_low, ci_high, p_value) under n[key|est], n[key|se], ..."""
+    """Macros of one estimate (estimate, se, ci_low, ci_high, p_value) under n[key|est], n[key|se], ... (and the
+    p-value's phrase under n[key|pp])."""
     m, n, d = ctx.m, ctx.n, digits or ctx.digits
-    for field_, short, fmt in (("estimate", "est", None), ("se", "se", None), ("ci_low", "lo", None),
-                               ("ci_high", "hi", None), ("p_value", "p", fmt_p)):
+    for field_, short in (("estimate", "est"), ("se", "se"), ("ci_low", "lo"), ("ci_high", "hi"), ("p_value", "p")):
         v = rec.get(field_)
         if not _num(v):
             continue
-        text = fmt(v) if fmt else _signed(v, d)
-        n[f"{key}|{short}"] = m.add(macro_name(key, short), text, float(v), f"{src}.{field_}")
+        if short == "p":
+            _p_value(ctx, key, float(v), macro_name(key, short), f"{src}.{field_}")
+            continue
+        n[f"{key}|{short}"] = m.add(macro_name(key, short), _signed(v, d), float(v), f"{src}.{field_}")
 
 
 def register_numbers(ctx: CausalCtx) -> None:
@@ -136,7 +147,7 @@ def register_numbers(ctx: CausalCtx) -> None:
             n[f"att|{key}"] = m.add(macro_name("Attrition", key, "points"), _signed(100 * att[key], 1),
                                     100 * float(att[key]), f"100 * results.json:attrition.{key}")
     if _num(att.get("p_value")):
-        n["att|p"] = m.add("AttritionP", fmt_p(att["p_value"]), float(att["p_value"]), "results.json:attrition.p_value")
+        _p_value(ctx, "att", float(att["p_value"]), "AttritionP", "results.json:attrition.p_value")
     if _num(att.get("stayers_max_abs_smd")):
         n["att|smd"] = m.metric("AttritionStayersSMD", att["stayers_max_abs_smd"],
                                 "results.json:attrition.stayers_max_abs_smd")
@@ -196,6 +207,10 @@ def register_numbers(ctx: CausalCtx) -> None:
             if _num(g.get(key)):
                 n[f"recg|{key}"] = m.add(macro_name("Recovery group", key), _signed(g[key], ctx.digits), float(g[key]),
                                          f"recovery.json:group.{key}")
+    # counts the review's sentences print
+    n["n_covariates"] = m.count("NCovariates", len(spec.get("covariates") or []), "len(research_spec.json:covariates)")
+    n["het|n_groups"] = m.count("HeterogeneityGroups", len(het.get("groups") or []),
+                                "len(results.json:heterogeneity.groups)")
     # the review
     checklist = ctx.review.get("checklist") or []
     n["rev|items"] = m.count("ReviewItems", len(checklist), "len(review_report.json:checklist)")
@@ -228,7 +243,37 @@ def _citations(spec: dict[str, Any], literature: dict[str, Any], provenance_reco
                 e = entries[key]
                 cites.papers.append({"key": key, "title": e.fields.get("title", ""), "year": e.year,
                                      "status": "VERIFIED", "topics": ["curated"], "bibtex": e.text.strip()})
+    if bib_source is not None:
+        _curated_topics(cites, Path(bib_source).parent / "topics.yaml")
     return cites
+
+
+def _curated_topics(cites: Citations, topics_path: Path) -> None:
+    """Add the curated bibliography's topics (topics.yaml beside references.bib: causal, dml, doubleml,
+    sensitivity, clustering, the data set's) to the citable papers it lists, so that a paper found by retrieval or
+    taken from the bibliography is cited for the role the curated record gives it."""
+    if not topics_path.is_file():
+        return
+    import yaml
+
+    works = (yaml.safe_load(topics_path.read_text(encoding="utf-8")) or {}).get("works") or {}
+    if not isinstance(works, dict):
+        raise EdmArsError(f"{topics_path}: 'works' must map citation keys to their topics")
+    for i, paper in enumerate(cites.papers):
+        info = works.get(paper.get("key"))
+        if isinstance(info, dict):
+            extra = [str(t) for t in info.get("topics") or [] if str(t) not in (paper.get("topics") or [])]
+            cites.papers[i] = {**paper, "topics": [t for t in (paper.get("topics") or []) if t != "curated"] + extra}
+
+
+def _findings(findings: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The registry's findings (dataset.findings), checked: each a mapping with a claim and a cite key."""
+    out = []
+    for i, f in enumerate(findings or []):
+        if not isinstance(f, dict) or not str(f.get("claim") or "").strip() or not str(f.get("cite") or "").strip():
+            raise EdmArsError(f"registry dataset.findings[{i}]: a finding needs a claim and a cite key, not {f!r}")
+        out.append(f)
+    return out
 
 
 # ---- figures ---------------------------------------------------------------------------------------------------
@@ -254,7 +299,8 @@ def build_causal_paper(spec: dict[str, Any], literature: dict[str, Any], data_re
                        template: str | Path, out_dir: str | Path, authors: str | None = None,
                        dataset: dict[str, Any] | None = None, provenance_record: dict[str, Any] | None = None,
                        recovery: dict[str, Any] | None = None, bib_source: str | Path | None = None,
-                       phrases: str | Path | Phrases | None = None) -> dict[str, Any]:
+                       phrases: str | Path | Phrases | None = None,
+                       findings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Write paper.tex, numbers.tex, numbers.json, references.bib and figures/ into `out_dir` (the caller writes
     sources.json beside them and runs writer.verify.verify_paper).
 
@@ -264,7 +310,9 @@ def build_causal_paper(spec: dict[str, Any], literature: dict[str, Any], data_re
     citation, the availability statement), `recovery` the causal recovery check (generated data), `bib_source` the
     curated bibliography (registry/bibliography/references.bib: the published estimates' entries retrieval did not
     return), `phrases` the phrase file (config/prompts/phrases.yaml; default: prompts/phrases.yaml beside the
-    template) for the author line and the availability statement. Returns a summary (word counts, figures, tables,
+    template) for the author line and the availability statement, `findings` the registry's published findings on
+    the data set (registry dataset.findings: claim, cite, where; confirmed claims that Related Work may restate with
+    their citation). Returns a summary (word counts, figures, tables,
     cited keys, macros, unverified, raw numbers that escaped the macros: none expected)."""
     from edm_ars.causal import sections
     from edm_ars.writer.sections import front
@@ -284,12 +332,16 @@ def build_causal_paper(spec: dict[str, Any], literature: dict[str, Any], data_re
 
     ctx = CausalCtx(spec=spec, lit=literature, data=data_report, results=results, review=review, m=MacroTable(),
                     cites=_citations(spec, literature, provenance_record, bib_source), dataset=dict(dataset or {}),
-                    provenance=dict(provenance_record or {}), recovery=dict(recovery or {}))
+                    provenance=dict(provenance_record or {}), recovery=dict(recovery or {}),
+                    findings=_findings(findings))
     ctx.figures = _collect_figures(figures_dir, out_dir)
     register_numbers(ctx)
-    # the prediction paper's context, for the shared author line and availability statement only
+    # the prediction paper's context, for the shared author line and availability statement only; the software
+    # versions of the availability statement are the causal stage's (results.json:versions), not those of the
+    # provenance record, which lists the prediction study's packages
+    shared = {k: v for k, v in (provenance_record or {}).items() if k != "software"}
     pctx = Ctx(spec=spec, lit=literature, data=data_report, results=results, review=review, m=ctx.m, cites=ctx.cites,
-               registry_labels={}, ph=ph, dataset=dict(dataset or {}), provenance=dict(provenance_record or {}))
+               registry_labels={}, ph=ph, dataset=dict(dataset or {}), provenance=shared)
     pctx.ph = pctx.ph.for_unit(ctx.ds["unit"], ctx.ds["units"])
 
     content = {"TITLE": sections.title(ctx), "AUTHORS": front.authors(pctx, authors),
@@ -297,6 +349,10 @@ def build_causal_paper(spec: dict[str, Any], literature: dict[str, Any], data_re
     for slot, write in sections.WRITTEN:
         content[slot] = write(ctx)
     content["AVAILABILITY"] = availability.write(pctx)
+    if content["AVAILABILITY"]:
+        software = sections.software(ctx)
+        if software:
+            content["AVAILABILITY"] += " " + pctx.ph("provenance.availability_software", packages=software)
     content["UNVERIFIED"] = sections.unverified_block(ctx) if ctx.unverified else ""
     content["APPENDIX"] = ""
     content["MACROS"] = "\\input{numbers.tex}"

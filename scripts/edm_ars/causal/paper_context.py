@@ -29,6 +29,7 @@ class CausalCtx:
     dataset: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     recovery: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # the registry's published findings
     figures: dict[str, str] = field(default_factory=dict)  # balance/overlap -> figures/<file>
     n: dict[str, str] = field(default_factory=dict)
     digits: int = 2  # decimals of the effect estimates (3 on a proportion's scale)
@@ -127,16 +128,14 @@ class CausalCtx:
         return name
 
     def feature_label(self, feature: str, covariate: str | None = None) -> str:
-        """A frame column's readable name (escaped): x__lunchk -> 'Free lunch', x__gender=female -> 'Gender:
-        female', x__lunchk__missing -> 'Free lunch (missing)'."""
+        """A frame column's readable name (escaped), as the love plot names it (causal.figures.feature_label):
+        x__gender=Female -> 'Gender: Female', x__ethnicity__missing -> 'Ethnicity: missing'."""
+        from edm_ars.causal.figures import feature_label
+
         name = feature[3:] if feature.startswith("x__") else feature
-        missing = name.endswith("__missing")
-        name = name[: -len("__missing")] if missing else name
-        var, _, level = name.partition("=")
-        label = escape_latex(self.covariate_label(covariate or var))
-        if level:
-            label += ": " + escape_latex(level.replace("_", " "))
-        return label + (" (missing)" if missing else "")
+        var = name.removesuffix("__missing").partition("=")[0]
+        cov = covariate or var
+        return escape_latex(feature_label(feature, cov, {cov: self.covariate_label(cov)}))
 
     def interval(self, key: str) -> str:
         """'95\\% CI [lo, hi]' of the estimate registered under `key` (naive, primary, adjusted, ...)."""

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from edm_ars.causal.figures import FIGURE_ROWS, FIGURE_ROWS_WORD
 from edm_ars.causal.paper_context import CausalCtx
 from edm_ars.core.texescape import escape_latex
-from edm_ars.core.text import cap_first, join_list, lc_first
-from edm_ars.writer.integrity import unverified_reasons
+from edm_ars.core.text import clean_label, join_list, lc_first, number_word, title_case
+from edm_ars.writer.integrity import causal_wording, names_treatment, unverified_reasons
 from edm_ars.writer.macros import macro_name
 
 #: balance rows shown in the table (the largest |SMD| first)
@@ -81,9 +82,14 @@ def _question(ctx: CausalCtx) -> str:
 
 # ---- front matter -----------------------------------------------------------------------------------------------
 def title(ctx: CausalCtx) -> str:
-    kind = "A Randomized Experiment" if ctx.randomized else "An Observational Study"
-    return (f"{cap_first(ctx.arm('treated'))} versus {lc_first(ctx.arm('control'))} and "
-            f"{lc_first(ctx.outcome)}: {kind} in {ctx.ds['short']}")
+    """'The Effect of a Small Class on the Total of ...: Evidence from the Project STAR Experiment' (an
+    observational design: 'Evidence from an Observational Study of ...')."""
+    source = (f"the {ctx.ds['short']} Experiment" if ctx.randomized else
+              f"an Observational Study of {ctx.ds['short']}")
+    if ctx.generated:
+        source = f"Generated Data Standing in for {ctx.ds['short']}"
+    text = title_case(f"The Effect of {ctx.phrase} on {ctx.the_outcome}: Evidence from {source}")
+    return re.sub(r"(?<= )(From|With|Versus|Into|Per)(?= )", lambda m: m.group(1).lower(), text)
 
 
 def keywords(ctx: CausalCtx) -> str:
@@ -112,9 +118,9 @@ def _meaning(ctx: CausalCtx) -> str:
     if excl:
         sign = "positive" if p["estimate"] > 0 else "negative"
         return (f"The interval excludes zero: under {under}, the average effect of {ctx.phrase} on "
-                f"{lc_first(ctx.outcome)} in this population is {sign}.")
+                f"{ctx.the_outcome} in this population is {sign}.")
     return (f"The interval includes zero: under {under}, these data do not rule out that the average effect of "
-            f"{ctx.phrase} on {lc_first(ctx.outcome)} is zero.")
+            f"{ctx.phrase} on {ctx.the_outcome} is zero.")
 
 
 def _recovery_sentence(ctx: CausalCtx) -> str:
@@ -142,11 +148,12 @@ def abstract(ctx: CausalCtx) -> str:
         design = (f"{source} not assigned at random; we "
                   "assume conditional exchangeability given measured pre-treatment covariates, positivity, "
                   "consistency and no interference.")
-        method = (f"We estimate the average treatment effect (ATE) by {ctx.estimator('primary')} with cross-fitting, "
-                  "and report overlap, covariate balance and omitted-variable bounds")
+        est = ctx.estimator("primary")
+        method = (f"We estimate the average treatment effect (ATE) by {est}"
+                  + ("" if "cross-fitting" in est else " with cross-fitting") + ", and report overlap, covariate balance and omitted-variable bounds")
     sample = f"{n['n|analysed']} {_units(ctx)} with an observed outcome" if "n|analysed" in n else f"{_units(ctx)}"
-    estimate = (f"The estimated effect of {ctx.phrase} rather than {lc_first(ctx.arm('control'))} on "
-                f"{lc_first(ctx.outcome)} is {_est(ctx, 'primary')}.")
+    estimate = (f"The estimated effect of {ctx.phrase} rather than {ctx.control_phrase} on "
+                f"{ctx.the_outcome} is {_est(ctx, 'primary')}.")
     generated = ""
     if ctx.generated and not _recovery_sentence(ctx):
         generated = "The rows are generated data, so the estimate describes the generator, not real students."
@@ -161,9 +168,9 @@ def introduction(ctx: CausalCtx) -> str:
     paras = []
     paras.append(" ".join([
         _question(ctx),
-        f"It is a causal question: it asks how {lc_first(ctx.outcome)} would differ, on average, if the same "
-        f"{_units(ctx)} had been in the {lc_first(ctx.arm('treated'))} arm rather than the "
-        f"{lc_first(ctx.arm('control'))} arm.",
+        f"It is a causal question: it asks how {ctx.the_outcome} would differ, on average, if the same "
+        f"{_units(ctx)} had " + (f"been assigned to {ctx.phrase} rather than to {ctx.control_phrase}."
+                                 if ctx.randomized else f"received {ctx.phrase} rather than {ctx.control_phrase}."),
         "A decision about the treatment rests on what it changes, not on what it predicts, so the answer needs a "
         "design that separates the two.",
     ]))
@@ -181,9 +188,9 @@ def introduction(ctx: CausalCtx) -> str:
     pubs = [pe for pe in spec.get("published_estimates") or [] if pe.get("cite")]
     known = ""
     if pubs:
-        keys = ctx.cites.present(*[str(pe["cite"]) for pe in pubs])
+        keys = ctx.cites.present(*dict.fromkeys(str(pe["cite"]) for pe in pubs))
         cite = ctx.cites.citep(keys=keys) if keys else ""
-        known = (f"What is already known: published analyses of these data report estimates of this effect{cite}; "
+        known = (f"Published analyses of these data report estimates of this effect{cite}; "
                  "Section~\\ref{sec:comparison} compares them with ours.")
     elif prior:
         known = f"Earlier work on these data and on related questions is reviewed in Section~\\ref{{sec:related}}{ctx.cites.citep(keys=prior[:4])}."
@@ -201,26 +208,81 @@ def introduction(ctx: CausalCtx) -> str:
 
 
 # ---- related work -----------------------------------------------------------------------------------------------
+def _method_keys(ctx: CausalCtx) -> dict[str, list[str]]:
+    """The citable method papers by the role they play here (from the literature context's topics)."""
+    return {"dml": ctx.cites.keys("dml"), "doubleml": ctx.cites.keys("doubleml"),
+            "sensitivity": ctx.cites.keys("sensitivity"), "clustering": ctx.cites.keys("clustering")}
+
+
+def _claim(ctx: CausalCtx, finding: dict[str, Any]) -> str:
+    """A finding's confirmed claim as a clause ('' when it cannot be restated: a number no artifact backs, or
+    causal wording that does not name the treatment)."""
+    claim = " ".join(str(finding.get("claim") or "").split()).rstrip(".")
+    if not claim or re.search(r"\d", claim):
+        return ""
+    if causal_wording(claim) and not names_treatment(claim, ctx.treatment.get("phrases") or []):
+        return ""
+    return escape_latex(lc_first(claim))
+
+
 def related_work(ctx: CausalCtx) -> str:
-    paras = []
-    pubs = ctx.spec.get("published_estimates") or []
-    if pubs:
-        lines = []
-        for i, pe in enumerate(pubs):
-            who = ctx.cites.citet(str(pe["cite"])) if ctx.cites.present(str(pe.get("cite"))) else "A published analysis"
-            where = f" ({ctx.t(pe['where'], f'research_spec.json:published_estimates.{i}.where')})" if pe.get("where") else ""
-            se = f" (standard error {ctx.n[f'pub|{i}|se']})" if f"pub|{i}|se" in ctx.n else ""
-            outcome = f" on \\texttt{{{escape_latex(str(pe['outcome']))}}}" if pe.get("outcome") else ""
-            note = (f" ({lc_first(ctx.t(pe['note'], f'research_spec.json:published_estimates.{i}.note')).rstrip('.')})"
-                    if pe.get("note") else "")
-            lines.append(f"{who}{where} reported an estimate of {ctx.n[f'pub|{i}|estimate']}{se}{outcome}{note}.")
-        paras.append("\\paragraph{What is already known} " + " ".join(lines))
-    papers = [(i, p) for i, p in enumerate(ctx.lit.get("papers") or []) if p.get("key") in ctx.cites.keys_all]
-    if papers:
-        lines = [f"{ctx.cites.citet(p['key'])} wrote \\emph{{{ctx.t(p.get('title'), f'literature_context.json:papers.{i}.title')}}}."
-                 for i, p in papers]
-        paras.append("\\paragraph{Further work} The literature search returned these studies of the data set, the "
-                     "outcome and the methods. " + " ".join(lines))
+    """What is known: the data set's own studies and their confirmed findings (registry dataset.findings), the
+    source of the published estimates, and the methods this study uses. Each cited work is said to do what the
+    artifacts record of it; nothing is listed by title alone."""
+    paras, said = [], set()
+    # the data set's own studies and their findings
+    by_key: dict[str, list[str]] = {}
+    for f in ctx.findings:
+        key = str(f["cite"])
+        clause = _claim(ctx, f) if ctx.cites.present(key) else ""
+        if clause:
+            by_key.setdefault(key, []).append(clause)
+    lines = []
+    for key, claims in by_key.items():
+        lines.append(f"{ctx.cites.citet(key)} analysed {ctx.ds['short']} and reported that {claims[0]}."
+                     + "".join(f" The same study reports that {c}." for c in claims[1:]))
+        said.add(key)
+    topic = str(ctx.dataset.get("topic") or "")
+    published = {str(pe.get("cite")) for pe in ctx.spec.get("published_estimates") or []}
+    others = [k for k in (ctx.cites.keys(topic) if topic else []) if k not in said and k not in published]
+    if others:
+        lines.append(f"Other work on {ctx.ds['short']} includes{ctx.cites.citep(keys=others)}.")
+    pubs = [pe for pe in ctx.spec.get("published_estimates") or [] if ctx.cites.present(str(pe.get("cite")))]
+    for key in dict.fromkeys(str(pe["cite"]) for pe in pubs):
+        k = sum(1 for pe in pubs if str(pe["cite"]) == key)
+        models = "an estimate" if k == 1 else "estimates from several models"
+        lines.append(f"{ctx.cites.citet(key)} reported {models} of the effect of {ctx.phrase} on {ctx.the_outcome} "
+                     "from these data; Section~\\ref{sec:comparison} compares them with ours.")
+    if lines:
+        paras.append(" ".join(lines))
+    keys = _method_keys(ctx)
+    methods = []
+    if ctx.randomized:
+        if ctx.spec["design"].get("cluster") and keys["clustering"]:
+            methods.append(f"With assignment by design, the arms are compared directly; because {_units(ctx)} share "
+                           "the clusters of the design, the standard errors are cluster-robust"
+                           f"{ctx.cites.citep(keys=keys['clustering'])}.")
+        observational = keys["dml"] + keys["doubleml"]
+        if observational or keys["sensitivity"]:
+            methods.append("Without random assignment, an effect would have to be estimated under conditional "
+                           "exchangeability, for instance by double/debiased machine learning"
+                           f"{ctx.cites.citep(keys=observational) if observational else ''}, and bounded for "
+                           "unmeasured confounding"
+                           f"{ctx.cites.citep(keys=keys['sensitivity']) if keys['sensitivity'] else ''}; random "
+                           "assignment makes both unnecessary here, which is why this study compares the arms "
+                           "directly.")
+    else:
+        if keys["dml"] or keys["doubleml"]:
+            methods.append("Double/debiased machine learning estimates the effect with flexible models of the "
+                           "outcome and of the treatment, fitted with cross-fitting, and keeps a valid interval for "
+                           f"the effect{ctx.cites.citep(keys=keys['dml'])}"
+                           + (f"; we use its implementation in DoubleML{ctx.cites.citep(keys=keys['doubleml'])}"
+                              if keys["doubleml"] else "") + ".")
+        if keys["sensitivity"]:
+            methods.append("Omitted-variable bounds for such estimates say how strong an unmeasured confounder "
+                           f"would have to be to change the conclusion{ctx.cites.citep(keys=keys['sensitivity'])}.")
+    if methods:
+        paras.append(" ".join(methods))
     if not paras:
         note = ctx.t(ctx.lit.get("retrieval_note"), "literature_context.json:retrieval_note")
         paras.append("The literature search returned no verified study to cite" + (f" ({note})." if note else "."))
@@ -228,22 +290,36 @@ def related_work(ctx: CausalCtx) -> str:
 
 
 # ---- methods ----------------------------------------------------------------------------------------------------
+def _treatment_label(ctx: CausalCtx) -> str:
+    """The treatment variable's label in running text ('STAR class type in kindergarten'), else its name."""
+    tr = ctx.treatment
+    if tr.get("label"):
+        return lc_first(ctx.t(tr["label"], "research_spec.json:treatment.label"))
+    return _tt(tr["variable"])
+
+
 def _sample_flow(ctx: CausalCtx) -> str:
+    """The rows of the data and where they go: the arms (the analytic frame), the left-out levels, the rows
+    without a treatment value, the rows without an outcome, and the analysed rows."""
     n, d = ctx.n, ctx.data
-    treated, control = ctx.arm("treated"), ctx.arm("control")
-    out = [f"The analytic frame holds {n['n_rows']} {_units(ctx)}: {n['n_treated']} in the {lc_first(treated)} arm "
-           f"and {n['n_control']} in the {lc_first(control)} arm."]
-    left = [f"{n['excluded|' + str(v)]} in the level \\texttt{{{escape_latex(str(v))}}}"
-            for v in (d.get("excluded_levels") or {})]
-    if left:
-        out.append(f"Left out of the comparison were {join_list(left)} of \\texttt{{{escape_latex(ctx.treatment['variable'])}}}, "
-                   "which is neither arm.")
-    out.append(f"{n['n_missing_treatment']} {_units(ctx)} had no recorded treatment and are not in the frame.")
+    out = [f"The data hold {n['n_rows']} rows. The analytic frame keeps {n['n_treated']} "
+           f"{ctx.arm_units('treated')} (the treated arm) and {n['n_control']} {ctx.arm_units('control')} (the "
+           "comparison arm)."]
+    label = _treatment_label(ctx)
+    levels = list(d.get("excluded_levels") or {})
+    if len(levels) == 1:
+        out.append(f"Left out are the {n['excluded|' + str(levels[0])]} {_units(ctx)} in the level "
+                   f"{escape_latex(str(levels[0]))} of {label}, which is neither arm.")
+    elif levels:
+        left = [f"{n['excluded|' + str(v)]} in {escape_latex(str(v))}" for v in levels]
+        out.append(f"Left out are the {_units(ctx)} of the other levels of {label}, which are neither arm: "
+                   f"{join_list(left)}.")
+    out.append(f"Another {n['n_missing_treatment']} rows had no recorded value of {label} and are not in the frame.")
     if "outmiss|treated" in n and "outmiss|control" in n:
-        out.append(f"The outcome is missing for {n['outmiss|treated']} {_units(ctx)} of the {lc_first(treated)} arm and "
-                   f"{n['outmiss|control']} of the {lc_first(control)} arm.")
+        out.append(f"The outcome is missing for {n['outmiss|treated']} of the {ctx.arm_units('treated')} and "
+                   f"{n['outmiss|control']} of {ctx.arm_units('control', those=True)}.")
     if "n|analysed" in n:
-        arms = (f" ({n['n|treated']} {lc_first(treated)}, {n['n|control']} {lc_first(control)})"
+        arms = (f" ({n['n|treated']} treated, {n['n|control']} in the comparison arm)"
                 if "n|treated" in n and "n|control" in n else "")
         out.append(f"The estimates use the {n['n|analysed']} {_units(ctx)} with an observed outcome{arms}.")
     return " ".join(out)
@@ -275,11 +351,11 @@ def _data(ctx: CausalCtx) -> str:
     outcome = spec["outcome"]
     sum_of = outcome.get("sum_of")
     what = (" It is the sum of " + join_list([_tt(v) for v in sum_of]) + ".") if sum_of else ""
-    src.append(f"The outcome is {lc_first(ctx.outcome)} (\\texttt{{{escape_latex(outcome['name'])}}}).{what}")
+    src.append(f"The outcome is {ctx.the_outcome} (\\texttt{{{escape_latex(outcome['name'])}}}).{what}")
     tr = ctx.treatment
-    src.append(f"The treatment is \\texttt{{{escape_latex(tr['variable'])}}}, compared as "
-               f"\\texttt{{{escape_latex(str(tr['treated']))}}} ({ctx.arm('treated')}) against "
-               f"\\texttt{{{escape_latex(str(tr['control']))}}} ({ctx.arm('control')}).")
+    src.append(f"The treatment is {_treatment_label(ctx)} (\\texttt{{{escape_latex(tr['variable'])}}}): "
+               f"{ctx.phrase} (value \\texttt{{{escape_latex(str(tr['treated']))}}}) against {ctx.control_phrase} "
+               f"(value \\texttt{{{escape_latex(str(tr['control']))}}}).")
     miss = [c for c in ctx.data.get("covariates") or [] if f"covmiss|{c['name']}" in ctx.n
             and float(c.get("pct_missing") or 0) > 0]
     fill = ""
@@ -313,13 +389,40 @@ def _covariates(ctx: CausalCtx) -> str:
     return f"The covariates are {join_list(items)}. {order}"
 
 
+def _without_statement(text: Any, statement: Any) -> str:
+    """The identification argument without the assignment statement it may begin with (the Design section prints
+    the statement once, before it)."""
+    body, head = " ".join(str(text or "").split()), " ".join(str(statement or "").split())
+    if head and body.lower().startswith(head.lower()):
+        body = body[len(head):].lstrip(" .;:")
+    return body
+
+
+def _with_article(ctx: CausalCtx, text: Any) -> str:
+    """`text` with 'the' before the outcome's label where the label follows a preposition bare ('on total of the
+    ...' -> 'on the total of the ...')."""
+    text = " ".join(str(text or "").split())
+    for c in [ctx.spec["outcome"], *(ctx.spec.get("covariates") or [])]:
+        raw = " ".join(str(c.get("label") or "").split())
+        if raw and clean_label(raw) != raw:  # 'x1 Student's sex' -> 'student's sex'
+            text = text.replace(lc_first(raw), lc_first(clean_label(raw))).replace(raw, clean_label(raw))
+    label = clean_label(str(ctx.spec["outcome"].get("label") or ""))
+    if not label:
+        return text
+    low = lc_first(label)
+    return re.sub(r"\b(on|of|in|for|to)\s+(" + re.escape(low) + "|" + re.escape(label) + r")\b",
+                  lambda m: f"{m.group(1)} the {lc_first(m.group(2))}", text)
+
+
 def _design(ctx: CausalCtx) -> str:
     spec, n, d = ctx.spec, ctx.n, ctx.spec["design"]
     statement = _sentence(ctx.t(d.get("statement"), "research_spec.json:design.statement"))
     est = spec.get("estimand") or {}
     estimand = (f"The estimand is the {escape_latex(str(est.get('name') or 'ATE'))}: "
-                f"{lc_first(_sentence(ctx.t(est.get('statement'), 'research_spec.json:estimand.statement')))}")
-    ident = _sentence(ctx.t(spec.get("identification"), "research_spec.json:identification"))
+                + lc_first(_sentence(ctx.t(_with_article(ctx, est.get("statement")),
+                                           "research_spec.json:estimand.statement"))))
+    ident = _sentence(ctx.t(_with_article(ctx, _without_statement(spec.get("identification"), d.get("statement"))),
+                            "research_spec.json:identification"))
     if ctx.randomized:
         parts = [statement]
         unit = escape_latex(str(d.get("unit") or ctx.ds["unit"]))
@@ -329,13 +432,19 @@ def _design(ctx: CausalCtx) -> str:
         if d.get("cluster"):
             parts.append(f"Standard errors are cluster-robust at \\texttt{{{escape_latex(d['cluster'])}}}"
                          + (f" ({n['cluster|n']} clusters)" if "cluster|n" in n else "") + ".")
-        parts.append(f"Because assignment was random, the arms are exchangeable in expectation, and the difference in "
-                     f"their mean outcomes estimates the average effect of {ctx.phrase} on the outcome; we also assume "
-                     f"consistency (the outcome observed is the one under the arm received) and no interference "
-                     f"between {_units(ctx)}.")
         if ident:
             parts.append(ident)
+            parts.append(f"We also assume no interference between {_units(ctx)}: the arm of one does not change the "
+                         "outcome of another.")
+        else:
+            parts.append(f"Because assignment was random, the arms are exchangeable in expectation, and the "
+                         f"difference in their mean outcomes estimates the average effect of {ctx.phrase} on the "
+                         "outcome; we also assume consistency (the outcome observed is the one under the arm "
+                         f"received) and no interference between {_units(ctx)}.")
         parts.append(_covariates(ctx) + " They are used only for the balance table and the adjusted check.")
+    elif all(w in ident.lower() for w in ("exchangeability", "positivity", "consistency", "interference")):
+        # the specification's argument states the four assumptions itself: print it once, not a second list
+        parts = [statement, ident, _covariates(ctx)]
     else:
         parts = [statement,
                  "The treatment was not assigned at random. Identification therefore rests on four assumptions, "
@@ -350,17 +459,31 @@ def _design(ctx: CausalCtx) -> str:
     return "\\subsection{Design and identification}\\label{sec:design}\n" + " ".join(p for p in parts if p)
 
 
-def _versions(ctx: CausalCtx) -> str:
+def software(ctx: CausalCtx) -> str:
+    """The causal stage's software with versions (results.json:versions: Python, NumPy, pandas, scikit-learn,
+    statsmodels, DoubleML) and the workflow engine's (provenance.json:software.snakemake), each version a quoted
+    macro; '' when none is recorded. The prediction study's packages of the provenance record are not listed."""
     names = {"python": "Python", "numpy": "NumPy", "pandas": "pandas", "scikit-learn": "scikit-learn",
-             "statsmodels": "statsmodels", "doubleml": "DoubleML"}
+             "statsmodels": "statsmodels", "doubleml": "DoubleML", "snakemake": "Snakemake"}
+    found = [(key, v, f"results.json:versions.{key}") for key, v in (ctx.results.get("versions") or {}).items() if v]
+    snake = (ctx.provenance.get("software") or {}).get("snakemake")
+    if snake:
+        found.append(("snakemake", snake, "provenance.json:software.snakemake"))
     out = []
-    for key, v in (ctx.results.get("versions") or {}).items():
-        if not v:
-            continue
+    for key, v, source in found:
         shown = ctx.m.add(f"Version{''.join(ch for ch in key.title() if ch.isalpha())}", escape_latex(str(v)), str(v),
-                          f"results.json:versions.{key}", quoted=True)
+                          source, quoted=True)
         out.append(f"{names.get(key, escape_latex(key))} {shown}")
-    return f"The software versions are {join_list(out)}." if out else ""
+    return join_list(out)
+
+
+def _versions(ctx: CausalCtx) -> str:
+    """The software sentence of the Estimation section when the paper has no availability statement (no
+    provenance record) to hold it."""
+    if ctx.provenance and (ctx.provenance.get("data") or {}).get("kind"):
+        return ""
+    listed = software(ctx)
+    return f"The software versions are {listed}." if listed else ""
 
 
 def _estimation(ctx: CausalCtx) -> str:
@@ -369,13 +492,20 @@ def _estimation(ctx: CausalCtx) -> str:
     parts = [f"The naive estimate is the {escape_latex(str(r['naive'].get('estimator') or 'difference in means'))} "
              "of the outcome, with no adjustment."] if r.get("naive") else []
     lib = f" ({_library(ctx, 'primary')})" if p.get("library") else ""
-    parts.append(f"The primary estimator is {ctx.estimator('primary')}{lib}.")
+    keys = _method_keys(ctx)
+    cite = "" if ctx.randomized else ctx.cites.citep(keys=keys["dml"] + keys["doubleml"]) if (
+        keys["dml"] or keys["doubleml"]) else ""
+    parts.append(f"The primary estimator is {ctx.estimator('primary')}"
+                 + (f", fitted with {lib[2:-1]}" if lib else "") + f"{cite}.")
     if p.get("standard_errors"):
-        parts.append(f"Its standard errors: {_sentence(ctx.t(p['standard_errors'], 'results.json:primary.standard_errors'))}")
+        cl = (ctx.cites.citep(keys=keys["clustering"]) if ctx.spec["design"].get("cluster") and keys["clustering"]
+              else "")
+        parts.append(f"Its standard errors are {_sentence(ctx.t(p['standard_errors'], 'results.json:primary.standard_errors')).rstrip('.')}{cl}.")
     if isinstance(r.get("adjusted"), dict):
         a = r["adjusted"]
         alib = f" ({_library(ctx, 'adjusted')})" if a.get("library") else ""
-        parts.append(f"As a check, {ctx.estimator('adjusted')}{alib} adds the covariates; with random assignment it "
+        parts.append(f"As a check, {ctx.estimator('adjusted')}" + (f", fitted with {alib[2:-1]}," if alib else "")
+                     + " adds the covariates; with random assignment it "
                      "is expected to give a close estimate, usually with a narrower interval.")
     if not ctx.randomized:
         folds = (f" with {n['n_folds']} folds" + (f", repeated {n['n_rep']} times" if "n_rep" in n else "")
@@ -423,7 +553,7 @@ def _estimates_table(ctx: CausalCtx) -> str:
         rows.append(f"{names[key]} & {n[key + '|est']} & {n.get(key + '|se', '')} & "
                     f"[{n[key + '|lo']}, {n[key + '|hi']}] \\\\")
     return ("\\begin{table}[t]\n\\caption{Estimates of the average effect of " + ctx.phrase + " on "
-            + lc_first(ctx.outcome) + " (" + ctx.level + " confidence intervals).}\\label{tab:estimates}\n"
+            + ctx.the_outcome + " (" + ctx.level + " confidence intervals).}\\label{tab:estimates}\n"
             "\\fitcolumn{\\begin{tabular}{lrrr}\n\\toprule\nEstimator & Estimate & SE & Interval \\\\\n\\midrule\n"
             + "\n".join(rows) + "\n\\bottomrule\n\\end{tabular}}\n\\end{table}")
 
@@ -433,8 +563,8 @@ def _estimates(ctx: CausalCtx) -> str:
     p = r["primary"]
     parts = [_estimates_table(ctx),
              f"Table~\\ref{{tab:estimates}} lists the estimates. The primary estimate of the effect of {ctx.phrase} on "
-             f"{lc_first(ctx.outcome)} is {_est(ctx, 'primary')}"
-             + (f", p = {n['primary|p']}" if "primary|p" in n else "") + ".", _meaning(ctx)]
+             f"{ctx.the_outcome} is {_est(ctx, 'primary')}"
+             + (f", {n['primary|pp']}" if "primary|pp" in n else "") + ".", _meaning(ctx)]
     if "naive|est" in n:
         parts.append(f"The naive difference in means is {_est(ctx, 'naive')}.")
     if "adjusted|est" in n:
@@ -462,7 +592,7 @@ def _balance(ctx: CausalCtx) -> str:
             cells.append(n.get(f"bal|{i}|smd_weighted", "--"))
         lines.append(" & ".join(cells) + " \\\\")
     shown = ("" if len(rows) <= BALANCE_ROWS else
-             f" The {len(order)} columns with the largest absolute SMD of {n['bal|rows']} are shown.")
+             f" The {number_word(len(order))} columns with the largest absolute SMD of {n['bal|rows']} are shown.")
     head = "Feature & Treated & Control & SMD" + (" & Weighted" if weighted else "")
     table = ("\\begin{table}[t]\n\\caption{Covariate balance: means by arm and standardised mean differences (SMD)"
              + (" before and after weighting" if weighted else "") + "." + shown + "}\\label{tab:balance}\n"
@@ -483,7 +613,9 @@ def _balance(ctx: CausalCtx) -> str:
     if "balance" in ctx.figures:
         fig = ("\\begin{figure}[t]\n\\centering\n\\includegraphics[width=\\columnwidth]{" + ctx.figures["balance"]
                + "}\n\\caption{Absolute standardised mean differences of the feature columns"
-               + (" before and after weighting" if weighted else "") + ".}\\label{fig:balance}\n\\end{figure}")
+               + (" before and after weighting" if weighted else "") + "."
+               + (f" The {FIGURE_ROWS_WORD} columns with the largest absolute SMD of {n['bal|rows']} are shown."
+                  if len(rows) > FIGURE_ROWS else "") + "}\\label{fig:balance}\n\\end{figure}")
         text.append("Figure~\\ref{fig:balance} plots them.")
     return "\\subsection{Balance}\\label{sec:balance}\n" + "\n".join(x for x in (table, fig) if x) + "\n" + " ".join(text)
 
@@ -492,13 +624,12 @@ def _attrition(ctx: CausalCtx) -> str:
     att, n = ctx.results.get("attrition") or {}, ctx.n
     if "att|missing_treated" not in n:
         return ""
-    t, c = lc_first(ctx.arm("treated")), lc_first(ctx.arm("control"))
-    parts = [f"The outcome is missing for {n['att|missing_treated']} {_units(ctx)} of the {t} arm "
-             f"({n.get('att|rate_treated', '')}) and {n['att|missing_control']} of the {c} arm "
-             f"({n.get('att|rate_control', '')})."]
+    parts = [f"The outcome is missing for {n['att|missing_treated']} of the {ctx.arm_units('treated')} "
+             f"({n.get('att|rate_treated', '')}) and {n['att|missing_control']} of "
+             f"{ctx.arm_units('control', those=True)} ({n.get('att|rate_control', '')})."]
     if "att|difference" in n:
         ci = (f" ({ctx.level} CI [{n['att|ci_low']}, {n['att|ci_high']}]"
-              + (f", p = {n['att|p']}" if "att|p" in n else "") + ")") if "att|ci_low" in n else ""
+              + (f", {n['att|pp']}" if "att|pp" in n else "") + ")") if "att|ci_low" in n else ""
         parts.append(f"The treated-minus-control difference of the missing shares is {n['att|difference']} percentage "
                      f"points{ci}.")
         lo, hi = att.get("ci_low"), att.get("ci_high")
@@ -536,6 +667,7 @@ def _sensitivity(ctx: CausalCtx) -> str:
     if ctx.randomized or not se:
         return ""
     kind = ctx.t(se.get("kind") or "omitted-variable bounds", "results.json:sensitivity.kind")
+    kind += ctx.cites.citep(keys=_method_keys(ctx)["sensitivity"]) if _method_keys(ctx)["sensitivity"] else ""
     parts = [f"The sensitivity analysis, {kind}, posits an unobserved confounder that explains "
              f"{n.get('sens|cf_y', '')} of the residual variation of the outcome and {n.get('sens|cf_d', '')} of that of "
              f"the treatment (correlation parameter {n.get('sens|rho', '')})."]
@@ -559,7 +691,7 @@ def _sensitivity(ctx: CausalCtx) -> str:
 def _subgroup_label(ctx: CausalCtx, name: str) -> str:
     for s in ctx.spec.get("subgroups") or []:
         if s.get("name") == name and s.get("label"):
-            return escape_latex(str(s["label"]))
+            return escape_latex(clean_label(str(s["label"])))
     return escape_latex(ctx.covariate_label(name))
 
 
@@ -584,11 +716,39 @@ def _heterogeneity(ctx: CausalCtx) -> str:
                      "subgroups. They are exploratory: the subgroups were not chosen to test a hypothesis, the intervals "
                      "are not adjusted for the number of groups, and a subgroup's interval is wide when it is small.")
     if skipped:
-        items = [f"{escape_latex(str(s.get('group')))} of {_subgroup_label(ctx, s.get('attribute', ''))}"
-                 + (f" ({n[f'skip|{i}|n']}; {lc_first(ctx.t(s.get('reason'), f'results.json:heterogeneity.skipped.{i}.reason'))})"
-                    if f"skip|{i}|n" in n else "") for i, s in enumerate(skipped)]
-        parts.append(f"No estimate is reported for {join_list(items)}.")
+        by_attr: dict[str, list[str]] = {}
+        for s in skipped:
+            by_attr.setdefault(str(s.get("attribute") or ""), []).append(escape_latex(str(s.get("group"))))
+        named = "; ".join(_short_label(_subgroup_label(ctx, a))
+                          + (": " + "; ".join(g) if any("," in x for x in g) else " " + join_list(g))
+                          for a, g in by_attr.items())
+        few = _skip_rule(ctx, skipped)
+        if few:
+            parts.append(f"Groups with {few} have no estimate: {named}.")
+        else:
+            why = list(dict.fromkeys(ctx.t(s.get("reason"), f"results.json:heterogeneity.skipped.{i}.reason")
+                                     for i, s in enumerate(skipped) if s.get("reason")))
+            parts.append(f"No estimate is reported for {named}" + (f" ({'; '.join(why)})." if why else "."))
     return "\\subsection{Heterogeneity (exploratory)}\\label{sec:heterogeneity}\n" + " ".join(parts)
+
+
+def _short_label(label: str) -> str:
+    """A subgroup attribute's label without its trailing 'of the student' ('Ethnicity of the student' ->
+    'Ethnicity')."""
+    return re.sub(r"\s+of\s+(the|a|an)\s+\w+$", "", label) or label
+
+
+def _skip_rule(ctx: CausalCtx, skipped: list[dict[str, Any]]) -> str:
+    """'fewer than 50 analysed students in an arm' when every skip gives that rule in its reason (the number a
+    quoted macro of the first reason), else ''."""
+    reasons = [str(s.get("reason") or "") for s in skipped]
+    found = [re.match(r"fewer than (\d+) analysed rows in an arm", r) for r in reasons]
+    if not all(found) or len({f.group(1) for f in found if f}) != 1:
+        return ""
+    first = found[0]
+    assert first is not None
+    k = ctx.m.quoted(first.group(1), "results.json:heterogeneity.skipped.0.reason")
+    return f"fewer than {k} analysed {_units(ctx)} in an arm"
 
 
 def results(ctx: CausalCtx) -> str:
@@ -598,31 +758,61 @@ def results(ctx: CausalCtx) -> str:
 
 # ---- discussion: comparison, validation, review -----------------------------------------------------------------
 def _comparison(ctx: CausalCtx) -> str:
+    """One paragraph and a table (source, where, estimator, published estimate (SE), agrees?): our estimate once,
+    the agreement with each published one, and what differs between their analyses and ours."""
     pubs = ctx.spec.get("published_estimates") or []
     if not pubs:
         return ""
     p, n = _primary(ctx), ctx.n
-    out = []
+    rows, agree = [], 0
     for i, pe in enumerate(pubs):
-        who = ctx.cites.citet(str(pe["cite"])) if ctx.cites.present(str(pe.get("cite"))) else "A published analysis"
-        se = f" (standard error {n[f'pub|{i}|se']})" if f"pub|{i}|se" in n else ""
+        key = str(pe.get("cite") or "")
+        who = ctx.cites.citet(key) if ctx.cites.present(key) else "published analysis"
+        where = ctx.t(pe.get("where"), f"research_spec.json:published_estimates.{i}.where") or "--"
+        estimator = ctx.t(pe.get("estimator"), f"research_spec.json:published_estimates.{i}.estimator") or "--"
+        est = n.get(f"pub|{i}|estimate", "--") + (f" ({n[f'pub|{i}|se']})" if f"pub|{i}|se" in n else "")
         inside = _covers(p["ci_low"], p["ci_high"], float(pe["estimate"]))
-        verdict = ("lies inside our interval: the two agree" if inside else
-                   "lies outside our interval: the two do not agree")
-        differs = []
-        if pe.get("outcome") and pe["outcome"] != ctx.spec["outcome"]["name"]:
-            differs.append(f"the published estimate is on {_tt(pe['outcome'])}, not on {_tt(ctx.spec['outcome']['name'])}")
+        agree += inside
+        rows.append(f"{who} & {where} & {estimator} & {est} & {'yes' if inside else 'no'} \\\\")
+    table = ("\\begin{table}[t]\n\\caption{Published estimates of the effect of " + ctx.phrase + " on "
+             + ctx.the_outcome + " from these data (standard errors in parentheses). Agrees: the published estimate "
+             "lies inside the " + ctx.level + " confidence interval of our primary estimate.}\\label{tab:published}\n"
+             "\\footnotesize\n\\begin{tabularx}{\\columnwidth}{@{}l>{\\raggedright\\arraybackslash}"
+             "X>{\\raggedright\\arraybackslash}Xrc@{}}\n\\toprule\n"
+             "Source & Where & Estimator & Estimate & Agrees \\\\\n\\midrule\n" + "\n".join(rows)
+             + "\n\\bottomrule\n\\end{tabularx}\n\\end{table}")
+    k = len(pubs)
+    how = ("all of them" if agree == k and k > 1 else "it" if agree == k else "none of them" if agree == 0 else
+           f"{number_word(agree)} of the {number_word(k)}")
+    one = "estimate" if k == 1 else "estimates"
+    inside = "it lies" if k == 1 else "each lies"
+    verdict = (f"agrees with {how}: {inside} inside our interval" if agree == k else
+               f"agrees with {how}" if agree else
+               ("does not agree with it: it lies outside our interval" if k == 1 else
+                "agrees with none of them: each lies outside our interval"))
+    text = [f"Table~\\ref{{tab:published}} lists the published {one} of the effect of {ctx.phrase} from these data. "
+            f"Our primary estimate, {_est(ctx, 'primary')}, {verdict}."]
+    differs = []
+    others = [escape_latex(str(v)) for v in ctx.treatment.get("other_levels") or []]
+    if others:
+        differs.append(f"the published model{'' if k == 1 else 's'} kept the {join_list([_tt(v) for v in ctx.treatment['other_levels']])} "
+                       f"level{'s' if len(others) > 1 else ''} of {_treatment_label(ctx)}, which our comparison "
+                       "leaves out")
+    outcomes = {str(pe["outcome"]) for pe in pubs if pe.get("outcome")} - {str(ctx.spec["outcome"]["name"])}
+    if outcomes:
+        differs.append(f"the published {one} {'is' if k == 1 else 'are'} on "
+                       f"{join_list([_tt(o) for o in sorted(outcomes)])}, not on {_tt(ctx.spec['outcome']['name'])}")
+    if any(pe.get("estimator") for pe in pubs):
+        differs.append("their covariates are as the Estimator column states")
+    for i, pe in enumerate(pubs):
         if pe.get("note"):
-            differs.append("its source notes: "
-                           + lc_first(ctx.t(pe["note"], f"research_spec.json:published_estimates.{i}.note")).rstrip("."))
-        what = (f" What differs: {'; '.join(differs)}." if differs else "")
-        out.append(f"{who} reported {n[f'pub|{i}|estimate']}{se} for the effect of {ctx.phrase}; our primary estimate "
-                   f"is {_est(ctx, 'primary')}, and the published estimate {verdict}.{what}")
-    out.append(f"Our sample is the {n.get('n|analysed', '')} {_units(ctx)} of this frame with an observed outcome, "
-               "and our covariates are those of Section~\\ref{sec:design}; a published analysis may use another "
-               "sample, other covariates or another scale of the outcome, so agreement is a check, not a "
-               "replication.")
-    return "\\subsection{Comparison with published estimates}\\label{sec:comparison}\n" + " ".join(out)
+            differs.append(lc_first(ctx.t(pe["note"], f"research_spec.json:published_estimates.{i}.note")).rstrip("."))
+    if differs:
+        text.append(f"What differs: {'; '.join(differs)}.")
+    text.append(f"Our sample is the {n.get('n|analysed', '')} {_units(ctx)} of the frame with an observed outcome, "
+                "so agreement is a check, not a replication.")
+    return ("\\subsection{Comparison with published estimates}\\label{sec:comparison}\n" + table + "\n"
+            + " ".join(text))
 
 
 def _validation(ctx: CausalCtx) -> str:
@@ -647,7 +837,41 @@ def _validation(ctx: CausalCtx) -> str:
     return "\\subsection{Validation against known truth}\\label{sec:recovery}\n" + " ".join(parts)
 
 
+def _review_fact(ctx: CausalCtx, item: str) -> str:
+    """The one result that decided a checklist item, as a clause through the macros ('' when the results do not
+    hold it)."""
+    n, units = ctx.n, _units(ctx)
+    if item == "comparison_group" and "n|treated" in n and "n|control" in n:
+        return f"{n['n|treated']} treated and {n['n|control']} comparison {units} have an observed outcome"
+    if item == "identification":
+        return "Section~\\ref{sec:design} states the design and the identification argument"
+    if item == "pre_treatment":
+        return f"the {n['n_covariates']} covariates are measured before the treatment"
+    if item == "overlap":
+        if ctx.randomized:
+            return "the treatment was assigned at random, so no propensity is estimated"
+        if "ov|propensity_min" in n:
+            return f"the estimated propensities lie between {n['ov|propensity_min']} and {n['ov|propensity_max']}"
+    if item == "balance":
+        if "bal|max_abs_smd_weighted" in n:
+            return f"the largest absolute SMD after weighting is {n['bal|max_abs_smd_weighted']}"
+        if "bal|max_abs_smd" in n:
+            return f"the largest absolute SMD is {n['bal|max_abs_smd']}"
+    if item == "attrition" and "att|difference" in n:
+        return f"the arms' shares with a missing outcome differ by {n['att|difference']} percentage points"
+    if item == "sensitivity":
+        if ctx.randomized:
+            return "a randomized comparison does not need it"
+        if "sens|rv" in n:
+            return f"the robustness value is {n['sens|rv']}"
+    if item == "heterogeneity_exploratory":
+        return f"the {n['het|n_groups']} subgroup estimates are labelled exploratory"
+    return ""
+
+
 def _review(ctx: CausalCtx) -> str:
+    """The Critic's verdict and its checklist: one sentence per item (label, passed or failed, the number that
+    decided it), from the results rather than the Critic's log."""
     rv, n = ctx.review, ctx.n
     checklist = rv.get("checklist") or []
     verdict = escape_latex(str(rv.get("verdict") or "none"))
@@ -656,11 +880,11 @@ def _review(ctx: CausalCtx) -> str:
     if not checklist:
         return "\\subsection{Review}\\label{sec:review}\n" + head
     items = []
-    for i, c in enumerate(checklist):
+    for c in checklist:
         label = escape_latex(str(c.get("label") or c.get("id")))
-        status = "passed" if c.get("passed") else f"not passed ({escape_latex(str(c.get('severity') or 'unrated'))})"
-        detail = ctx.t(c.get("detail"), f"review_report.json:checklist.{i}.detail")
-        items.append(f"\\item \\textbf{{{label}}}: {status}." + (f" {_sentence(cap_first(detail))}" if detail else ""))
+        status = "passed" if c.get("passed") else f"failed ({escape_latex(str(c.get('severity') or 'unrated'))})"
+        fact = _review_fact(ctx, str(c.get("id")))
+        items.append(f"\\item {label}: {status}" + (f"; {fact}." if fact else "."))
     return ("\\subsection{Review}\\label{sec:review}\n" + head + "\n\\begin{itemize}\n" + "\n".join(items)
             + "\n\\end{itemize}")
 
@@ -670,6 +894,31 @@ def discussion(ctx: CausalCtx) -> str:
 
 
 # ---- limitations and conclusion ---------------------------------------------------------------------------------
+def _checks_found(ctx: CausalCtx) -> str:
+    """What the balance and attrition checks (and, observational, the sensitivity analysis) found, in a sentence
+    each."""
+    n, r = ctx.n, ctx.results
+    bal, att = r.get("balance") or {}, r.get("attrition") or {}
+    out = []
+    weighted = "bal|max_abs_smd_weighted" in n
+    key, above = ("bal|max_abs_smd_weighted", bal.get("n_above_weighted")) if weighted else \
+        ("bal|max_abs_smd", bal.get("n_above"))
+    if key in n and "bal|threshold" in n and isinstance(above, int):
+        count = n["bal|n_above_weighted" if weighted else "bal|n_above"]
+        out.append(f"The largest absolute SMD of the covariates{' after weighting' if weighted else ''} is {n[key]}, "
+                   + (f"and no feature column exceeds {n['bal|threshold']}." if above == 0 else
+                      f"and {count} feature columns exceed {n['bal|threshold']}."))
+    lo, hi = att.get("ci_low"), att.get("ci_high")
+    if "att|difference" in n and isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+        out.append(f"The arms' shares with a missing outcome differ by {n['att|difference']} percentage points "
+                   f"({ctx.level} CI [{n['att|ci_low']}, {n['att|ci_high']}]), an interval that "
+                   + ("includes zero." if _covers(lo, hi, 0) else "excludes zero, so the analysed arms may differ."))
+    if not ctx.randomized and "sens|rv" in n:
+        out.append(f"The robustness value is {n['sens|rv']}: an unmeasured confounder would have to explain that share "
+                   "of the residual variation of both the treatment and the outcome to bring the estimate to zero.")
+    return " ".join(out)
+
+
 def limitations(ctx: CausalCtx) -> str:
     n, r = ctx.n, ctx.results
     items = []
@@ -708,12 +957,11 @@ def limitations(ctx: CausalCtx) -> str:
                + ("support a nonzero average effect of " + ctx.phrase + "." if excl else
                   "are compatible with no average effect of " + ctx.phrase + "."))
     where = f"generated data standing in for {ctx.ds['short']}" if ctx.generated else ctx.ds["short"]
-    checks = "balance and attrition" if ctx.randomized else "balance, attrition, overlap and sensitivity"
-    conclusion = (f"We estimated the average effect of {ctx.phrase} rather than {lc_first(ctx.arm('control'))} on "
-                  f"{lc_first(ctx.outcome)} in {where} at {_est(ctx, 'primary')}.{verdict} The {checks} "
-                  "checks reported above qualify how far that reading holds"
-                  + (", and on generated data the method was checked against a planted effect" if ctx.recovery else "")
-                  + ".")
+    conclusion = " ".join(x for x in (
+        f"We estimated the average effect of {ctx.phrase} rather than {ctx.control_phrase} on "
+        f"{ctx.the_outcome} in {where} at {_est(ctx, 'primary')}.{verdict}", _checks_found(ctx),
+        "On generated data, the method was also checked against a planted effect (Section~\\ref{sec:recovery})."
+        if ctx.recovery and "rec|planted_ate" in n else "") if x)
     return ("\\begin{itemize}\n" + body + "\n\\end{itemize}\n\n\\section{Conclusion}\\label{sec:conclusion}\n"
             + conclusion)
 

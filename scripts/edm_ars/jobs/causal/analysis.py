@@ -32,5 +32,6 @@ def estimate(smk: Any) -> None:
     log.info("%s: %s = %.4g [%.4g, %.4g]; naive %.4g", results["design"], p["estimator"], p["estimate"],
              p["ci_low"], p["ci_high"], results["naive"]["estimate"])
     Path(smk.output.figures).mkdir(parents=True, exist_ok=True)
-    results["figures"] = causal_figures(data, results, Path(smk.output.figures), propensity=propensity)
+    results["figures"] = causal_figures(data, results, Path(smk.output.figures), propensity=propensity,
+                                        labels={c["name"]: c["label"] for c in spec["covariates"]})
     write_json(smk.output.results, results)

@@ -45,7 +45,8 @@ def write(smk: Any) -> None:
         figures_dir=Path(smk.input.figures), template=Path(smk.input.template), out_dir=out,
         authors=smk.params.authors, dataset=reg.prose,
         provenance_record=_optional(smk, "provenance"), recovery=_optional(smk, "recovery"),
-        bib_source=Path(smk.input.bibliography), phrases=Path(smk.input.phrases))
+        bib_source=Path(smk.input.bibliography), phrases=Path(smk.input.phrases),
+        findings=reg.dataset.get("findings"))
     log.info("causal paper written: %s", summary)
     given = {**ARTIFACTS, **{n: k for n, k in OPTIONAL_ARTIFACTS.items() if k in smk.input.keys()}}
     write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in given.items()})
