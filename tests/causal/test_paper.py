@@ -501,6 +501,18 @@ def test_an_interval_covering_zero_is_read_as_no_evidence_of_an_effect(tmp_path)
     assert verify_paper(out / "paper.tex").ok
 
 
+def test_a_study_that_lost_no_one_says_so_instead_of_printing_zeros(tmp_path):
+    arts = hsls()
+    arts["data_report"].update(n_missing_treatment=0, outcome_missing={"treated": 0, "control": 0})
+    arts["results"]["attrition"].update(missing_treated=0, missing_control=0, rate_treated=0.0, rate_control=0.0,
+                                        difference=0.0, ci_low=0.0, ci_high=0.0, p_value=1.0)
+    _, out = build(tmp_path, arts)
+    text = flat(out)
+    assert "so neither arm lost members" in text and "No outcome is missing." in text
+    assert "Another 0 rows" not in text and "missing for 0 of" not in text
+    assert verify_paper(out / "paper.tex").ok
+
+
 def test_another_confidence_level_is_printed_from_alpha(tmp_path):
     arts = star()
     arts["results"]["alpha"] = 0.1

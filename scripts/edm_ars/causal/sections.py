@@ -314,10 +314,15 @@ def _sample_flow(ctx: CausalCtx) -> str:
         left = [f"{n['excluded|' + str(v)]} in {escape_latex(str(v))}" for v in levels]
         out.append(f"Left out are the {_units(ctx)} of the other levels of {label}, which are neither arm: "
                    f"{join_list(left)}.")
-    out.append(f"Another {n['n_missing_treatment']} rows had no recorded value of {label} and are not in the frame.")
-    if "outmiss|treated" in n and "outmiss|control" in n:
+    if d.get("n_missing_treatment"):
+        out.append(f"Another {n['n_missing_treatment']} rows had no recorded value of {label} and are not in the "
+                   "frame.")
+    missing = d.get("outcome_missing") or {}
+    if "outmiss|treated" in n and "outmiss|control" in n and (missing.get("treated") or missing.get("control")):
         out.append(f"The outcome is missing for {n['outmiss|treated']} of the {ctx.arm_units('treated')} and "
                    f"{n['outmiss|control']} of {ctx.arm_units('control', those=True)}.")
+    elif "outmiss|treated" in n:
+        out.append("No outcome is missing.")
     if "n|analysed" in n:
         arms = (f" ({n['n|treated']} treated, {n['n|control']} in the comparison arm)"
                 if "n|treated" in n and "n|control" in n else "")
@@ -353,7 +358,7 @@ def _data(ctx: CausalCtx) -> str:
     what = (" It is the sum of " + join_list([_tt(v) for v in sum_of]) + ".") if sum_of else ""
     src.append(f"The outcome is {ctx.the_outcome} (\\texttt{{{escape_latex(outcome['name'])}}}).{what}")
     tr = ctx.treatment
-    src.append(f"The treatment is {_treatment_label(ctx)} (\\texttt{{{escape_latex(tr['variable'])}}}): "
+    src.append(f"The treatment is \\texttt{{{escape_latex(tr['variable'])}}} (``{_treatment_label(ctx)}''): "
                f"{ctx.phrase} (value \\texttt{{{escape_latex(str(tr['treated']))}}}) against {ctx.control_phrase} "
                f"(value \\texttt{{{escape_latex(str(tr['control']))}}}).")
     miss = [c for c in ctx.data.get("covariates") or [] if f"covmiss|{c['name']}" in ctx.n
@@ -624,6 +629,9 @@ def _attrition(ctx: CausalCtx) -> str:
     att, n = ctx.results.get("attrition") or {}, ctx.n
     if "att|missing_treated" not in n:
         return ""
+    if not att.get("missing_treated") and not att.get("missing_control"):
+        return ("\\subsection{Attrition}\\label{sec:attrition}\n"
+                f"Every {ctx.ds['unit']} of the frame has an observed outcome, so neither arm lost members.")
     parts = [f"The outcome is missing for {n['att|missing_treated']} of the {ctx.arm_units('treated')} "
              f"({n.get('att|rate_treated', '')}) and {n['att|missing_control']} of "
              f"{ctx.arm_units('control', those=True)} ({n.get('att|rate_control', '')})."]
@@ -637,7 +645,7 @@ def _attrition(ctx: CausalCtx) -> str:
             parts.append("Its interval excludes zero: the arms lost different shares of their members, so the "
                          "analysed arms may no longer be comparable." if not _covers(lo, hi, 0) else
                          "Its interval includes zero: the data do not show an unequal loss by arm.")
-    if "att|smd" in n:
+    if "att|smd" in n and ctx.randomized:  # in an observational design the arms differ by design, not by loss
         parts.append(f"Among those with an outcome, the largest absolute SMD of the covariates is {n['att|smd']}.")
     return "\\subsection{Attrition}\\label{sec:attrition}\n" + " ".join(parts)
 

@@ -108,13 +108,14 @@ def offline_framing(spec: dict[str, Any], dataset: dict[str, Any]) -> dict[str, 
                   f"{o['label'][0].lower() + o['label'][1:]} can be estimated without assumptions about who "
                   "chose the treatment.")
     else:
+        unit = dataset.get("unit", "student")
         ident = (f"{' '.join(str(d['statement']).split())} The treatment was not assigned at random, so the "
                  f"comparison identifies the effect of {t['phrase']} only under three assumptions. Conditional "
-                 f"exchangeability: given {names}, whether a student took up {t['phrase']} is unrelated to the "
-                 "outcomes the student would have had with and without it. Positivity: every student had a "
-                 "probability between zero and one of taking it up, given the covariates (examined in the overlap "
-                 "analysis). Consistency and no interference: the treatment is the same for everyone who took it "
-                 "up, and one student's uptake does not change another's outcome. The first assumption cannot be "
+                 f"exchangeability: given {names}, whether a {unit} had the treatment ({t['phrase']}) is unrelated "
+                 f"to the outcomes the {unit} would have had with and without it. Positivity: every {unit} had a "
+                 "probability between zero and one of having it, given the covariates (examined in the overlap "
+                 "analysis). Consistency and no interference: the treatment is the same for everyone who had it, "
+                 f"and one {unit}'s treatment does not change another's outcome. The first assumption cannot be "
                  "tested from the data; the sensitivity analysis states how strong an unmeasured confounder would "
                  "have to be to change the conclusion.")
         motive = (f"Whether {t['phrase']} changes {o['label'][0].lower() + o['label'][1:]} is a question schools "

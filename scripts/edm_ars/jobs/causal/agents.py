@@ -42,8 +42,13 @@ def formulate(smk: Any) -> None:
         spec["revision_notes"] = notes
     bib, topics = smk.input.bibliography
     keys = list(dict.fromkeys(p["cite"] for p in spec["published_estimates"]))
-    # the question's and the data set's topics and the causal methods' (not the prediction study's core methods)
-    wanted = [t for t in literature_topics(reg, spec["question_id"]) if t not in CORE_TOPICS] + ["causal"]
+    # the question's and the data set's topics and the sources of the methods this design uses (not the prediction
+    # study's core methods): double machine learning and its sensitivity analysis for an observational design,
+    # cluster-robust inference when the design names a cluster column
+    design = spec["design"]
+    wanted = [t for t in literature_topics(reg, spec["question_id"]) if t not in CORE_TOPICS]
+    wanted += ["doubleml", "dml", "sensitivity"] if design["kind"] == "observational" else []
+    wanted += ["clustering"] if design.get("cluster") else []
     backend = smk.params.llm["backend"]
     if backend == "offline":
         spec |= offline_framing(spec, reg.prose)
@@ -66,7 +71,7 @@ def formulate(smk: Any) -> None:
         literature = _model_literature(smk, spec, lambda note: curated_literature(bib, topics, wanted, note=note,
                                                                                   keys=keys),
                                        reg.dataset.get("literature"))
-        literature = with_works(literature, curated_literature(bib, topics, ["causal"], keys=keys))
+        literature = with_works(literature, curated_literature(bib, topics, wanted, keys=keys))
     spec["literature_keys"] = [p["key"] for p in literature["papers"]]
     t = spec["treatment"]
     log.info("causal question %s: %s (%s) vs %s on %s, %s design, %d covariates; literature: %s, %d works",
