@@ -510,6 +510,7 @@ def test_a_study_that_lost_no_one_says_so_instead_of_printing_zeros(tmp_path):
     text = flat(out)
     assert "so neither arm lost members" in text and "No outcome is missing." in text
     assert "Another 0 rows" not in text and "missing for 0 of" not in text
+    assert "differ by 0.0 percentage points" not in text and "Attrition." not in text
     assert verify_paper(out / "paper.tex").ok
 
 

@@ -866,6 +866,9 @@ def _review_fact(ctx: CausalCtx, item: str) -> str:
         if "bal|max_abs_smd" in n:
             return f"the largest absolute SMD is {n['bal|max_abs_smd']}"
     if item == "attrition" and "att|difference" in n:
+        att = ctx.results.get("attrition") or {}
+        if not (att.get("missing_treated") or att.get("missing_control")):
+            return "no outcome is missing in either arm"
         return f"the arms' shares with a missing outcome differ by {n['att|difference']} percentage points"
     if item == "sensitivity":
         if ctx.randomized:
@@ -917,7 +920,8 @@ def _checks_found(ctx: CausalCtx) -> str:
                    + (f"and no feature column exceeds {n['bal|threshold']}." if above == 0 else
                       f"and {count} feature columns exceed {n['bal|threshold']}."))
     lo, hi = att.get("ci_low"), att.get("ci_high")
-    if "att|difference" in n and isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+    lost = bool(att.get("missing_treated") or att.get("missing_control"))
+    if "att|difference" in n and lost and isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
         out.append(f"The arms' shares with a missing outcome differ by {n['att|difference']} percentage points "
                    f"({ctx.level} CI [{n['att|ci_low']}, {n['att|ci_high']}]), an interval that "
                    + ("includes zero." if _covers(lo, hi, 0) else "excludes zero, so the analysed arms may differ."))
@@ -930,14 +934,15 @@ def _checks_found(ctx: CausalCtx) -> str:
 def limitations(ctx: CausalCtx) -> str:
     n, r = ctx.n, ctx.results
     items = []
-    if "att|rate_treated" in n:
+    att = r.get("attrition") or {}
+    if "att|rate_treated" in n and (att.get("missing_treated") or att.get("missing_control")):
         items.append(f"\\textbf{{Attrition.}} The estimates use only the {_units(ctx)} with an observed outcome (the "
                      f"outcome is missing for {n['att|rate_treated']} of one arm and {n['att|rate_control']} of the "
                      f"other). If those who left would have responded to {ctx.phrase} differently from those who "
                      "stayed, the estimate describes the stayers, not everyone in the arms.")
     if not ctx.generated:
         items.append(f"\\textbf{{One sample.}} The data come from one study, {ctx.ds['short']}; the estimate refers to "
-                     "its population and period, and nothing here shows that it carries over to other schools, places "
+                     "its population and period, and nothing here shows that it carries over to other settings, places "
                      "or times.")
     if any(str(f).endswith("__missing") for f in ctx.data.get("features") or []):
         items.append("\\textbf{Missing covariates.} Missing covariate values were filled with the mean and flagged "
