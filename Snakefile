@@ -106,6 +106,7 @@ if TASK == "causal":
             causal_formulate,
             critique,
             causal_write,
+            costs,
             gate,
 
     localrules:

@@ -182,3 +182,25 @@ rule causal_write:
         authors=lookup(dpath="paper/authors", within=config),
     script:
         "../scripts/causal_write.py"
+
+
+rule costs:
+    input:
+        ledgers=causal_ledgers,
+    output:
+        calls="output/llm_calls.jsonl",
+        costs=report(
+            "output/costs.json",
+            caption="../report/costs.rst",
+            category="7. Run",
+            subcategory="all rounds",
+            labels={"artifact": "language-model costs", "round": "all"},
+        ),
+    log:
+        "logs/costs.log",
+    benchmark:
+        "benchmarks/costs.tsv"
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/costs.py"

@@ -89,3 +89,20 @@ def causal_write_gates(wildcards):
         | gate_approval("write", b, r)
         | human_notes("write", b, r)
     )
+
+
+def causal_ledgers(wildcards=None):
+    """The LLM call ledgers of the causal study's agent jobs: the specification of each round that re-ran it, the
+    review of every round, and the paper (none when the Critic aborted)."""
+    b = 1
+    last = final_round(b)
+    d = f"output/branch_{b}/ledger"
+    out = [
+        f"{d}/formulate/round_{r}.jsonl"
+        for r in range(last + 1)
+        if r == 0 or STAGES.index(rerun_from(b, r)) == 0
+    ]
+    out += [f"{d}/critique/round_{r}.jsonl" for r in range(last + 1)]
+    if verdict_of(b, last) != "ABORT":
+        out.append("output/ledger/write/paper.jsonl")
+    return out

@@ -141,7 +141,7 @@ def final_targets(wildcards=None):
     """The default target's files. With papers=all, every branch's paper, or its abort report when the Critic
     aborted it (read from the selection, which lists each branch's final verdict)."""
     if TASK == "causal":
-        return ["output/paper.pdf"]
+        return ["output/paper.pdf", "output/costs.json"]
     per_branch = [f"output/branch_{b}/revisions.md" for b in BRANCHES]
     if config["papers"] == "all":
         # the selection is an input, so this list is made again once `select` has run

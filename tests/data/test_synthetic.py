@@ -189,6 +189,9 @@ def test_dgp_schema_and_effects(reg, dgp):
     json.dumps(dgp)
     assert dgp["seed"] == 42 and dgp["n_students"] == 23503 and dgp["n_schools"] == 944
     for q in reg.questions:
+        if q.get("task") == "causal":  # its planted effect: dgp["treatments"] (tests/data/test_synthetic_treatment.py)
+            assert dgp["treatments"][q["treatment"]["variable"]]["outcome"] == q["outcome"]
+            continue
         out = dgp["outcomes"][q["outcome"]]
         effects = out["effects"]
         assert [e["rank"] for e in effects] == list(range(1, len(effects) + 1))

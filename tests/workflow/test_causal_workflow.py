@@ -84,12 +84,14 @@ def test_the_planted_confounded_effect_is_recovered_with_the_model_backend(tmp_p
     with FakeAnthropic(_framing) as llm, FakeSemanticScholar(S2_PAPERS) as s2, FakeCrossRef(CROSSREF_WORKS) as cr:
         overrides = (f"literature: {{semantic_scholar_url: '{s2.base_url}', crossref_url: '{cr.base_url}', "
                      "n_min: 5, n_max: 12}\n")
-        result = snakemake(tmp_path, "output/paper.pdf",
-                           config={"question": "math_tutoring", "backend": "anthropic", "base_url": llm.url},
-                           overrides=overrides)
+        # the default target: the paper and the run's costs
+        result = snakemake(tmp_path, config={"question": "math_tutoring", "backend": "anthropic",
+                                             "base_url": llm.url}, overrides=overrides)
         assert result.returncode == 0, result.stderr[-5000:]
         assert llm.count == 1  # the framing of the specification
     out = tmp_path / "output"
+    costs = _read(out / "costs.json")
+    assert costs["agents"]["formulate"]["calls"] == 1 and costs["total"]["calls"] == 1
     spec = _read(out / "branch_1" / "round_0" / "research_spec.json")
     assert spec["framing_source"] == "model" and "exchangeability" in spec["identification"]
     rec = _read(out / "paper" / "recovery.json")

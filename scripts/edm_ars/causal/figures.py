@@ -4,7 +4,6 @@ arm (overlap.pdf); each PDF with its PNG rendering next to it."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -12,34 +11,8 @@ import numpy as np
 import pandas as pd
 
 from edm_ars.analysis.figures import AXIS_LABEL_WIDTH, REFERENCE, plt, png_path, save_figure, wrap_label
+from edm_ars.causal.labels import FIGURE_ROWS, feature_label
 from edm_ars.core.errors import DataError
-from edm_ars.core.text import clean_label
-
-#: the most feature columns the love plot shows (those with the largest |SMD|); the paper's caption says so
-FIGURE_ROWS = 20
-FIGURE_ROWS_WORD = "twenty"
-
-
-def feature_label(feature: str, covariate: str | None = None, labels: dict[str, str] | None = None) -> str:
-    """A frame column's readable name: x__gender=Female -> 'Gender: Female', x__ethnicity__missing ->
-    'Ethnicity: missing', x__lunchk -> 'Lunchk' (the covariate's label from `labels` when given)."""
-    name = feature.removeprefix("x__")
-    missing = name.endswith("__missing")
-    name = name.removesuffix("__missing")
-    var, _, level = name.partition("=")
-    cov = covariate or var
-    label = short_label(clean_label(str((labels or {}).get(cov) or cov.replace("_", " "))))
-    label = label[:1].upper() + label[1:]
-    if missing:
-        return f"{label}: missing"
-    if len(level.split()) >= 3:  # a level that names itself ('Not qualified for free lunch')
-        return level[:1].upper() + level[1:]
-    return f"{label}: {level}" if level else label
-
-
-def short_label(label: str) -> str:
-    """A covariate's label without a trailing 'of the student' ('Ethnicity of the student' -> 'Ethnicity')."""
-    return re.sub(r"\s+of\s+(the|a|an)\s+\w+$", "", label.strip()) or label
 
 
 def balance_figure(results: dict[str, Any], path: Path, *, labels: dict[str, str] | None = None) -> dict[str, Any]:

@@ -130,7 +130,7 @@ class CausalCtx:
     def feature_label(self, feature: str, covariate: str | None = None) -> str:
         """A frame column's readable name (escaped), as the love plot names it (causal.figures.feature_label):
         x__gender=Female -> 'Gender: Female', x__ethnicity__missing -> 'Ethnicity: missing'."""
-        from edm_ars.causal.figures import feature_label
+        from edm_ars.causal.labels import feature_label
 
         name = feature[3:] if feature.startswith("x__") else feature
         var = name.removesuffix("__missing").partition("=")[0]

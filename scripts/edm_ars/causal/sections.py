@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from edm_ars.causal.figures import FIGURE_ROWS, FIGURE_ROWS_WORD
+from edm_ars.causal.labels import FIGURE_ROWS, FIGURE_ROWS_WORD
 from edm_ars.causal.paper_context import CausalCtx
 from edm_ars.core.texescape import escape_latex
 from edm_ars.core.text import clean_label, join_list, lc_first, number_word, title_case
