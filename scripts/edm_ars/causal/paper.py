@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from edm_ars.causal.paper_context import CausalCtx
-from edm_ars.core.artifacts import atomic_write_text
 from edm_ars.core.errors import EdmArsError
 from edm_ars.core.text import word_count
 from edm_ars.formulate.bibliography import parse_bibtex
 from edm_ars.writer.context import Citations, Ctx
-from edm_ars.writer.integrity import UNVERIFIED_BLOCK, cited_keys, repair_citations
 from edm_ars.writer.macros import MacroTable, fmt_metric, fmt_p, macro_name
-from edm_ars.writer.paper import SLOTS, fill_slot, raw_numbers, slot_content
+from edm_ars.writer.paper import assemble, raw_numbers
 from edm_ars.writer.phrases import Phrases
 
 #: the sections whose words are counted in the summary (as the prediction paper's)
@@ -357,27 +355,7 @@ def build_causal_paper(spec: dict[str, Any], literature: dict[str, Any], data_re
     content["APPENDIX"] = ""
     content["MACROS"] = "\\input{numbers.tex}"
 
-    removed: list[str] = []
-    for name in list(content):
-        content[name], dropped = repair_citations(content[name], frozenset(ctx.cites.keys_all))
-        removed += dropped
-    cited = cited_keys("\n".join(content.values()))
-    content["BIBLIOGRAPHY"] = ("\\bibliographystyle{ACM-Reference-Format}\n\\bibliography{references}"
-                               if cited else "")
-    tex = template.read_text(encoding="utf-8")
-    for name in SLOTS:
-        tex = fill_slot(tex, name, content.get(name, ""))
-    if ctx.unverified and not UNVERIFIED_BLOCK.search(slot_content(tex, "UNVERIFIED")):
-        raise EdmArsError("the review leaves the paper unverified but the UNVERIFIED block is not in the paper")
-    leftover = re.findall(r"^[ \t]*%%PLACEHOLDER:([A-Z_]+)%%[ \t]*$", tex, re.M)
-    if leftover:
-        raise EdmArsError(f"paper template has unknown slots: {', '.join(leftover)}")
-
-    bib = "\n\n".join(ctx.cites.bibtex(k) for k in cited)
-    atomic_write_text(out_dir / "numbers.tex", ctx.m.to_tex())
-    atomic_write_text(out_dir / "numbers.json", ctx.m.to_json())
-    atomic_write_text(out_dir / "references.bib", bib + ("\n" if bib else ""))
-    atomic_write_text(out_dir / "paper.tex", tex)
+    tex, cited, removed = assemble(content, template, ctx.cites, ctx.m, out_dir, unverified=ctx.unverified)
     leaks = {s: raw_numbers(content[s]) for s in (*TEXT_SECTIONS, "TITLE", "AVAILABILITY") if raw_numbers(content[s])}
     return {
         "paper": str(out_dir / "paper.tex"),

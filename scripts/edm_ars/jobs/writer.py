@@ -50,7 +50,6 @@ def write(smk: Any) -> None:
     """The paper's LaTeX from the fixed template, numbers from artifacts; then the integrity check
     (`edm-ars verify-paper`): numbers reconciled with the artifacts, citations, lint."""
     from edm_ars.writer import build_paper
-    from edm_ars.writer.verify import verify_paper
 
     if "abort" in smk.input.keys():
         review = read_json(smk.input.review, "review_report")
@@ -88,18 +87,26 @@ def write(smk: Any) -> None:
     for note in summary["model_prose"]:
         log.info("model prose: %s", note)
     log.info("paper written: %s", summary)
-    # the artifacts the paper was written from, relative to it: verify-paper finds them there
-    given = {**ARTIFACTS, **{n: k for n, k in OPTIONAL_ARTIFACTS.items() if k in smk.input.keys()}}
-    write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in given.items()})
-    report = verify_paper(smk.output.tex)
-    write_json(smk.output.verification, report.to_json())
-    log.info("%s", report.summary())
+    report = sources_and_verification(smk, out, ARTIFACTS, OPTIONAL_ARTIFACTS)
     if not report.ok:
         consistency = [f for f in report.failures if ": consistency: " in f]
         what = ("its claims are not consistent with each other or with the evidence (edm_ars.review.consistency)"
                 if consistency and len(consistency) == len(report.failures)
                 else "the paper does not reconcile with the artifacts")
         raise EdmArsError(what + ":\n" + report.summary())
+
+
+def sources_and_verification(smk: Any, out: Path, artifacts: dict[str, str], optional: dict[str, str]) -> Any:
+    """sources.json (the artifacts the paper was written from, relative to it: verify-paper finds them there) and
+    verification.json (`edm-ars verify-paper`); returns the verification report."""
+    from edm_ars.writer.verify import verify_paper
+
+    given = {**artifacts, **{n: k for n, k in optional.items() if k in smk.input.keys()}}
+    write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in given.items()})
+    report = verify_paper(smk.output.tex)
+    write_json(smk.output.verification, report.to_json())
+    log.info("%s", report.summary())
+    return report
 
 
 def _optional(smk: Any, key: str) -> dict[str, Any] | None:

@@ -137,6 +137,35 @@ def _collect_figures(ctx: Ctx, figures_dir: Path, out_dir: Path) -> list[str]:
 
 
 # ---- the paper -----------------------------------------------------------------------------------
+def assemble(content: dict[str, str], template: Path, cites: Any, macros: Any, out_dir: Path, *,
+             unverified: bool) -> tuple[str, list[str], list[str]]:
+    """Fill the fixed template's slots with `content` and write paper.tex, numbers.tex, numbers.json and
+    references.bib into out_dir (every kind of study's paper). Citations come from retrieval only: an unknown key is
+    removed and its sentence repaired; a paper the review leaves unverified must hold the UNVERIFIED block; a slot
+    the template does not know fails. Returns (tex, cited keys, removed keys)."""
+    removed: list[str] = []
+    for name in list(content):
+        content[name], dropped = repair_citations(content[name], frozenset(cites.keys_all))
+        removed += dropped
+    cited = cited_keys("\n".join(content.values()))
+    content["BIBLIOGRAPHY"] = ("\\bibliographystyle{ACM-Reference-Format}\n\\bibliography{references}"
+                               if cited else "")
+    tex = Path(template).read_text(encoding="utf-8")
+    for name in SLOTS:
+        tex = fill_slot(tex, name, content.get(name, ""))
+    if unverified and not UNVERIFIED_BLOCK.search(slot_content(tex, "UNVERIFIED")):
+        raise EdmArsError("the review leaves the paper unverified but the UNVERIFIED block is not in the paper")
+    leftover = re.findall(r"^[ \t]*%%PLACEHOLDER:([A-Z_]+)%%[ \t]*$", tex, re.M)
+    if leftover:
+        raise EdmArsError(f"paper template has unknown slots: {', '.join(leftover)}")
+    bib = "\n\n".join(cites.bibtex(k) for k in cited)
+    atomic_write_text(out_dir / "numbers.tex", macros.to_tex())
+    atomic_write_text(out_dir / "numbers.json", macros.to_json())
+    atomic_write_text(out_dir / "references.bib", bib + ("\n" if bib else ""))
+    atomic_write_text(out_dir / "paper.tex", tex)
+    return tex, cited, removed
+
+
 def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: dict[str, Any],
                 results: dict[str, Any], review: dict[str, Any], *, figures_dir: Path, template: Path,
                 out_dir: Path, registry_labels: dict[str, str] | None = None,
@@ -235,29 +264,7 @@ def build_paper(spec: dict[str, Any], literature: dict[str, Any], data_report: d
     content["APPENDIX"] = "\n\n".join(a for a in appendices if a)
     content["MACROS"] = "\\input{numbers.tex}"
 
-    # citations from retrieval only: an unknown key is removed and its sentence repaired; a placeholder fails
-    removed: list[str] = []
-    for name in list(content):
-        content[name], dropped = repair_citations(content[name], frozenset(ctx.cites.keys_all))
-        removed += dropped
-    cited = cited_keys("\n".join(content.values()))
-    content["BIBLIOGRAPHY"] = ("\\bibliographystyle{ACM-Reference-Format}\n\\bibliography{references}"
-                               if cited else "")
-
-    tex = template.read_text(encoding="utf-8")
-    for name in SLOTS:
-        tex = fill_slot(tex, name, content.get(name, ""))
-    if ctx.unverified and not UNVERIFIED_BLOCK.search(slot_content(tex, "UNVERIFIED")):
-        raise EdmArsError("the review leaves the paper unverified but the UNVERIFIED block is not in the paper")
-    leftover = re.findall(r"^[ \t]*%%PLACEHOLDER:([A-Z_]+)%%[ \t]*$", tex, re.M)
-    if leftover:
-        raise EdmArsError(f"paper template has unknown slots: {', '.join(leftover)}")
-
-    bib = "\n\n".join(ctx.cites.bibtex(k) for k in cited)
-    atomic_write_text(out_dir / "numbers.tex", ctx.m.to_tex())
-    atomic_write_text(out_dir / "numbers.json", ctx.m.to_json())
-    atomic_write_text(out_dir / "references.bib", bib + ("\n" if bib else ""))
-    atomic_write_text(out_dir / "paper.tex", tex)
+    tex, cited, removed = assemble(content, template, ctx.cites, ctx.m, out_dir, unverified=ctx.unverified)
     atomic_write_text(out_dir / "outline.json", json.dumps(ctx.outline, indent=2) + "\n")
 
     leaks = {s: raw_numbers(content[s]) for s in TEXT_SECTIONS + ("TITLE", "AVAILABILITY")

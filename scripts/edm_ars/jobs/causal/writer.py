@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ def write(smk: Any) -> None:
     """The causal paper (edm_ars.causal.paper), then `edm-ars verify-paper`."""
     from edm_ars.causal.paper import build_causal_paper
     from edm_ars.core.errors import EdmArsError
-    from edm_ars.writer.verify import verify_paper
+    from edm_ars.jobs.writer import sources_and_verification
 
     review = read_json(smk.input.review, "review_report")
     if review["verdict"] == "ABORT":
@@ -48,11 +47,7 @@ def write(smk: Any) -> None:
         bib_source=Path(smk.input.bibliography), phrases=Path(smk.input.phrases),
         findings=reg.dataset.get("findings"))
     log.info("causal paper written: %s", summary)
-    given = {**ARTIFACTS, **{n: k for n, k in OPTIONAL_ARTIFACTS.items() if k in smk.input.keys()}}
-    write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in given.items()})
-    report = verify_paper(smk.output.tex)
-    write_json(smk.output.verification, report.to_json())
-    log.info("%s", report.summary())
+    report = sources_and_verification(smk, out, ARTIFACTS, OPTIONAL_ARTIFACTS)
     if not report.ok:
         raise EdmArsError("the paper does not reconcile with the artifacts:\n" + report.summary())
 
