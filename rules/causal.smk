@@ -169,6 +169,8 @@ rule causal_write:
         numbers_json="output/{paper}/numbers.json",
         figures=directory("output/{paper}/figures"),
         sources="output/{paper}/sources.json",
+        trace="output/{paper}/trace.json",
+        sources_tex="output/{paper}/sources.tex",
         ledger="output/ledger/write/{paper}.jsonl",
         transcripts=directory("output/prompts/write/{paper}"),
         verification="output/{paper}/verification.json",

@@ -25,6 +25,7 @@ rule compile_pdf:
         tex="output/{paper}/paper.tex",
         bib="output/{paper}/references.bib",
         numbers="output/{paper}/numbers.tex",
+        sources_tex="output/{paper}/sources.tex",
         figures="output/{paper}/figures",
         provenance="output/{paper}/provenance.json",
     output:

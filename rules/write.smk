@@ -33,6 +33,8 @@ rule write:
         numbers_json="output/{paper}/numbers.json",
         figures=directory("output/{paper}/figures"),
         sources="output/{paper}/sources.json",
+        trace="output/{paper}/trace.json",
+        sources_tex="output/{paper}/sources.tex",
         outline="output/{paper}/outline.json",
         ledger="output/ledger/write/{paper}.jsonl",
         transcripts=directory("output/prompts/write/{paper}"),

@@ -97,12 +97,18 @@ def write(smk: Any) -> None:
 
 
 def sources_and_verification(smk: Any, out: Path, artifacts: dict[str, str], optional: dict[str, str]) -> Any:
-    """sources.json (the artifacts the paper was written from, relative to it: verify-paper finds them there) and
+    """sources.json (the artifacts the paper was written from, relative to it: verify-paper finds them there), the
+    records of where every number comes from with the links and the appendix (writer/trace.py), and
     verification.json (`edm-ars verify-paper`); returns the verification report."""
+    from edm_ars.writer.trace import write_links
     from edm_ars.writer.verify import verify_paper
 
     given = {**artifacts, **{n: k for n, k in optional.items() if k in smk.input.keys()}}
     write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in given.items()})
+    # every checked number a link to where it comes from (trace.json, sources.tex, the links in numbers.tex)
+    records = write_links(out, Path.cwd())
+    log.info("%d of %d numbers linked to their sources in %d artifacts", sum(n["checked"] for n in records["numbers"]),
+             len(records["numbers"]), len(records["artifacts"]))
     report = verify_paper(smk.output.tex)
     write_json(smk.output.verification, report.to_json())
     log.info("%s", report.summary())

@@ -143,6 +143,9 @@ def assemble(content: dict[str, str], template: Path, cites: Any, macros: Any, o
     references.bib into out_dir (every kind of study's paper). Citations come from retrieval only: an unknown key is
     removed and its sentence repaired; a paper the review leaves unverified must hold the UNVERIFIED block; a slot
     the template does not know fails. Returns (tex, cited keys, removed keys)."""
+    # the appendix "Where the numbers come from" (writer/trace.py), written once the artifacts' records are known
+    content["APPENDIX"] = "\n\n".join(x for x in (content.get("APPENDIX", ""), "\\InputIfFileExists{sources.tex}{}{}")
+                                        if x)
     removed: list[str] = []
     for name in list(content):
         content[name], dropped = repair_citations(content[name], frozenset(cites.keys_all))
