@@ -633,3 +633,29 @@ def test_the_observational_paper_compiles(tmp_path):
     for name in ("INTRODUCTION", "METHODS", "RESULTS", "DISCUSSION", "LIMITATIONS", "CONCLUSION", "REFERENCES"):
         assert name in body.upper(), name
     assert "2.08" in body and "Validation against known truth" in body
+
+
+def test_the_links_to_the_sources_leave_the_verification_unchanged(tmp_path):
+    """Issue 38: numbers.tex with every checked number a link, the appendix of sources and trace.json; what
+    verify-paper counts is the same before and after."""
+    from edm_ars.writer.trace import LINK_MACRO, write_links
+
+    _, out = build(tmp_path, star())
+    before = verify_paper(out / "paper.tex").counts
+    records = write_links(out, tmp_path)
+    after = verify_paper(out / "paper.tex").counts
+    assert before == after and after["unmatched"] == 0
+    numbers = (out / "numbers.tex").read_text()
+    linked = [n for n in records["numbers"] if n["checked"]]
+    assert linked and numbers.count(LINK_MACRO + "{src:") == len(linked)
+    # a small integer or a year is exempt in verify-paper and is not a link
+    for n in records["numbers"]:
+        if not n["checked"]:
+            assert f"\\newcommand{{{n['macro']}}}{{{LINK_MACRO}" not in numbers
+    primary = next(n for n in records["numbers"] if n["source"] == "results.json:primary.estimate")
+    assert primary["operands"][0]["pointer"] == "/primary/estimate" and not primary["derived"]
+    appendix = (out / "sources.tex").read_text()
+    targets = re.findall(r"\\hypertarget\{(src:[0-9a-f]+)\}", appendix)
+    assert len(targets) == len(set(targets)) and primary["target"] in targets
+    assert "no Snakemake record" in appendix  # the fixture's artifacts were not made by a workflow job
+    assert "\\InputIfFileExists{sources.tex}" in (out / "paper.tex").read_text()

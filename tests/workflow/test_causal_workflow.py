@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fakes.llm_servers import FakeAnthropic
 from fakes.scholar_servers import CROSSREF_WORKS, S2_PAPERS, FakeCrossRef, FakeSemanticScholar
+from links import check_numbers_linked
 from workflow import jobs_run, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -49,6 +50,8 @@ def test_the_class_size_experiment_gives_a_verified_causal_paper(tmp_path):
     tex = (out / "paper" / "paper.tex").read_text()
     assert "hanck2023introduction" in tex  # the published estimates, cited
     assert (out / "paper.pdf").stat().st_size > 10_000
+    # every checked number is a link to where it comes from (issue 38)
+    check_numbers_linked(out / "paper", out / "paper.pdf")
 
     # the revision loop drives the causal study as it does a prediction study: a review that asks for a new
     # estimation reruns that stage (not the specification or the frame), and the paper is written from round 1

@@ -499,3 +499,20 @@ def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     categories = report_data((tmp_path / "output" / "report.html").read_text(), "categories")
     assert categories["6. Write"] == {"branch 1, round 0": ["output/branch_1/abort_report.json"]}
     assert categories["5. Critique"] == {"branch 1, round 0": ["output/branch_1/round_0/review_report.json"]}
+
+
+def test_every_checked_number_of_the_paper_links_to_where_it_comes_from(base_run):
+    """Issue 38: each number verify-paper checks is a link (a PDF link annotation over the printed number) to its
+    line in the appendix "Where the numbers come from", which names each source once with the job that wrote it."""
+    from links import check_numbers_linked
+
+    workdir, _ = base_run
+    paper = workdir / "output" / "paper"
+    counts = check_numbers_linked(paper, workdir / "output" / "paper.pdf")
+    assert counts["links"] >= counts["checked"] > 300
+    trace = read(paper / "trace.json")
+    jobs = {name: a["job"]["rule"] for name, a in trace["artifacts"].items() if a["job"]}
+    assert jobs["results.json"] == "analyze" and jobs["data_report.json"] == "engineer"
+    assert jobs["research_spec.json"] == "formulate" and trace["workflow"]["short"]
+    appendix = (paper / "sources.tex").read_text()
+    assert "Where the numbers come from" in appendix and "rule \\texttt{analyze}" in appendix
