@@ -12,7 +12,6 @@ from pathlib import Path
 import pypdf
 
 
-
 def _words(pdf: Path) -> dict[int, list[tuple[float, float, float, float, str]]]:
     """Each page's words with their boxes (x0, y0, x1, y1 from the top left, in points)."""
     html = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
