@@ -105,11 +105,11 @@ def sources_and_verification(smk: Any, out: Path, artifacts: dict[str, str], opt
 
     given = {**artifacts, **{n: k for n, k in optional.items() if k in smk.input.keys()}}
     write_json(smk.output.sources, {name: os.path.relpath(smk.input[key], out) for name, key in given.items()})
-    # every checked number a link to where it comes from (trace.json, sources.tex, the links in numbers.tex)
-    records = write_links(out, Path.cwd())
-    log.info("%d of %d numbers linked to their sources in %d artifacts", sum(n["checked"] for n in records["numbers"]),
-             len(records["numbers"]), len(records["artifacts"]))
     report = verify_paper(smk.output.tex)
+    # every number it checked a link to where it comes from (trace.json, sources.tex, the links in numbers.tex)
+    records = write_links(out, Path.cwd(), report)
+    log.info("%d of %d number macros linked to their sources in %d artifacts",
+             sum(n["checked"] for n in records["numbers"]), len(records["numbers"]), len(records["artifacts"]))
     write_json(smk.output.verification, report.to_json())
     log.info("%s", report.summary())
     return report

@@ -29,7 +29,8 @@ from edm_ars.writer.sources import _PATH, SourceError, _step, _tokens, resolve
 
 #: the macro that makes a number a link (defined at the top of numbers.tex; plain text in PDF strings)
 LINK_MACRO = "\\srclink"
-LINK_DEF = "\\providecommand{\\srclink}[2]{\\texorpdfstring{\\hyperlink{#1}{#2}}{#2}}"
+LINK_DEF = ("\\providecommand{\\srclink}{}\\DeclareRobustCommand{\\srclink}[2]{\\hyperlink{#1}{#2}}"
+            "\\pdfstringdefDisableCommands{\\def\\srclink#1#2{#2}}")  # robust in captions, plain in PDF strings
 _NUMBER = re.compile(r"-?\d[\d{},]*(?:\.\d+)?")
 SMALL_INT = 100
 
@@ -157,10 +158,12 @@ def checked(value: str) -> bool:
     return any(not exempt(n, percent) for n in printed_numbers(value))
 
 
-def paper_records(out_dir: str | Path, workdir: str | Path = ".") -> dict[str, Any]:
+def paper_records(out_dir: str | Path, workdir: str | Path = ".",
+                  checked_macros: set[str] | None = None) -> dict[str, Any]:
     """Every macro of the paper with its printed value, source, operands (artifact, dotted path, JSON pointer) and
     link target; every artifact with the job that wrote it; the workflow's commit. Read from numbers.json and
-    sources.json in `out_dir` (the records verify-paper uses) and the artifacts they name."""
+    sources.json in `out_dir` (the records verify-paper uses) and the artifacts they name. `checked_macros`: the
+    macros whose printed numbers verify-paper checked (its report); without it, judged from the printed value."""
     out = Path(out_dir)
     macros = json.loads((out / "numbers.json").read_text())["macros"]
     sources = json.loads((out / "sources.json").read_text())
@@ -182,7 +185,9 @@ def paper_records(out_dir: str | Path, workdir: str | Path = ".") -> dict[str, A
                   anchor(ops[0]["artifact"], ops[0]["group"]) if ops else None)
         numbers.append({"macro": m["macro"], "value": m["value"], "raw": m.get("raw"), "source": source,
                         "quoted": bool(m.get("quoted")), "operands": ops, "derived": is_derived,
-                        "checked": checked(str(m["value"])) and bool(ops), "target": target})
+                        "checked": bool(ops) and (m["macro"].lstrip("\\") in checked_macros
+                                                  if checked_macros is not None else checked(str(m["value"]))),
+                        "target": target})
     provenance = arts.get("provenance.json") or {}
     workflow = provenance.get("workflow") or {}
     artifacts = {}
@@ -277,12 +282,15 @@ def sources_tex(records: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_links(out_dir: str | Path, workdir: str | Path = ".") -> dict[str, Any]:
-    """The paper's records (trace.json), the appendix (sources.tex) and numbers.tex with its links, in out_dir."""
+def write_links(out_dir: str | Path, workdir: str | Path = ".", report: Any = None) -> dict[str, Any]:
+    """The paper's records (trace.json), the appendix (sources.tex) and numbers.tex with its links, in out_dir.
+    `report`: verify-paper's report of the paper, whose checked numbers (matched or unmatched) become the links."""
     from edm_ars.core.artifacts import atomic_write_text
 
     out = Path(out_dir)
-    records = paper_records(out, workdir)
+    macros = None if report is None else {
+        (n.macro or "").lstrip("\\") for n in report.numbers if n.status in ("matched", "unmatched") and n.macro}
+    records = paper_records(out, workdir, macros)
     atomic_write_text(out / "trace.json", json.dumps(records, indent=2, ensure_ascii=False) + "\n")
     atomic_write_text(out / "sources.tex", sources_tex(records))
     tex = out / "numbers.tex"
