@@ -184,6 +184,24 @@ def test_report_shows_the_artifacts_by_stage_and_round(base_run, tmp_path_factor
                                                                        "branch": "1", "round": "0"}
     assert "ROC curves of all models (logistic, xgboost, stacking)" in roc["caption"] and "Round 0" in roc["caption"]
     assert "review of round 0" in results[f"{r0}/review_report.json"]["caption"]
+    # issue 38: each caption gives the record of the job that made the item (rule, script, parameters, inputs)
+    # and where the commit is; the paper's points to its appendix and trace.json
+    literal = '<tt class="docutils literal">{}</tt>'.format
+    scripts = {}
+    for path, item in results.items():
+        rule, caption = item["job_properties"]["rule"], item["caption"]
+        assert "Where it comes from" in caption and f"Rule {literal(rule)}" in caption, path
+        script = re.search(r'script\s+<tt class="docutils literal">([^<]+)</tt>', caption)
+        assert script and (ROOT / script.group(1)).is_file(), path
+        scripts[path] = script.group(1)
+        assert literal("output/paper/provenance.json") in caption, path
+    assert scripts[f"{r0}/figures/evaluate/roc.pdf"] == "scripts/evaluate.py"
+    assert scripts[f"{r0}/review_report.json"] == "scripts/critique.py"
+    assert scripts["output/selection.json"] == "scripts/select_branch.py"
+    assert literal(f"{r0}/data/test_X.parquet") in roc["caption"] and literal("n_bootstrap=200") in roc["caption"]
+    paper_caption = results["output/paper.pdf"]["caption"]
+    assert literal("compile_pdf") in paper_caption and literal("output/paper/numbers.tex") in paper_caption
+    assert literal("output/paper/trace.json") in paper_caption and "Where the numbers come from" in paper_caption
     # every item is embedded in the single HTML file: the paper's bytes are in it
     paper = results["output/paper.pdf"]
     assert paper["mime_type"] == "application/pdf" and paper["labels"] == {"artifact": "paper", "branch": "1",
