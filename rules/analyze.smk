@@ -87,7 +87,17 @@ rule evaluate:
     output:
         evaluation="output/branch_{branch}/round_{round}/analysis/evaluation.json",
         predictions="output/branch_{branch}/round_{round}/analysis/test_predictions.parquet",
-        metrics_table="output/branch_{branch}/round_{round}/tables/metrics.csv",
+        metrics_table=report(
+            "output/branch_{branch}/round_{round}/tables/metrics.csv",
+            caption="../report/table.rst",
+            category="3. Analyze",
+            subcategory="branch {branch}, round {round}",
+            labels={
+                "artifact": "table: metrics",
+                "branch": "{branch}",
+                "round": "{round}",
+            },
+        ),
         figures=report(
             directory("output/branch_{branch}/round_{round}/figures/evaluate"),
             patterns=FIGURE_PATTERNS,
@@ -172,7 +182,17 @@ rule fairness:
         registry=REGISTRY_FILES,
     output:
         fairness="output/branch_{branch}/round_{round}/analysis/fairness.json",
-        table="output/branch_{branch}/round_{round}/tables/fairness.csv",
+        table=report(
+            "output/branch_{branch}/round_{round}/tables/fairness.csv",
+            caption="../report/table.rst",
+            category="3. Analyze",
+            subcategory="branch {branch}, round {round}",
+            labels={
+                "artifact": "table: fairness",
+                "branch": "{branch}",
+                "round": "{round}",
+            },
+        ),
         figures=report(
             directory("output/branch_{branch}/round_{round}/figures/fairness"),
             patterns=FIGURE_PATTERNS,
