@@ -1,5 +1,5 @@
 """`edm-ars`: chores around the workflow (status, models, validate-spec, validate-registry, init-registry, approve,
-reject, lessons, verify-paper, metrics)."""
+reject, lessons, verify-paper, trace, metrics)."""
 
 from __future__ import annotations
 
@@ -363,6 +363,15 @@ def cmd_verify_paper(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from edm_ars.run.trace import render_all, trace
+
+    answer = trace(args.paper, number=args.number, macro=args.macro, page=args.page, phrase=args.phrase,
+                   depth=args.depth, pdf=args.pdf)
+    print(json.dumps(answer, indent=2, ensure_ascii=False) if args.json else render_all(answer))
+    return 0 if answer["ok"] else 1
+
+
 def cmd_metrics(args: argparse.Namespace) -> int:
     from edm_ars.run.agent_metrics import NotARun, aggregate, collect
     from edm_ars.run.metrics_text import render, render_many
@@ -451,6 +460,19 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("run_dir", nargs="*", help="run directories (default: the current one)")
     m.add_argument("--json", action="store_true", help="print the metrics as JSON")
     m.set_defaults(func=cmd_metrics)
+    t = sub.add_parser("trace", help="where a number of the paper comes from: its macro, source, artifact field, "
+                       "and the rule, inputs and script of the job that wrote it")
+    t.add_argument("number", nargs="?", help="a number as printed in the paper (0.812, 23,503, 84.4%%)")
+    t.add_argument("--macro", help="a number macro of the paper (PrimaryEst or \\PrimaryEst)")
+    t.add_argument("--page", type=int, help="a page of the PDF (with --phrase): the numbers of the sentence that "
+                   "holds the phrase are traced")
+    t.add_argument("--phrase", help="words of the sentence on --page")
+    t.add_argument("--paper", default="output/paper", help="the paper's folder (default: output/paper)")
+    t.add_argument("--pdf", help="the PDF for --page (default: paper.pdf beside the paper's folder)")
+    t.add_argument("--depth", type=int, default=1, help="levels of jobs to follow: 1 the job that wrote the "
+                   "artifact, 2 also the jobs that wrote its inputs, and so on (default: 1)")
+    t.add_argument("--json", action="store_true", help="print the chains as JSON")
+    t.set_defaults(func=cmd_trace)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -28,9 +28,32 @@ def _checked(out: Path) -> dict:
     return verification
 
 
-def test_the_class_size_experiment_gives_a_verified_causal_paper(tmp_path):
-    result = snakemake(tmp_path, "output/paper.pdf", config={"dataset": "star", "question": "class_size_k"})
+@pytest.fixture(scope="module")
+def star_run(tmp_path_factory):
+    """The STAR class-size study (real data, a causal paper), run once for this module."""
+    workdir = tmp_path_factory.mktemp("star")
+    result = snakemake(workdir, "output/paper.pdf", config={"dataset": "star", "question": "class_size_k"})
     assert result.returncode == 0, result.stderr[-5000:]
+    return workdir, result
+
+
+def test_twenty_numbers_of_a_real_data_paper_trace_to_their_artifacts(star_run, capsys, monkeypatch):
+    """Issue 38: `edm-ars trace` answers for 20 numbers drawn at random from the paper, each chain checked against
+    the artifacts (tests/run/test_trace.py)."""
+    import shutil
+
+    from test_trace import _check_sample, _json
+
+    workdir, _ = star_run
+    assert _check_sample(workdir, capsys, monkeypatch) >= 10
+    # the PDF's sentences lead to the same chains
+    if shutil.which("pdftotext"):
+        code, answer = _json(capsys, "--page", "1", "--phrase", "students with an observed outcome")
+        assert any(r.get("macro") == "\\AnalysedAnalysed" and r["status"] == "traced" for r in answer["results"])
+
+
+def test_the_class_size_experiment_gives_a_verified_causal_paper(star_run):
+    tmp_path, result = star_run
     jobs = jobs_run(result)
     assert {"causal_formulate", "causal_frame", "causal_estimate", "critique", "causal_write"} <= set(jobs)
     assert not {"engineer", "fit_model", "debate"} & set(jobs)  # none of the prediction study's stages
