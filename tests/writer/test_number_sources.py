@@ -37,4 +37,4 @@ def test_only_numbers_verify_paper_checks_become_links():
     out = link_macros(tex, records)
     assert "\\newcommand{\\Auc}{\\srclink{src:1}{0.812}} % results.json:a" in out
     assert "\\newcommand{\\N}{\\srclink{src:3}{23{,}503}} % data_report.json:n" in out
-    assert "\\newcommand{\\Seed}{42} % config" in out and "\\providecommand{\\srclink}" in out
+    assert "\\newcommand{\\Seed}{42} % config" in out and "\\DeclareRobustCommand{\\srclink}" in out
