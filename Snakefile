@@ -13,9 +13,16 @@ min_version("9.21.1")
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
+sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
+# A short console: a line per job start and per job done, warnings, errors and the jobs' result lines; the
+# details are in the logs (edm_ars.run.console; EDM_ARS_CONSOLE=full for Snakemake's own).
+from edm_ars.run.console import shorten
+
+shorten(dryrun=workflow.dryrun)
+
+
 # An unknown key (a typo such as datset=star) stops the run with one line naming it, where it came from and
 # the closest known key, before the schema's other checks and before any job (edm_ars.run.configcheck).
-sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 from edm_ars.run.configcheck import unknown_setting
 
 _unknown = unknown_setting(
@@ -44,7 +51,16 @@ if config["backend"] == "anthropic":
     if _preflight.error:
         sys.exit(_preflight.error)
 
-    onstart:
+
+# When jobs are about to run (never in a dry run), in Snakemake's own process: the run's command line (its --config
+# values, --configfiles, target and --directory) is recorded in .snakemake/edm-ars/command.json, and every command
+# the gates and `edm-ars approve`/`reject` print next repeats it (edm_ars.run.command); not a rule parameter, so a
+# changed command line reruns nothing. A model-backed run then asks the service about its models.
+onstart:
+    from edm_ars.run.command import record as _record_command
+
+    _record_command(sys.argv)
+    if config["backend"] == "anthropic":
         _service = service_check(config)
         for _line in _service.warnings:
             print(_line, file=sys.stderr)

@@ -2,6 +2,17 @@
 include: "gates_inputs.smk"
 
 
+# A run that stopped only at gates waiting for the researcher ends with one block per gate (what to review, the
+# exact commands) and exit status 3 (edm_ars.run.gates.stop_block); any other failure keeps Snakemake's exit 1.
+onerror:
+    from edm_ars.run.gates import EXIT_WAITING, failed_jobs, stop_block
+
+    _block = stop_block(failed_jobs(getattr(workflow.scheduler, "failed", None)))
+    if _block:
+        print(_block, file=sys.stderr)
+        sys.exit(EXIT_WAITING)
+
+
 rule gate:
     input:
         unpack(gate_subject),

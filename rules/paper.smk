@@ -22,6 +22,7 @@ rule provenance:
 
 rule compile_pdf:
     input:
+        unpack(run_records),
         tex="output/{paper}/paper.tex",
         bib="output/{paper}/references.bib",
         numbers="output/{paper}/numbers.tex",

@@ -38,3 +38,16 @@ def final_round_labels(artifact):
         return {"artifact": artifact, "branch": str(b), "round": str(final_round(b))}
 
     return labels
+
+
+def run_records(wildcards):
+    """The run's records that the report shows beside the paper (output/costs.json, and each branch's revisions.md
+    in a prediction study): inputs of the run's paper, so that `snakemake --report` works after the target
+    output/paper.pdf as after the default target (docs/outputs.md, Report). Seconds of work.
+    """
+    if wildcards.paper != "paper":
+        return {}
+    records = {"costs": "output/costs.json"}
+    if TASK != "causal":
+        records["revisions"] = [f"output/branch_{b}/revisions.md" for b in BRANCHES]
+    return records

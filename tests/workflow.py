@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +28,11 @@ def snakemake(workdir: Path, *args: str, config: dict[str, str] | None = None, o
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir)
 
 
+# a job's start: Snakemake's `rule X:` header (EDM_ARS_CONSOLE=full, a dry run) or the short console's one line
+# `[12:00:01] localrule X: branch=1, round=0` (edm_ars.run.console)
+_JOB_START = re.compile(r"^(?:\[\d\d:\d\d:\d\d\] )?(?:local)?(?:rule|checkpoint) (\w+):(?: .*)?$")
+
+
 def jobs_run(result: subprocess.CompletedProcess) -> list[str]:
     """Names of the rules Snakemake started, in order."""
-    names = []
-    for line in result.stderr.splitlines():
-        line = line.strip()
-        for prefix in ("rule ", "checkpoint ", "localrule ", "localcheckpoint "):
-            if line.startswith(prefix) and line.endswith(":"):
-                names.append(line[len(prefix):-1])
-    return names
+    return [m.group(1) for line in result.stderr.splitlines() if (m := _JOB_START.match(line.strip()))]

@@ -14,7 +14,8 @@ from edm_ars.core.artifacts import read_json
 from edm_ars.core.errors import EdmArsError
 from edm_ars.data.registry import load_registry
 from edm_ars.formulate.spec import validate_spec
-from edm_ars.run.gates import MODES, approve, latest_round, pending, reject
+from edm_ars.run.command import snakemake_line
+from edm_ars.run.gates import MODES, approve, latest_round, pending, reject, unacted_notes
 
 if TYPE_CHECKING:
     from edm_ars.data.floors import Floors
@@ -217,16 +218,19 @@ def model_preflight(config: dict) -> tuple[list[str], str | None]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from edm_ars.core.runstate import describe, run_state
+    from edm_ars.run.status import last_review, paper_flag, round_line
 
     warnings, error = model_preflight(load_config(args.configfile or [], args.config or []))
     for line in [*warnings, *([error] if error else [])]:
         print(line)
     code = 1 if error else 0
-    for line in describe(run_state(args.directory), args.directory):
+    state = run_state(args.directory)
+    for line in describe(state, args.directory, resume=snakemake_line(Path(args.directory))):
         print(line)
     out = Path(args.directory) / "output"
     if not out.exists():
-        print(f"no run yet in {Path(args.directory).resolve()} (no output/ folder)")
+        print(f"no outputs yet in {Path(args.directory).resolve()} (no output/ folder; the run has just started)"
+              if state.running else f"no run yet in {Path(args.directory).resolve()} (no output/ folder)")
         return code
     branches = sorted((int(m.group(1)), p) for p in out.glob("branch_*")
                       if (m := re.fullmatch(r"branch_(\d+)", p.name)))
@@ -236,7 +240,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         rounds = sorted((int(m.group(1)), p) for p in folder.glob("round_*")
                         if (m := re.fullmatch(r"round_(\d+)", p.name)))
         for r, path in rounds:
-            print(("  " if len(branches) > 1 else "") + _round_line(r, path))
+            print(("  " if len(branches) > 1 else "") + round_line(r, path))
     selection, chosen = out / "selection.json", 1
     if selection.exists():
         chosen = json.loads(selection.read_text())["chosen"]
@@ -244,13 +248,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     waiting = pending(Path(args.directory))
     if waiting:
         print("waiting for the researcher: " + ", ".join(waiting) + " (edm-ars approve <gate>)")
+    for line in unacted_notes(Path(args.directory)):  # a researcher's note a stage recorded but did not act on
+        print(line)
     aborted = out / f"branch_{chosen}" / "abort_report.json"
     if aborted.exists():
         print(f"ABORTED: {json.loads(aborted.read_text())['reason']}")
     elif (out / "paper.pdf").exists():
-        print(f"paper: {out / 'paper.pdf'}")
+        print(f"paper: {out / 'paper.pdf'}{paper_flag(last_review(out / f'branch_{chosen}'))}")
+    elif state.running:  # the running Snakemake makes it if its target needs it: a second run would stop at the lock
+        print("paper: not built yet (a Snakemake run is under way here: wait for it to end)")
     else:
-        print("paper: not built yet (run: snakemake --cores 8 output/paper.pdf)")
+        print(f"paper: not built yet ({'after the unlock above, ' if state.stale_lock else ''}"
+              f"run: {snakemake_line(Path(args.directory))})")
     return code
 
 
@@ -301,23 +310,6 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
-def _round_line(r: int, path: Path) -> str:
-    stages = [name for name, f in (("formulate", "research_spec.json"), ("engineer", "data/data_report.json"),
-                                   ("analyze", "results.json")) if (path / f).exists()]
-    line = f"round {r}: ran {', '.join(stages) or 'nothing yet'}"
-    review = path / "review_report.json"
-    if review.exists():
-        rv = json.loads(review.read_text())
-        line += f"; review {rv['verdict']} (score {rv['overall_score']}, {len(rv['issues'])} issues)"
-        if rv.get("rerun_from"):
-            line += f"; next round re-runs from {rv['rerun_from']}"
-        if rv.get("unverified") and rv["verdict"] != "UNVERIFIED":
-            line += "; UNVERIFIED"
-    else:
-        line += "; review pending"
-    return line
-
-
 def _gate_round(args: argparse.Namespace) -> int:
     return args.round if args.round is not None else latest_round(args.gate, Path(args.directory), args.branch)
 
@@ -325,7 +317,8 @@ def _gate_round(args: argparse.Namespace) -> int:
 def cmd_approve(args: argparse.Namespace) -> int:
     r = _gate_round(args)
     path = approve(args.gate, r, Path(args.directory), note=args.note, branch=args.branch)
-    print(f"approved gate '{args.gate}' (round {r}): {path}\nContinue with: snakemake --cores 8 output/paper.pdf")
+    print(f"approved gate '{args.gate}' (round {r}): {path}\n"
+          f"Continue with: {snakemake_line(Path(args.directory))}")
     return 0
 
 
@@ -333,7 +326,7 @@ def cmd_reject(args: argparse.Namespace) -> int:
     r = _gate_round(args)
     path = reject(args.gate, r, Path(args.directory), args.note, branch=args.branch)
     print(f"sent '{args.gate}' (round {r}) back with your note ({path}); the stage reruns with it.\n"
-          "Continue with: snakemake --cores 8 output/paper.pdf")
+          f"Continue with: {snakemake_line(Path(args.directory))}")
     return 0
 
 
@@ -444,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         g.set_defaults(func=cmd_approve if name == "approve" else cmd_reject)
     ls = sub.add_parser("lessons", help="lessons from earlier runs, ranked by severity x recency")
     ls.add_argument("--store", help="the store (default: the user's data directory)")
-    ls.add_argument("--stage", choices=["formulate", "engineer", "analyze", "write"])
+    ls.add_argument("--stage", choices=["formulate", "engineer", "analyze", "write"],
+                    help="only that stage's lessons")
     ls.add_argument("-k", type=int, default=10)
     ls.add_argument("--all", action="store_true", help="every stored lesson, expired ones too")
     ls.set_defaults(func=cmd_lessons)

@@ -281,6 +281,25 @@ def test_revise_at_the_cap_keeps_its_issues_and_flags_the_paper():
     assert "the review is marked unverified" in unverified_reasons(rv)
 
 
+def test_status_states_the_causal_verdicts_as_the_paper_does():
+    """`edm-ars status` reads the causal review's fields as the prediction study's: the rubric's REVISE at the
+    cap, or a defect no re-run supplies, and the paper UNVERIFIED."""
+    from edm_ars.run.status import verdict_words
+
+    capped = review_causal(spec_of("observational"), REPORT, bad_overlap(), round=2, max_revisions=2)
+    assert verdict_words(capped).startswith("rubric REVISE at the revision cap (2 of 2 revision rounds): the paper "
+                                            "is written UNVERIFIED; score ")
+    assert verdict_words(review_causal(spec_of("observational"), REPORT, bad_overlap(), round=0, max_revisions=2)
+                         ).startswith("review REVISE (score ")
+    res = results_of("randomized")
+    res["heterogeneity"]["exploratory"] = False
+    defect = review_causal(spec_of("randomized"), REPORT, res, round=0, max_revisions=2)
+    assert verdict_words(defect).startswith("rubric REVISE that no revision can answer (heterogeneity_exploratory): "
+                                            "the paper is written UNVERIFIED")
+    assert verdict_words(review_causal(spec_of("randomized"), REPORT, results_of("randomized"), round=0,
+                                       max_revisions=2)) == "review PASS (score 10.0, 0 issues)"
+
+
 def test_no_revision_rounds_at_all_never_revises():
     rv = review_causal(spec_of("observational"), REPORT, bad_overlap(), round=0, max_revisions=0)
     assert rv["verdict"] == "UNVERIFIED"

@@ -269,15 +269,26 @@ def test_cli_lessons(tmp_path):
     assert cli_lessons(store, NOW, stage=None, k=5, all_=False) == f"no lessons in {store}"
     append(store, [lesson("critical", 0, text="leak"), lesson("minor", 12.5, text="figures", stage="analyze"),
                    lesson("major", 100, text="ancient", stage=None)])
-    text = cli_lessons(store, NOW, stage="analyze", k=5, all_=False)
+    text = cli_lessons(store, NOW, stage=None, k=5, all_=False)
     lines = text.splitlines()
-    assert "3 lesson(s)" in lines[0] and "stage analyze" in lines[0]
+    assert lines[0] == f"3 lesson(s) in {store}; showing top 5"
     assert lines[1].split() == ["weight", "age", "severity", "stage", "lesson"]
-    assert lines[2].split()[:4] == ["0.75", "12.5d", "minor", "analyze"] and lines[2].endswith("figures")
-    assert lines[3].split()[:4] == ["3.00", "0.0d", "critical", "formulate"] and lines[3].endswith("leak")
+    assert lines[2].split()[:4] == ["3.00", "0.0d", "critical", "formulate"] and lines[2].endswith("leak")
+    assert lines[3].split()[:4] == ["0.75", "12.5d", "minor", "analyze"] and lines[3].endswith("figures")
     assert len(lines) == 4  # the 100-day-old lesson is past the horizon
+    # --stage filters: only that stage's lessons, ranked by weight within it (issue 39)
+    append(store, [lesson("major", 1, text="late", stage="analyze"), lesson("minor", 0, text="any", stage=None)])
+    lines = cli_lessons(store, NOW, stage="analyze", k=5, all_=False).splitlines()
+    assert lines[0] == f"5 lesson(s) in {store}, 2 for stage analyze; showing top 5"
+    assert [line.split()[-1] for line in lines[2:]] == ["late", "figures"]
+    assert {line.split()[3] for line in lines[2:]} == {"analyze"}
+    assert [line.split()[-1] for line in cli_lessons(store, NOW, stage="formulate", k=5, all_=True).splitlines()[2:]] \
+        == ["leak"]
+    assert cli_lessons(store, NOW, stage="write", k=5, all_=False).splitlines() == [
+        f"5 lesson(s) in {store}, 0 for stage write",
+        "(no lesson for stage write; `edm-ars lessons` without --stage lists them all)"]
     everything = cli_lessons(store, NOW, stage=None, k=1, all_=True).splitlines()
-    assert len(everything) == 5 and everything[-1].split()[:4] == ["0.00", "100.0d", "major", "-"]
+    assert len(everything) == 7 and everything[-1].split()[:4] == ["0.00", "100.0d", "major", "-"]
     only_old = tmp_path / "old.jsonl"
     append(only_old, [lesson(days=200)])
     assert "older than 90 days" in cli_lessons(only_old, NOW, stage=None, k=5, all_=False)

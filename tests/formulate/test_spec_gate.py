@@ -8,7 +8,7 @@ import pytest
 
 from edm_ars.core.errors import EdmArsError
 from edm_ars.data.registry import load_registry
-from edm_ars.formulate.spec import choose_question, offline_spec, validate_spec
+from edm_ars.formulate.spec import choose_question, how_chosen, offline_spec, validate_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,6 +32,15 @@ def test_offline_spec_passes_the_gate(reg, spec):
 ])
 def test_prompt_selects_a_supported_question(reg, prompt, question):
     assert choose_question(reg, prompt)["id"] == question
+
+
+def test_how_the_question_was_chosen_is_said(reg):
+    """The console's result line says why a run studies its question (issue 39)."""
+    assert how_chosen(reg, "math_achievement", "dropout") == "named by question="
+    assert how_chosen(reg, None, "high school dropout risk") == "matched the prompt 'high school dropout risk'"
+    assert how_chosen(reg, None, "zebra migration") == ("the registry's default question: the prompt 'zebra "
+                                                        "migration' matched no question's keywords")
+    assert how_chosen(reg, None, None) == "the registry's default question: no prompt= or question= given"
 
 
 def test_every_canonical_question_passes_the_gate(reg):

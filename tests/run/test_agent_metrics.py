@@ -144,6 +144,27 @@ def test_completion_follows_the_rounds_and_a_missing_output_lowers_it(run):
     assert s["missing"] == ["output/branch_1/round_1/claims.json"]
 
 
+def test_a_run_of_the_paper_target_is_complete(run):
+    """Issue 39: output/paper.pdf as the target makes the paper, the costs and the revision histories, not the
+    default target's lessons.json and findings.json: the run stage is complete, not 0."""
+    out = run / "output"
+    for f in ("lessons.json", "findings.json"):
+        (out / f).unlink()
+    s = am.collect(run)["stages"]["run"]
+    assert (s["expected"], s["done"], s["completion_rate"], s["missing"]) == (3, 3, 1.0, [])
+    (out / "findings.json").write_text("{}")  # the default target was run, and stopped before its lessons
+    s = am.collect(run)["stages"]["run"]
+    assert s["missing"] == ["output/lessons.json"] and s["completion_rate"] == pytest.approx(4 / 5)
+    (out / "findings.json").unlink()
+    (out / "costs.json").unlink()  # a paper without its costs (a run made before they were inputs of the paper)
+    s = am.collect(run)["stages"]["run"]
+    assert s["missing"] == ["output/costs.json"] and s["completion_rate"] == pytest.approx(2 / 3)
+    (out / "paper.pdf").unlink()  # no paper: the run is unfinished, and the default target's records are expected
+    s = am.collect(run)["stages"]["run"]
+    assert s["missing"] == ["output/costs.json", "output/lessons.json", "output/findings.json"]
+    assert am.collect(run)["stages"]["write"]["missing"] == ["output/paper.pdf"]
+
+
 def test_a_pending_review_keeps_its_round_expected(run):
     (run / "output" / "branch_1" / "round_1" / "review_report.json").write_text(
         json.dumps({"verdict": "REVISE", "rerun_from": "engineer"}))

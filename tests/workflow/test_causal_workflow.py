@@ -57,6 +57,9 @@ def test_the_class_size_experiment_gives_a_verified_causal_paper(star_run):
     jobs = jobs_run(result)
     assert {"causal_formulate", "causal_frame", "causal_estimate", "critique", "causal_write"} <= set(jobs)
     assert not {"engineer", "fit_model", "debate"} & set(jobs)  # none of the prediction study's stages
+    # the question studied is a result line of the console (issue 39)
+    assert "causal_formulate: question: class_size_k (named by question=; causal, randomized design)" \
+        in result.stderr.splitlines()
     out = tmp_path / "output"
     r0 = out / "branch_1" / "round_0"
     spec = _read(r0 / "research_spec.json")

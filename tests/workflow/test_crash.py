@@ -1,9 +1,11 @@
 """Crash safety and byte reproducibility of whole runs: two clean runs give the same bytes; a run killed during a
 model fit or during the LaTeX build, followed by the command the message names, gives the same bytes as one that
-was never interrupted; artifacts follow the umask; a full disk during the Writer is one line naming the path."""
+was never interrupted; artifacts follow the umask; a full disk during the Writer is one line naming the path;
+`edm-ars status` during a run names its running jobs and after a kill the stopped ones."""
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import signal
@@ -129,6 +131,47 @@ def test_a_kill_during_the_latex_build_leaves_no_build_state(base_run, tmp_path)
     recover(workdir)
     assert (workdir / "output" / "paper.pdf").read_bytes() == (reference / "output" / "paper.pdf").read_bytes()
     assert differing(reference, workdir) == []
+
+
+def status(workdir: Path) -> str:
+    """`edm-ars status` in the run's directory, as a user types it there."""
+    printed = subprocess.run([sys.executable, "-m", "edm_ars.cli", "status"], capture_output=True, text=True,
+                             cwd=workdir, timeout=120)
+    assert printed.returncode == 0, printed.stdout + printed.stderr
+    return printed.stdout
+
+
+def test_status_mid_run_names_the_running_jobs_and_after_a_kill_the_stopped_ones(tmp_path):
+    """During a run `edm-ars status` says which jobs are running (the model fit, by rule and wildcards) and
+    suggests nothing that would start a second run; once the run is killed, the same outputs are those of jobs
+    that were stopped, with the command that resumes the run. The run is paused (SIGSTOP) while status reads it,
+    so the fit cannot end meanwhile."""
+    target = "output/branch_1/round_0/models/xgboost.joblib"
+    fit_log = tmp_path / "logs" / "branch_1" / "fit_model" / "round_0" / "xgboost.log"
+    marker = tmp_path / ".snakemake" / "incomplete" / base64.urlsafe_b64encode(target.encode()).decode()
+    locks = tmp_path / ".snakemake" / "locks"
+    proc = start(tmp_path, target)
+    deadline = time.monotonic() + 180
+    try:
+        while not (fit_log.exists() and marker.exists() and any(locks.glob("*.lock"))):
+            assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before xgboost's fit"
+            assert time.monotonic() < deadline, "no xgboost fit within 180 s"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGSTOP)
+        during = status(tmp_path)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert f"running: Snakemake (pid {proc.pid}" in during, during
+    assert "running job: fit_model (branch=1, round=0, model=xgboost), writing " + target in during, during
+    assert "tail -f .snakemake/log/" in during and "starting another run here now would stop at its lock" in during
+    assert "of jobs that were stopped" not in during and "snakemake --cores" not in during, during
+    assert "xgboost.joblib" not in "".join(line for line in during.splitlines() if line.startswith("incomplete"))
+    assert "paper: not built yet (a Snakemake run is under way here: wait for it to end)" in during, during
+    after = status(tmp_path)
+    assert "running" not in after and "stale lock:" in after, after
+    stopped = next(line for line in after.splitlines() if line.startswith("incomplete:"))
+    assert "of jobs that were stopped" in stopped and target in stopped and "resume with `snakemake " in stopped, after
 
 
 @pytest.fixture

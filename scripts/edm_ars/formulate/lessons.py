@@ -370,15 +370,21 @@ def render(ranked: list[tuple[float, Lesson]]) -> str:
 
 def cli_lessons(store: Path, now: datetime, *, stage: str | None, k: int, all_: bool) -> str:
     """Text for `edm-ars lessons`: one line per lesson with weight, age in days, severity, stage and text.
-    Without all_, the k most relevant (as agents see them); with all_, every stored lesson, expired
-    ones and repeats included, in the same order."""
+    Without all_, the k most relevant (ranked as agents see them); with all_, every stored lesson, expired
+    ones and repeats included, in the same order. With a stage, only that stage's lessons (not those of
+    other stages, nor those for no particular stage), ranked the same way."""
     store = Path(store)
     lessons = load(store)
     if not lessons:
         return f"no lessons in {store}"
+    head = f"{len(lessons)} lesson(s) in {store}"
+    if stage:
+        lessons = [le for le in lessons if le.stage == stage]
+        head += f", {len(lessons)} for stage {stage}"
+        if not lessons:
+            return head + f"\n(no lesson for stage {stage}; `edm-ars lessons` without --stage lists them all)"
     rows = _rank(lessons, now, stage, 30, 90) if all_ else relevant(lessons, now, stage=stage, k=k)
-    scope = "all" if all_ else f"top {k}"
-    head = f"{len(lessons)} lesson(s) in {store}; showing {scope}" + (f" for stage {stage}" if stage else "")
+    head += "; showing " + ("all" if all_ else f"top {k}")
     if not rows:
         return head + "\n(none weigh anything now: all are older than 90 days)"
     lines = [head, f"{'weight':>6}  {'age':>6}  {'severity':<8}  {'stage':<9}  lesson"]

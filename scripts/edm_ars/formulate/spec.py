@@ -87,18 +87,39 @@ def validate_spec(spec: dict[str, Any], reg: Registry, data_columns: set[str] | 
     return violations
 
 
+def prompt_match(reg: Registry, prompt: str | None) -> dict[str, Any] | None:
+    """The canonical question whose keywords best match the prompt (the first of equals), None when none does."""
+    if not prompt or not reg.questions:
+        return None
+    words = set(re.findall(r"[a-z]+", prompt.lower()))
+    text = prompt.lower()
+    scored = []
+    for q in reg.questions:
+        score = sum(1 for k in q.get("keywords", []) if (k in words if " " not in k else k in text))
+        scored.append((score, q))
+    best = max(scored, key=lambda t: t[0])
+    return best[1] if best[0] > 0 else None
+
+
+def how_chosen(reg: Registry, question_id: str | None, prompt: str | None) -> str:
+    """Why a run studies the question it does, for the console's result line: named by question=, the one the
+    prompt matched, or the registry's default."""
+    short = " ".join((prompt or "").split())
+    short = short if len(short) <= 80 else short[:77] + "..."
+    if question_id:
+        return "named by question="
+    if prompt and prompt_match(reg, prompt) is not None:
+        return f"matched the prompt {short!r}"
+    if prompt:
+        return f"the registry's default question: the prompt {short!r} matched no question's keywords"
+    return "the registry's default question: no prompt= or question= given"
+
+
 def choose_question(reg: Registry, prompt: str | None) -> dict[str, Any]:
     """The canonical question whose keywords best match the prompt, else the default one."""
-    if prompt:
-        words = set(re.findall(r"[a-z]+", prompt.lower()))
-        text = prompt.lower()
-        scored = []
-        for q in reg.questions:
-            score = sum(1 for k in q.get("keywords", []) if (k in words if " " not in k else k in text))
-            scored.append((score, q))
-        best = max(scored, key=lambda t: t[0])
-        if best[0] > 0:
-            return best[1]
+    matched = prompt_match(reg, prompt)
+    if matched is not None:
+        return matched
     for q in reg.questions:
         if q.get("default"):
             return q

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from edm_ars.core.artifacts import atomic_write_text, read_json, write_json
-from edm_ars.jobs.rule_io import log, registry_of
+from edm_ars.jobs.rule_io import RESULT, log, registry_of
 
 
 def draft_studies(smk: Any) -> None:
@@ -53,6 +53,16 @@ def draft_studies(smk: Any) -> None:
                  d["outcome"], len(d["predictors"]), d["novelty"]["statement"])
     for s in drafted["skipped"]:
         log.info("not drafted: %s: %s", s["draft"], s["reason"])
+    # the result line on the console: the question studied and why (issue 39)
+    from edm_ars.formulate.spec import choose_question, how_chosen
+
+    how_q = how_chosen(reg, question, prompt)
+    if n == 1:
+        log.info("question: %s (%s)", drafts[0]["question_id"], how_q, extra=RESULT)
+    else:
+        asked = question or choose_question(reg, prompt)["id"]
+        log.info("question: %s (%s); %d candidate studies: %s", asked, how_q, len(drafts),
+                 ", ".join(f"branch {d['branch']} {d['question_id']}/{d['variant']}" for d in drafts), extra=RESULT)
     write_json(smk.output.drafts, {
         "dataset": dataset, "data_sha256": sha, "n": n, "how": how, "dedup_rule": DEDUP_RULE,
         "same_study": SAME_STUDY, "drafts": drafts,

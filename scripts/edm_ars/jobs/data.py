@@ -78,7 +78,7 @@ def engineer(smk: Any) -> None:
     from edm_ars.data.engineer import prepare, protocol, read_needed
     from edm_ars.jobs.rule_io import earlier_reviews, layout_of
     from edm_ars.review import actions
-    from edm_ars.run.gates import read_notes
+    from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on, read_notes
 
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     spec = read_json(smk.input.spec, "research_spec")
@@ -99,6 +99,10 @@ def engineer(smk: Any) -> None:
         notes += [f"Researcher: {n}" for n in read_notes(smk.input.human_notes)]
     if notes:
         report["revision_notes"] = notes
+    unacted = notes_not_acted_on(smk.input.get("human_notes"), "engineer")
+    if unacted:
+        log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON["engineer"])
+        report["researcher_notes"] = unacted
     applied = [actions.describe(a) for a in actions.of_stage(reviews, "engineer")]
     if applied:
         report["revision_actions_applied"] = applied
@@ -126,10 +130,16 @@ def gate(smk: Any) -> None:
     """Pass only when the researcher approved exactly the artifacts the gate shows."""
     from edm_ars.core.errors import SpecError
     from edm_ars.formulate.spec import validate_spec
-    from edm_ars.run.gates import check
+    from edm_ars.run.gates import GateWaiting, check, waiting_path
 
     which, round_, branch = smk.wildcards.gate, int(smk.wildcards.round), int(smk.wildcards.branch)
-    record = check(which, round_, Path.cwd(), branch)
+    waiting = waiting_path(Path.cwd(), which, round_, branch)
+    waiting.unlink(missing_ok=True)
+    try:
+        record = check(which, round_, Path.cwd(), branch)
+    except GateWaiting as exc:  # a normal stop: the Snakefile's onerror prints it last and exits 3
+        atomic_write_text(waiting, str(exc) + "\n")
+        raise
     if which == "formulate":
         # the researcher may have edited the specification: it must still pass the gate
         reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))

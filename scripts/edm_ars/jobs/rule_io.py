@@ -17,6 +17,28 @@ from edm_ars.data.registry import Registry, load_registry
 
 log = logging.getLogger("edm_ars")
 
+#: `log.info(..., extra=RESULT)`: a result line the user sees on the console (the question a run studies), not only
+#: in the job's log; every other INFO line goes to the log alone, warnings and errors to both.
+RESULT = {"console": True}
+
+
+class _Console(logging.Filter):
+    """The console of a job: warnings, errors and result lines (RESULT); the rest is in the job's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or bool(getattr(record, "console", False))
+
+
+class _ConsoleFormat(logging.Formatter):
+    def __init__(self, rule: str) -> None:
+        super().__init__("%(levelname)s [%(name)s] %(message)s")
+        self.rule = rule
+
+    def format(self, record: logging.LogRecord) -> str:
+        if getattr(record, "console", False) and record.levelno < logging.WARNING:
+            return f"{self.rule}: {record.getMessage()}"  # "EDM-ARS <rule>:" starts a failure (_stop)
+        return super().format(record)
+
 
 def _keep_model_calls(smk: Any) -> str | None:
     """A failed agent job's model calls, copied from its ledger (an output Snakemake deletes) to its logs."""
@@ -37,17 +59,22 @@ def _keep_model_calls(smk: Any) -> str | None:
 
 
 def run(smk: Any, main: Callable[[Any], None]) -> None:
-    """Run a rule's entry: log to snakemake.log[0]; on a user-facing error print it to the terminal
-    too and exit 1, so Snakemake stops with the message and keeps what earlier rules produced. A failed
+    """Run a rule's entry: log to snakemake.log[0] (the console gets warnings, errors and RESULT lines only, so a
+    run's console stays short); on a user-facing error print it to the terminal too and exit 1, so Snakemake stops with the message and keeps what earlier rules produced. A failed
     agent job's ledger lines are appended to `<log>.llm_calls.jsonl` (Snakemake deletes the ledger)."""
     log_path = smk.log[0] if len(smk.log) else None
     rule = getattr(smk, "rule", "rule")
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    console = logging.StreamHandler(sys.stderr)
+    console.addFilter(_Console())
+    console.setFormatter(_ConsoleFormat(rule))
+    handlers: list[logging.Handler] = [console]
     if log_path:
         try:
             handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
         except OSError as exc:
             _stop(rule, str(OutputWriteError.of(exc, log_path)))
+    else:  # no log to keep the details: they stay on the console
+        console.filters.clear()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
                         handlers=handlers, force=True)
     logging.raiseExceptions = False  # a log line that cannot be written (a full disk) is dropped, not a traceback

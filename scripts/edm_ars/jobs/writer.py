@@ -99,7 +99,9 @@ def write(smk: Any) -> None:
 def sources_and_verification(smk: Any, out: Path, artifacts: dict[str, str], optional: dict[str, str]) -> Any:
     """sources.json (the artifacts the paper was written from, relative to it: verify-paper finds them there), the
     records of where every number comes from with the links and the appendix (writer/trace.py), and
-    verification.json (`edm-ars verify-paper`); returns the verification report."""
+    verification.json (`edm-ars verify-paper`, with the researcher's notes on the write gate, recorded but not acted
+    on: key researcher_notes); returns the verification report."""
+    from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on
     from edm_ars.writer.trace import write_links
     from edm_ars.writer.verify import verify_paper
 
@@ -110,7 +112,10 @@ def sources_and_verification(smk: Any, out: Path, artifacts: dict[str, str], opt
     records = write_links(out, Path.cwd(), report)
     log.info("%d of %d number macros linked to their sources in %d artifacts",
              sum(n["checked"] for n in records["numbers"]), len(records["numbers"]), len(records["artifacts"]))
-    write_json(smk.output.verification, report.to_json())
+    unacted = notes_not_acted_on(smk.input.get("human_notes"), "write")
+    if unacted:
+        log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON["write"])
+    write_json(smk.output.verification, {**report.to_json(), **({"researcher_notes": unacted} if unacted else {})})
     log.info("%s", report.summary())
     return report
 

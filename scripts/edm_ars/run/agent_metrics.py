@@ -26,8 +26,10 @@ provenance, recovery, compile_pdf, abort_report); run (costs, lessons, findings,
    supplementary/slot_<k>.json per planned analysis; debate claims.json; critique review_report.json; and once
    per run: data output/data/dataset.json and output/registry/tier2.json; formulate output/branches.json; select
    output/selection.json; write output/paper.pdf (or the chosen branch's abort_report.json when it aborted),
-   output/paper/provenance.json and, on generated data, output/paper/recovery.json; run output/costs.json,
-   output/lessons.json, output/findings.json and each branch's revisions.md.
+   output/paper/provenance.json and, on generated data, output/paper/recovery.json; run output/costs.json and
+   each branch's revisions.md (inputs of the paper), and output/lessons.json and output/findings.json (the default
+   target's alone: not expected of a run whose paper exists, not aborted, with neither of them, i.e. a run that
+   targeted output/paper.pdf).
 3. Cost per stage: model calls (answers received), input and output tokens and dollars from the ledgers (null
    dollars when a model has no price); wall seconds: the sum of endtime - starttime of the jobs whose outputs
    stand now (.snakemake/metadata, each job counted once: rule, job hash and start time); CPU seconds: the sum
@@ -267,13 +269,21 @@ def expected_outputs(run: Path) -> dict[str, list[str]]:
         exp["run"].append(f"output/branch_{b}/revisions.md")
     exp["select"].append("output/selection.json")
     chosen = (_json(run / "output" / "selection.json") or {}).get("chosen")
-    if chosen is not None and (run / "output" / f"branch_{chosen}" / "abort_report.json").exists():
+    aborted = chosen is not None and (run / "output" / f"branch_{chosen}" / "abort_report.json").exists()
+    if aborted:
         exp["write"].append(f"output/branch_{chosen}/abort_report.json")
     else:
         exp["write"] += ["output/paper.pdf", "output/paper/provenance.json"]
         if generated(run):
             exp["write"].append("output/paper/recovery.json")
-    exp["run"] += ["output/costs.json", "output/lessons.json", "output/findings.json"]
+    exp["run"].append("output/costs.json")
+    # lessons.json and findings.json are the default target's alone: a run that targeted output/paper.pdf is
+    # complete with its paper (and its costs and revision histories, inputs of the paper)
+    default_only = ["output/lessons.json", "output/findings.json"]
+    paper_target = (not aborted and (run / "output" / "paper.pdf").exists()
+                    and not any((run / p).exists() for p in default_only))
+    if not paper_target:
+        exp["run"] += default_only
     return exp
 
 

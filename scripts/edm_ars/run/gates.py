@@ -16,6 +16,7 @@ from typing import Any
 
 from edm_ars.core.artifacts import atomic_write_text
 from edm_ars.core.errors import EdmArsError
+from edm_ars.run.command import edm_ars_line
 
 MODES: dict[str, list[str]] = {
     "full-auto": [],
@@ -79,40 +80,81 @@ def digest(paths: list[str], workdir: Path) -> dict[str, str]:
     return out
 
 
-def _branch_option(branch: int) -> str:
-    return f" --branch {branch}" if branch != 1 else ""
+def _gate_args(gate: str, round_: int, branch: int) -> list[str]:
+    return [gate, "--round", str(round_), *(["--branch", str(branch)] if branch != 1 else [])]
 
 
-def continue_command(gate: str, round_: int, branch: int = 1) -> str:
-    return f"edm-ars approve {gate} --round {round_}{_branch_option(branch)} && snakemake --cores 8 output/paper.pdf"
+def continue_command(gate: str, round_: int, branch: int = 1, workdir: Path = Path(".")) -> str:
+    """`edm-ars approve <gate> ... && <the run's own snakemake command>` (edm_ars.run.command)."""
+    return edm_ars_line(["approve", *_gate_args(gate, round_, branch)], workdir)
 
 
-def waiting_message(gate: str, round_: int, reason: str, branch: int = 1) -> str:
-    files = "\n".join(f"    {p}" for p in subjects(gate, round_, branch))
+def reject_command(gate: str, round_: int, branch: int = 1, workdir: Path = Path(".")) -> str:
+    return edm_ars_line(["reject", *_gate_args(gate, round_, branch)], workdir, note=True)
+
+
+def waiting_message(gate: str, round_: int, reason: str, branch: int = 1, workdir: Path = Path(".")) -> str:
+    files = "\n".join(f"    {p}" for p in subjects(gate, round_, branch, run_task(workdir, branch)))
     edit = (f"\n  You may edit {EDITABLE[gate]} before approving; everything downstream then reruns."
             if gate in EDITABLE else "")
     where = f"round {round_}" + (f", branch {branch}" if branch != 1 else "")
     return (f"gate '{gate}' ({where}) is waiting for your review: {reason}\n"
             f"  Review:\n{files}{edit}\n"
-            f"  To continue:  {continue_command(gate, round_, branch)}\n"
-            f"  To send it back with an instruction:  edm-ars reject {gate} --round {round_}{_branch_option(branch)}"
-            " --note \"...\" "
-            "&& snakemake --cores 8 output/paper.pdf")
+            f"  To continue:  {continue_command(gate, round_, branch, workdir)}\n"
+            f"  To send it back with an instruction:  {reject_command(gate, round_, branch, workdir)}")
+
+
+class GateWaiting(EdmArsError):
+    """A gate that stops the run until the researcher approves: a normal end of the run, not a failure."""
 
 
 def check(gate: str, round_: int, workdir: Path, branch: int = 1) -> dict[str, Any]:
-    """The approval record when the gate is approved for the current artifacts; otherwise an
-    EdmArsError that says what to review and the exact command to continue."""
+    """The approval record when the gate is approved for the current artifacts; otherwise GateWaiting, which says
+    what to review and the exact command to continue."""
     current = digest(subjects(gate, round_, branch, run_task(workdir, branch)), workdir)
     path = approval_path(workdir, gate, round_, branch)
     if not path.exists():
-        raise EdmArsError(waiting_message(gate, round_, "not approved yet", branch))
+        raise GateWaiting(waiting_message(gate, round_, "not approved yet", branch, workdir))
     record = json.loads(path.read_text())
     if record.get("decision") != "approved":
-        raise EdmArsError(waiting_message(gate, round_, f"decision is {record.get('decision')}", branch))
+        raise GateWaiting(waiting_message(gate, round_, f"decision is {record.get('decision')}", branch, workdir))
     if record.get("subjects") != current:
-        raise EdmArsError(waiting_message(gate, round_, "the artifacts changed after the approval", branch))
+        raise GateWaiting(waiting_message(gate, round_, "the artifacts changed after the approval", branch,
+                                          workdir))
     return record
+
+
+def waiting_path(workdir: Path, gate: str, round_: int, branch: int = 1) -> Path:
+    """Where a gate job that stopped the run records that it waits (beside its log): read by the Snakefile's onerror."""
+    return Path(workdir) / "logs" / f"branch_{branch}" / "gate" / f"round_{round_}" / f"{gate}.waiting.txt"
+
+
+EXIT_WAITING = 3  # the exit status of a run that stopped only at gates waiting for the researcher
+
+
+def failed_jobs(jobs: Any) -> list[tuple[str, dict[str, str]]]:
+    """(rule name, wildcards) of the failed jobs of Snakemake's scheduler (a group job counts as no gate)."""
+    return [(getattr(getattr(job, "rule", None), "name", "group"), dict(getattr(job, "wildcards_dict", None) or {}))
+            for job in jobs or ()]
+
+
+def stop_block(failed: list[tuple[str, dict[str, str]]], workdir: Path = Path(".")) -> str | None:
+    """The block the run ends with when every failed job (rule name, wildcards) is a gate that waits for the
+    researcher (its waiting file written by this run's job); None when anything else failed."""
+    if not failed:
+        return None
+    messages = []
+    for rule, wildcards in failed:
+        if rule != "gate":
+            return None
+        path = waiting_path(workdir, wildcards.get("gate", ""), int(wildcards.get("round", 0)),
+                            int(wildcards.get("branch", 1)))
+        if not path.exists():
+            return None
+        messages.append(path.read_text().rstrip())
+    bar = "=" * 78
+    return "\n".join([bar, f"The run stopped at {len(messages)} human gate(s) waiting for your review "
+                            f"(exit status {EXIT_WAITING}; not an error).", *messages, bar])
 
 
 def approve(gate: str, round_: int, workdir: Path, note: str | None = None, branch: int = 1) -> Path:
@@ -163,3 +205,41 @@ def pending(workdir: Path) -> list[str]:
             where = r.replace("_", " ") + (f", {b.replace('_', ' ')}" if b != "branch_1" else "")
             out.append(f"{gate} ({where})")
     return out
+
+
+#: why a stage only records a researcher's free-text note (edm-ars reject ... --note) instead of acting on it
+NOT_ACTED_ON = {
+    "formulate": "the offline backend cannot act on a free-text note; edit research_spec.json at the formulate "
+                 "gate, or run with a model backend",
+    "causal-formulate": "the causal specification is built by rule from the registry and cannot act on a "
+                        "free-text note; edit research_spec.json at the formulate gate",
+    "engineer": "the data preparation follows the configured protocol and cannot act on a free-text note; edit "
+                "research_spec.json at the formulate gate, or change the engineer settings of the configuration",
+    "write": "the paper is built from the artifacts by rule and cannot act on a free-text note; edit "
+             "research_spec.json at the formulate gate, or send an earlier stage back",
+}
+
+
+def notes_not_acted_on(path: str | Path | None, why: str) -> list[dict[str, Any]]:
+    """The researcher's notes of a gate (its notes file, if any) as recorded but not acted on, for the stage's
+    artifact (key `researcher_notes`): note, acted_on false and why."""
+    return [{"note": n, "acted_on": False, "why": NOT_ACTED_ON[why]} for n in read_notes(path)]
+
+
+def unacted_notes(workdir: Path) -> list[str]:
+    """One line per researcher's note a stage recorded but did not act on (its artifact's `researcher_notes`)."""
+    out = Path(workdir) / "output"
+    found = [*sorted(out.glob("branch_*/round_*/research_spec.json")),
+             *sorted(out.glob("branch_*/round_*/data/data_report.json")),
+             *sorted(out.glob("branch_*/round_*/causal/data_report.json")),
+             *sorted(out.glob("*/verification.json"))]
+    lines = []
+    for path in found:
+        try:
+            notes = json.loads(path.read_text()).get("researcher_notes") or []
+        except (OSError, ValueError, AttributeError):
+            continue
+        for n in notes:
+            if isinstance(n, dict) and n.get("acted_on") is False:
+                lines.append(f"note not acted on ({path.relative_to(workdir)}): \"{n.get('note')}\": {n.get('why')}")
+    return lines

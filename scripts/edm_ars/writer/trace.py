@@ -117,8 +117,9 @@ def _listed(value: Any) -> list[str]:
 
 
 def job_record(path: str | Path, workdir: str | Path = ".") -> dict[str, Any] | None:
-    """The job that wrote an output file, from Snakemake's record of it: rule, inputs, parameters, log, script
-    and when it ran; None when Snakemake kept no record (a file made outside the workflow)."""
+    """The job that wrote an output file, from Snakemake's record of it: rule, inputs, parameters, log and script
+    (not when it ran: two runs of the same inputs give the same paper, byte for byte); None when Snakemake kept no
+    record (a file made outside the workflow)."""
     rel = os.path.relpath(path, workdir) if os.path.isabs(str(path)) else os.path.normpath(str(path))
     meta = _metadata_file(Path(workdir), rel)
     try:
@@ -129,8 +130,7 @@ def job_record(path: str | Path, workdir: str | Path = ".") -> dict[str, Any] | 
     script = re.search(r"[\"']([^\"']+\.py)[\"']", code)
     return {"file": rel, "rule": record.get("rule"), "inputs": _listed(record.get("input")),
             "params": _listed(record.get("params")), "log": _listed(record.get("log")),
-            "script": os.path.normpath(script.group(1).replace("../", "", 1)) if script else None,
-            "starttime": record.get("starttime"), "endtime": record.get("endtime")}
+            "script": os.path.normpath(script.group(1).replace("../", "", 1)) if script else None}
 
 
 # ---- the records of one paper -----------------------------------------------------------------------------------

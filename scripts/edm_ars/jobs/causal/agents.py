@@ -8,7 +8,8 @@ from typing import Any
 
 from edm_ars.core.artifacts import atomic_write_text, read_json, write_json
 from edm_ars.core.errors import SpecError
-from edm_ars.jobs.rule_io import earlier_reviews, log, registry_of
+from edm_ars.jobs.rule_io import RESULT, earlier_reviews, log, registry_of
+from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on
 
 
 def _start_agent_outputs(smk: Any) -> None:
@@ -40,6 +41,10 @@ def formulate(smk: Any) -> None:
     notes = [n for rev in earlier_reviews(smk)[-1:] for n in rev["revision_instructions"].get("formulate", [])]
     if notes:
         spec["revision_notes"] = notes
+    unacted = notes_not_acted_on(smk.input.get("human_notes"), "causal-formulate")
+    if unacted:
+        log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON["causal-formulate"])
+        spec["researcher_notes"] = unacted
     bib, topics = smk.input.bibliography
     keys = list(dict.fromkeys(p["cite"] for p in spec["published_estimates"]))
     # the question's and the data set's topics and the sources of the methods this design uses (not the prediction
@@ -77,6 +82,10 @@ def formulate(smk: Any) -> None:
     log.info("causal question %s: %s (%s) vs %s on %s, %s design, %d covariates; literature: %s, %d works",
              spec["question_id"], t["variable"], t["treated"], t["control"], spec["outcome"]["name"],
              spec["design"]["kind"], len(spec["covariates"]), literature["source"], len(literature["papers"]))
+    from edm_ars.formulate.spec import how_chosen
+
+    log.info("question: %s (%s; causal, %s design)", spec["question_id"],
+             how_chosen(reg, smk.params.question or None, smk.params.prompt or None), design["kind"], extra=RESULT)
     write_json(smk.output.spec, spec)
     write_json(smk.output.literature, literature, "literature_context")
 
