@@ -16,9 +16,9 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 # A short console: a line per job start and per job done, warnings, errors and the jobs' result lines; the
 # details are in the logs (edm_ars.run.console; EDM_ARS_CONSOLE=full for Snakemake's own).
-from edm_ars.run.console import shorten
+from edm_ars.run.console import dry_run, shorten
 
-shorten(dryrun=workflow.dryrun)
+shorten(dryrun=workflow.dryrun or dry_run(sys.argv))
 
 
 # An unknown key (a typo such as datset=star) stops the run with one line naming it, where it came from and

@@ -73,3 +73,12 @@ def test_the_full_console_on_request_and_in_a_dry_run(monkeypatch):
     _run(logger)
     assert "localrule fit_model:\n    input: in.csv" in console.getvalue()
     assert "Finished jobid: 3 (Rule: fit_model)" in console.getvalue()
+
+
+def test_a_dry_run_is_seen_on_the_command_line():
+    from edm_ars.run.console import dry_run
+
+    assert dry_run(["snakemake", "-n", "output/paper.pdf"]) and dry_run(["snakemake", "-np"])
+    assert dry_run(["python", "--dry-run"]) and dry_run(["snakemake", "--dryrun"])
+    assert not dry_run(["snakemake", "--cores", "2", "output/paper.pdf"]) and not dry_run(["snakemake", "-j2"])
+    assert not dry_run(["snakemake", "--notemp"])

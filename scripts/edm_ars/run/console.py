@@ -101,6 +101,14 @@ class ShortFormat(logging.Formatter):
         return self.inner.format(record) if self.inner is not None else super().format(record)
 
 
+def dry_run(argv: list[str]) -> bool:
+    """Whether a Snakemake command line asks for a dry run (-n, --dry-run, --dryrun, or -n among short flags such as
+    -np): `workflow.dryrun` is not yet set while the Snakefile is read."""
+    return any(a in ("--dry-run", "--dryrun") or (a.startswith("-") and not a.startswith("--") and "n" in a[1:]
+                                                   and a[1:].isalpha())
+               for a in argv[1:])
+
+
 def shorten(logger: logging.Logger | None = None, *, dryrun: bool = False) -> bool:
     """Give Snakemake's console handler the short console; True when it did (False under EDM_ARS_CONSOLE=full,
     in a dry run, or when the handler is not there, e.g. a logger plugin writes the console)."""

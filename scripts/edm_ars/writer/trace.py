@@ -108,6 +108,21 @@ def _metadata_file(workdir: Path, path: str) -> Path:
     return Path(workdir, ".snakemake", "metadata", *chunks)
 
 
+#: the workflow's own folder (the repository): its files are named from there in the records, so a project moved or
+#: copied elsewhere gives the same records
+WORKFLOW_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _portable(path: str, workdir: Path) -> str:
+    """A job's input as the records name it: a file of the workflow (registry, config, prompts) as
+    ``workflow:<path in the repository>``, any other path as Snakemake recorded it (relative to the project)."""
+    full = Path(os.path.normpath(Path(workdir).resolve() / path))
+    try:
+        return "workflow:" + str(full.relative_to(WORKFLOW_ROOT))
+    except ValueError:
+        return path
+
+
 def _listed(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(v) for v in value]
@@ -128,7 +143,8 @@ def job_record(path: str | Path, workdir: str | Path = ".") -> dict[str, Any] | 
         return None
     code = str(record.get("code") or "")
     script = re.search(r"[\"']([^\"']+\.py)[\"']", code)
-    return {"file": rel, "rule": record.get("rule"), "inputs": _listed(record.get("input")),
+    return {"file": rel, "rule": record.get("rule"),
+            "inputs": [_portable(i, Path(workdir)) for i in _listed(record.get("input"))],
             "params": _listed(record.get("params")), "log": _listed(record.get("log")),
             "script": os.path.normpath(script.group(1).replace("../", "", 1)) if script else None}
 
