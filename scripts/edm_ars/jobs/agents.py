@@ -65,9 +65,9 @@ def formulate(smk: Any) -> None:
         registry_finding_keys,
         validate_spec,
     )
-    from edm_ars.jobs.rule_io import earlier_reviews
+    from edm_ars.jobs.rule_io import earlier_reviews, unacted_notes
     from edm_ars.review import actions
-    from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on, read_notes
+    from edm_ars.run.gates import read_notes
 
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     manifest = read_json(smk.input.manifest)
@@ -114,9 +114,8 @@ def formulate(smk: Any) -> None:
             raise SpecError(violations)
         literature = curated_literature(bib, topics, literature_topics(reg, spec["question_id"]),
                                         keys=registry_finding_keys(reg))
-        unacted = notes_not_acted_on(smk.input.get("human_notes"), "formulate")
+        unacted = unacted_notes(smk, "formulate")
         if unacted:  # recorded in the specification's revision notes, but nothing offline reads their words
-            log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON["formulate"])
             spec["researcher_notes"] = unacted
     else:
         from edm_ars.formulate.model import formulate_with_model

@@ -76,9 +76,9 @@ def engineer(smk: Any) -> None:
     """The DataEngineer: leakage-safe preparation of the analytic data (edm_ars.data.engineer)."""
     from edm_ars.core.frames import write_frame
     from edm_ars.data.engineer import prepare, protocol, read_needed
-    from edm_ars.jobs.rule_io import earlier_reviews, layout_of
+    from edm_ars.jobs.rule_io import earlier_reviews, layout_of, unacted_notes
     from edm_ars.review import actions
-    from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on, read_notes
+    from edm_ars.run.gates import read_notes
 
     reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))
     spec = read_json(smk.input.spec, "research_spec")
@@ -99,9 +99,8 @@ def engineer(smk: Any) -> None:
         notes += [f"Researcher: {n}" for n in read_notes(smk.input.human_notes)]
     if notes:
         report["revision_notes"] = notes
-    unacted = notes_not_acted_on(smk.input.get("human_notes"), "engineer")
+    unacted = unacted_notes(smk, "engineer")
     if unacted:
-        log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON["engineer"])
         report["researcher_notes"] = unacted
     applied = [actions.describe(a) for a in actions.of_stage(reviews, "engineer")]
     if applied:

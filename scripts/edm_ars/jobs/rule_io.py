@@ -172,3 +172,14 @@ def earlier_reviews(smk: Any) -> list[dict[str, Any]]:
     files = smk.input.get("earlier_reviews", []) if "earlier_reviews" in smk.input.keys() else []
     files = [files] if isinstance(files, str) else list(files)
     return [read_json(f, "review_report") for f in files]
+
+
+def unacted_notes(smk: Any, why: str) -> list[dict[str, Any]]:
+    """The researcher's notes of the job's gate (input `human_notes`) that this stage records but cannot act on
+    (edm_ars.run.gates.notes_not_acted_on), with one warning in the job's log when there are any."""
+    from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on
+
+    found = notes_not_acted_on(smk.input.get("human_notes"), why)
+    if found:
+        log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON[why])
+    return found

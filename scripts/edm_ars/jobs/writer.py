@@ -101,7 +101,7 @@ def sources_and_verification(smk: Any, out: Path, artifacts: dict[str, str], opt
     records of where every number comes from with the links and the appendix (writer/trace.py), and
     verification.json (`edm-ars verify-paper`, with the researcher's notes on the write gate, recorded but not acted
     on: key researcher_notes); returns the verification report."""
-    from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on
+    from edm_ars.jobs.rule_io import unacted_notes
     from edm_ars.writer.trace import write_links
     from edm_ars.writer.verify import verify_paper
 
@@ -112,9 +112,7 @@ def sources_and_verification(smk: Any, out: Path, artifacts: dict[str, str], opt
     records = write_links(out, Path.cwd(), report)
     log.info("%d of %d number macros linked to their sources in %d artifacts",
              sum(n["checked"] for n in records["numbers"]), len(records["numbers"]), len(records["artifacts"]))
-    unacted = notes_not_acted_on(smk.input.get("human_notes"), "write")
-    if unacted:
-        log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON["write"])
+    unacted = unacted_notes(smk, "write")
     write_json(smk.output.verification, {**report.to_json(), **({"researcher_notes": unacted} if unacted else {})})
     log.info("%s", report.summary())
     return report

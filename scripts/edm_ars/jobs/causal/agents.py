@@ -8,8 +8,7 @@ from typing import Any
 
 from edm_ars.core.artifacts import atomic_write_text, read_json, write_json
 from edm_ars.core.errors import SpecError
-from edm_ars.jobs.rule_io import RESULT, earlier_reviews, log, registry_of
-from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on
+from edm_ars.jobs.rule_io import RESULT, earlier_reviews, log, registry_of, unacted_notes
 
 
 def _start_agent_outputs(smk: Any) -> None:
@@ -41,9 +40,8 @@ def formulate(smk: Any) -> None:
     notes = [n for rev in earlier_reviews(smk)[-1:] for n in rev["revision_instructions"].get("formulate", [])]
     if notes:
         spec["revision_notes"] = notes
-    unacted = notes_not_acted_on(smk.input.get("human_notes"), "causal-formulate")
+    unacted = unacted_notes(smk, "causal-formulate")
     if unacted:
-        log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON["causal-formulate"])
         spec["researcher_notes"] = unacted
     bib, topics = smk.input.bibliography
     keys = list(dict.fromkeys(p["cite"] for p in spec["published_estimates"]))

@@ -13,7 +13,7 @@ def frame(smk: Any) -> None:
     from edm_ars.causal.frame import analytic_frame
     from edm_ars.core.frames import write_frame
     from edm_ars.data.raw import read_raw
-    from edm_ars.run.gates import NOT_ACTED_ON, notes_not_acted_on
+    from edm_ars.jobs.rule_io import unacted_notes
 
     reg = registry_of(smk)
     spec = read_json(smk.input.spec)
@@ -29,9 +29,8 @@ def frame(smk: Any) -> None:
              "outcome missing for %s; %d features", report["n_treated"], report["n_control"],
              report["excluded_levels"] or "none", report["n_missing_treatment"], report["outcome_missing"],
              len(report["features"]))
-    unacted = notes_not_acted_on(smk.input.get("human_notes"), "engineer")
+    unacted = unacted_notes(smk, "engineer")
     if unacted:
-        log.warning("the researcher's note(s) recorded, not acted on: %s", NOT_ACTED_ON["engineer"])
         report["researcher_notes"] = unacted
     write_frame(smk.output.frame, data)
     write_json(smk.output.report, report)
