@@ -24,6 +24,10 @@ def test_derived_sources_name_their_operands():
     assert derived(src) and derived("100 * results.json:x.y") and derived("len(data_report.json:predictors)")
     assert not derived("results.json:models.a.metrics.auc")
     assert operands("quoted from provenance.json") == [("provenance.json", "")]
+    assert operands("data_report.json:split.repeated.train_units + data_report.json:split.repeated.test_units - "
+                    "data_report.json:split.repeated.units_on_both_sides") == [
+        ("data_report.json", "split.repeated.train_units"), ("data_report.json", "split.repeated.test_units"),
+        ("data_report.json", "split.repeated.units_on_both_sides")]
 
 
 def test_only_numbers_verify_paper_checks_become_links():

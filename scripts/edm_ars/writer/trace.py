@@ -39,7 +39,8 @@ SMALL_INT = 100
 def operands(source: str) -> list[tuple[str, str]]:
     """The (artifact, dotted path) operands of a macro's source, in order; a number quoted from an artifact's text
     ("quoted from provenance.json") has the artifact and an empty path."""
-    found = [(m.group("file"), m.group("path").strip()) for m in _PATH.finditer(source or "")]
+    pieces = re.split(r" [-+/*&] ", source or "")  # the operators of a sum or difference (a key holds none)
+    found = [(m.group("file"), m.group("path").strip()) for piece in pieces for m in _PATH.finditer(piece)]
     if not found:
         m = re.search(r"([A-Za-z_]+\.json)", source or "")
         if m:
