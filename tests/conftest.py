@@ -13,6 +13,8 @@ for _folder in sorted((ROOT / "tests").iterdir()):
     if _folder.is_dir() and any(_folder.glob("test_*.py")):
         sys.path.insert(1, str(_folder))
 
+#: the end-to-end tests: each is marked `workflow` (pytest_collection_modifyitems)
+WORKFLOW_TESTS = ROOT / "tests" / "workflow"
 #: the umask of the shared small run: group-writable, so its files must come out 0664 (not mkstemp's 0600)
 BASE_RUN_UMASK = 0o002
 
@@ -22,8 +24,12 @@ def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`-n`, set in pyproject.toml), the tests of a shared finished run stay on one worker: the
     tests that use the small run (`base_run`, with the fixtures built on it) go together, so the run is made once
     and no two Snakemake processes work in its directory at once; the other end-to-end tests go by module, so a
-    module's own finished runs (module-scoped fixtures) are made once too. Unit tests are spread one by one."""
+    module's own finished runs (module-scoped fixtures) are made once too. Unit tests are spread one by one.
+    Every test under tests/workflow/ is end to end: it is marked `workflow` here, so a module that forgets its
+    `pytestmark` cannot slip into the loop of unit tests."""
     for item in items:
+        if WORKFLOW_TESTS in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.workflow)
         if "base_run" in item.fixturenames:
             item.add_marker(pytest.mark.xdist_group("base_run"))
         elif item.get_closest_marker("workflow"):
