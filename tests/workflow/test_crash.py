@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BASE_RUN_UMASK
-from workflow import ROOT, TEST_CONFIG, snakemake
+from workflow import ROOT, TEST_CONFIG, jobs_run, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -33,6 +33,15 @@ def outputs(workdir: Path) -> dict[str, bytes]:
     """Every file under output/, by path relative to the run directory."""
     return {str(p.relative_to(workdir)): p.read_bytes() for p in sorted((workdir / "output").rglob("*"))
             if p.is_file()}
+
+
+def copy_run(run: Path, tmp_path_factory, name: str) -> Path:
+    """A copy of a finished run beside it (a folder made by tmp_path_factory, as the shared run's is): the inputs
+    Snakemake recorded are paths relative to the working directory (the workflow's own files too), so a copy at
+    the same depth keeps them and reruns nothing; one a folder deeper would rerun every job."""
+    workdir = tmp_path_factory.mktemp(name)
+    shutil.copytree(run, workdir, dirs_exist_ok=True, symlinks=True)
+    return workdir
 
 
 def differing(a: Path, b: Path) -> list[str]:
@@ -63,7 +72,7 @@ def kill_when(proc: subprocess.Popen, ready, what: str, after: float = 1.0, time
     proc.wait(timeout=30)
 
 
-def recover(workdir: Path) -> None:
+def recover(workdir: Path) -> subprocess.CompletedProcess:
     """What a user does after a kill: the run names `--unlock`; `edm-ars status` says the lock is stale and gives
     the same command; after it, the same command completes (outputs the killed jobs left are remade)."""
     status = subprocess.run(["edm-ars", "status", "--directory", str(workdir)], capture_output=True, text=True)
@@ -78,16 +87,16 @@ def recover(workdir: Path) -> None:
     assert "IncompleteFilesException" not in done.stderr
     status = subprocess.run(["edm-ars", "status", "--directory", str(workdir)], capture_output=True, text=True)
     assert "stale lock" not in status.stdout and "incomplete:" not in status.stdout, status.stdout
+    return done
 
 
-def test_two_clean_runs_are_byte_identical(base_run, tmp_path):
+def test_two_clean_runs_are_byte_identical(base_run, tmp_path_factory):
     """The default target (the paper, costs, lessons, revision history) twice from empty, in two folders."""
-    reference = tmp_path / "first"
-    shutil.copytree(base_run[0], reference, symlinks=True)  # the shared run from empty, its default target completed
-    first = snakemake(reference)
+    reference = copy_run(base_run[0], tmp_path_factory, "first")  # the shared run from empty, its default target
+    first = snakemake(reference)  # completed: only the jobs the paper does not need run
     assert first.returncode == 0, first.stderr[-5000:]
-    second = tmp_path / "second"
-    second.mkdir()
+    assert "write" not in jobs_run(first) and "lessons" in jobs_run(first), jobs_run(first)
+    second = tmp_path_factory.mktemp("second")
     again = snakemake(second)
     assert again.returncode == 0, again.stderr[-5000:]
     assert len(outputs(second)) > 50 and set(EXEMPT) <= set(outputs(second))
@@ -116,10 +125,9 @@ def test_a_kill_during_a_model_fit_then_the_named_command_gives_the_same_bytes(b
     assert differing(reference, tmp_path) == []
 
 
-def test_a_kill_during_the_latex_build_leaves_no_build_state(base_run, tmp_path):
+def test_a_kill_during_the_latex_build_leaves_no_build_state(base_run, tmp_path, tmp_path_factory):
     reference, _ = base_run
-    workdir = tmp_path / "project"
-    shutil.copytree(reference, workdir, symlinks=True)
+    workdir = copy_run(reference, tmp_path_factory, "latex")
     (workdir / "output" / "paper.pdf").unlink()
     scratch = tmp_path / "scratch"  # the LaTeX build's private folder is made under TMPDIR
     scratch.mkdir()
@@ -128,7 +136,7 @@ def test_a_kill_during_the_latex_build_leaves_no_build_state(base_run, tmp_path)
     paper = workdir / "output" / "paper"
     assert not (workdir / "output" / "paper.pdf").exists()
     assert not [p.name for p in paper.iterdir() if p.suffix in (".aux", ".bbl", ".blg", ".fdb_latexmk", ".fls")]
-    recover(workdir)
+    assert jobs_run(recover(workdir)) == ["compile_pdf"]  # the build again, and nothing before it
     assert (workdir / "output" / "paper.pdf").read_bytes() == (reference / "output" / "paper.pdf").read_bytes()
     assert differing(reference, workdir) == []
 
@@ -179,17 +187,16 @@ def tiny_disk(small_disk):
     return small_disk("96k")
 
 
-def test_a_full_disk_during_the_writer_is_one_line_naming_the_path(base_run, tmp_path, tiny_disk):
+def test_a_full_disk_during_the_writer_is_one_line_naming_the_path(base_run, tmp_path_factory, tiny_disk):
     reference, _ = base_run
-    workdir = tmp_path / "project"
-    shutil.copytree(reference, workdir, symlinks=True)
+    workdir = copy_run(reference, tmp_path_factory, "disk")
     paper = workdir / "output" / "paper"
     for name in ("provenance.json", "recovery.json"):  # the Writer's inputs that live in its folder
         shutil.copy2(paper / name, tiny_disk / name)
     shutil.rmtree(paper)
     paper.symlink_to(tiny_disk, target_is_directory=True)
     result = snakemake(workdir, "output/paper.pdf", "-R", "write")
-    assert result.returncode != 0
+    assert result.returncode != 0 and jobs_run(result) == ["write"], jobs_run(result)
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("EDM-ARS write:")]
     assert len(lines) == 1 and "cannot write output/paper/" in lines[0] and "no space left" in lines[0], \
         result.stderr[-3000:]
