@@ -9,6 +9,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_CONFIG = ROOT / "tests" / "workflow_config.yaml"
+#: fewer resamples, one split and no perturbations (a second config file over the small configuration): for tests
+#: of the workflow's control flow (gates, aborts, floors) rather than of its analyses
+LEAN = """analysis:
+  n_bootstrap: 100
+  repeated_splits: 1
+  stability: {imputation: [], bootstrap: 0, seeds: 0}
+codegen:
+  n: 1
+"""
 
 
 def snakemake(workdir: Path, *args: str, config: dict[str, str] | None = None, overrides: str | None = None,

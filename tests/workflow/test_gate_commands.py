@@ -9,7 +9,7 @@ import shlex
 import subprocess
 import sys
 
-from workflow import jobs_run, snakemake
+from workflow import LEAN, jobs_run, snakemake
 
 WAITING = 3  # edm_ars.run.gates.EXIT_WAITING, as the README documents it
 BAR = "=" * 78
@@ -44,10 +44,11 @@ def _follow(line: str, cwd) -> tuple[subprocess.CompletedProcess, subprocess.Com
 
 
 def test_following_the_printed_commands_of_a_gate_only_run_stops_at_every_gate(tmp_path):
-    first = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
+    first = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"}, overrides=LEAN)
     block = _block(first)
     assert block["gate"] == "formulate" and "hitl=gate-only" in block["continue"]
     assert f"--directory {tmp_path}" in block["continue"].split(" && ")[0]
+    assert str(tmp_path / "overrides.yaml") in block["continue"]  # the run's second --configfile too
     seen = ["formulate"]
 
     _, run = _follow(block["continue"], tmp_path)

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from workflow import ROOT, jobs_run, snakemake
+from workflow import LEAN, ROOT, jobs_run, snakemake
 
 from edm_ars.core.conventions import LEAKAGE_AUC, QUALITY_FLOOR, UNSTABLE_TOP5
 
@@ -484,10 +484,10 @@ def test_gate_only_stops_at_the_first_gate_and_approval_moves_it_on(tmp_path):
 def test_step_by_step_gates_every_stage_and_a_rejection_reaches_the_stage(tmp_path):
     """step-by-step: a gate after every stage; each approval moves the run exactly one stage on, and a
     rejection note reruns the gated stage with the note."""
-    first = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
+    first = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"}, overrides=LEAN)
     assert first.returncode != 0 and "gate 'formulate' (round 0) is waiting" in first.stdout + first.stderr
     _edm(tmp_path, "reject", "formulate", "--note", "Justify the school-level predictors")
-    second = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
+    second = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"}, overrides=LEAN)
     assert second.returncode != 0 and "formulate" in jobs_run(second)
     spec = read(tmp_path / "output" / "branch_1" / "round_0" / "research_spec.json")
     assert "Researcher: Justify the school-level predictors" in spec["revision_notes"]
@@ -500,14 +500,14 @@ def test_step_by_step_gates_every_stage_and_a_rejection_reaches_the_stage(tmp_pa
         ("write", set(), {"write", "compile_pdf"}),
     ]
     for gate, ran_now, not_yet in steps:
-        result = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
+        result = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"}, overrides=LEAN)
         assert result.returncode != 0, result.stderr[-3000:]
         assert f"gate '{gate}' (round 0) is waiting for your review" in result.stdout + result.stderr
         ran = set(jobs_run(result))
         assert ran_now <= ran and not (not_yet & ran), (gate, sorted(ran))
         assert f"waiting for the researcher: {gate} (round 0)" in _edm(tmp_path, "status")
         _edm(tmp_path, "approve", gate, *(["--note", "Results read fine"] if gate == "write" else []))
-    last = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"})
+    last = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "step-by-step"}, overrides=LEAN)
     assert last.returncode == 0, last.stderr[-3000:]
     assert {"write", "compile_pdf"} <= set(jobs_run(last)) and (tmp_path / "output" / "paper.pdf").exists()
     assert "waiting for the researcher" not in _edm(tmp_path, "status")
@@ -520,7 +520,7 @@ def test_a_small_sample_with_both_floors_lowered_is_written_unverified_and_says_
     overrides = ("synthetic: {n_students: 400, n_schools: 60}\n"
                  "engineer: {test_fraction: 0.2, simple_below: 5.0, warn_above: 20.0, min_analytic_n: 100,"
                  " min_retention: 0.6, max_categories: 100}\n"
-                 "critic: {min_models: 2, abort_below_n: 100}\n")
+                 "critic: {min_models: 2, abort_below_n: 100}\n" + LEAN)
     result = snakemake(tmp_path, "output/paper.pdf", overrides=overrides)
     assert result.returncode == 0, result.stderr[-4000:]
     out = tmp_path / "output"
@@ -538,7 +538,7 @@ def test_abort_leaves_no_paper_and_exits_non_zero(tmp_path):
     """Too few analytic cases for a defensible study: the engineer's floor was lowered, the Critic's is not."""
     overrides = ("synthetic: {n_students: 1150, n_schools: 60}\n"
                  "engineer: {test_fraction: 0.2, simple_below: 5.0, warn_above: 20.0, min_analytic_n: 500,"
-                 " min_retention: 0.6, max_categories: 100}\n")
+                 " min_retention: 0.6, max_categories: 100}\n" + LEAN)
     result = snakemake(tmp_path, "output/paper.pdf", overrides=overrides)
     assert result.returncode != 0
     message = result.stdout + result.stderr
