@@ -265,9 +265,11 @@ def test_a_study_above_a_low_threshold_is_tuned_on_a_subsample_and_its_paper_say
 
     from workflow import ROOT, snakemake
 
+    # the analysis keys of workflow.LEAN merged in (one YAML mapping holds one `analysis:` key)
     done = snakemake(tmp_path, "output/paper/paper.tex", overrides=(
         "analysis:\n  models: [logistic, random_forest, xgboost, stacking]\n  large_data:\n    rows: 2000\n"
-        "    tune_rows: null\n"))
+        "    tune_rows: null\n  n_bootstrap: 100\n  repeated_splits: 1\n"
+        "  stability: {imputation: [], bootstrap: 0, seeds: 0}\ncodegen:\n  n: 1\n"))
     assert done.returncode == 0, done.stderr[-5000:]
     models_dir = tmp_path / "output" / "branch_1" / "round_0" / "models"
     facts = {m: json.loads((models_dir / f"{m}.json").read_text())["large_data"]
