@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow import ROOT, snakemake
+from workflow import LEAN, ROOT, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -43,7 +43,7 @@ def bounded_csv(tmp_path):
 def test_a_bounded_score_is_modelled_within_its_range_and_the_paper_says_so(tmp_path):
     csv, registry, attain = bounded_csv(tmp_path)
     assert 0.15 < (attain == 10).mean() < 0.3
-    result = snakemake(tmp_path, "output/paper/paper.tex",
+    result = snakemake(tmp_path, "output/paper/paper.tex", overrides=LEAN,
                        config={"dataset": "csv", "path": str(csv), "registry": str(registry), "question": "attain"})
     assert result.returncode == 0, result.stderr[-3000:]
     rnd = tmp_path / "output" / "branch_1" / "round_0"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from workflow import ROOT, snakemake
+from workflow import LEAN, ROOT, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -24,7 +24,7 @@ def college_csv(path):
 
 def test_csv_with_a_hand_written_registry_gives_a_verified_paper(tmp_path):
     data = college_csv(tmp_path / "college.csv")
-    result = snakemake(tmp_path, "output/paper.pdf",
+    result = snakemake(tmp_path, "output/paper.pdf", overrides=LEAN,
                        config={"dataset": "csv", "path": str(data), "registry": str(COLLEGE)})
     assert result.returncode == 0, result.stderr[-3000:]
     out = tmp_path / "output"

