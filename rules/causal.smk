@@ -112,6 +112,7 @@ checkpoint critique:
         unpack(causal_results_for),
         unpack(causal_critique_gate),
         registry=REGISTRY_FILES,
+        rubric=RUBRIC,
     output:
         review=report(
             "output/branch_{branch}/round_{round}/review_report.json",

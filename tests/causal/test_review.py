@@ -347,6 +347,17 @@ def test_rubric_thresholds_override_the_defaults(tmp_path):
         settings({"causal": {"smd_threshold": "0.1"}})
 
 
+def test_the_shipped_rubric_states_the_causal_thresholds_and_the_shared_scoring():
+    """config/rubric.yaml's `causal:` section, which the Critic's job reads, holds the defaults (so a run with the
+    shipped rubric reviews as the code documents), and its scoring is the prediction rubric's."""
+    from pathlib import Path
+
+    shipped = settings(Path(__file__).resolve().parents[2] / "config" / "rubric.yaml")
+    assert shipped["thresholds"] == DEFAULTS
+    assert {k: shipped[k] for k in ("dimensions", "penalties", "start")} == {
+        k: settings(None)[k] for k in ("dimensions", "penalties", "start")}
+
+
 def test_bad_artifacts_are_named():
     res = results_of("randomized")
     del res["balance"]

@@ -49,6 +49,10 @@ def test_following_the_printed_commands_of_a_gate_only_run_stops_at_every_gate(t
     assert block["gate"] == "formulate" and "hitl=gate-only" in block["continue"]
     assert f"--directory {tmp_path}" in block["continue"].split(" && ")[0]
     assert str(tmp_path / "overrides.yaml") in block["continue"]  # the run's second --configfile too
+    assert "formulate" in jobs_run(first) and not {"engineer", "fit_model", "write"} & set(jobs_run(first))
+    assert not (tmp_path / "output" / "branch_1" / "round_0" / "data").exists()
+    status = subprocess.run(["edm-ars", "status", "-d", str(tmp_path)], capture_output=True, text=True).stdout
+    assert "waiting for the researcher: formulate (round 0)" in status, status
     seen = ["formulate"]
 
     _, run = _follow(block["continue"], tmp_path)

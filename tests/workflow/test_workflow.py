@@ -466,21 +466,6 @@ def _edm(tmp_path, *args):
     return done.stdout
 
 
-def test_gate_only_stops_at_the_first_gate_and_approval_moves_it_on(tmp_path):
-    first = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
-    assert first.returncode != 0
-    message = first.stdout + first.stderr
-    assert "gate 'formulate' (round 0) is waiting for your review" in message
-    assert "edm-ars approve formulate --round 0" in message
-    assert "formulate" in jobs_run(first) and not {"engineer", "fit_model", "write"} & set(jobs_run(first))
-    assert not (tmp_path / "output" / "branch_1" / "round_0" / "data").exists()
-    assert "waiting for the researcher: formulate (round 0)" in _edm(tmp_path, "status")
-    _edm(tmp_path, "approve", "formulate")
-    second = snakemake(tmp_path, "output/paper.pdf", config={"hitl": "gate-only"})
-    assert second.returncode != 0 and "engineer" in jobs_run(second) and "fit_model" not in jobs_run(second)
-    assert "gate 'engineer' (round 0) is waiting" in second.stdout + second.stderr
-
-
 def test_step_by_step_gates_every_stage_and_a_rejection_reaches_the_stage(tmp_path):
     """step-by-step: a gate after every stage; each approval moves the run exactly one stage on, and a
     rejection note reruns the gated stage with the note."""

@@ -108,7 +108,7 @@ def critique(smk: Any) -> None:
     _start_agent_outputs(smk)
     result = review_causal(read_json(smk.input.spec), read_json(smk.input.report), read_json(smk.input.results),
                            round=int(smk.wildcards.round), max_revisions=int(smk.params.max_revisions),
-                           force_revise=smk.params.force_revise or None,
+                           rubric=smk.input.rubric, force_revise=smk.params.force_revise or None,
                            force_rounds=int(smk.params.force_revise_rounds))
     log.info("round %s verdict %s; rerun from %s", result["round"], result["verdict"], result.get("rerun_from"))
     for item in result.get("checklist", []):
