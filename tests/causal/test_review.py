@@ -225,6 +225,21 @@ def test_balance_randomized_is_minor_and_observational_major():
     assert got["passed"] and got["detail"] == "no covariate feature to compare between the arms"
 
 
+def test_a_stricter_balance_threshold_counts_the_features_at_its_own_value(design):
+    """The rubric's threshold may differ from the one the estimation counted at (results.json balance.threshold):
+    the item's count of features above it is taken at the rubric's value, so the detail does not say "0 above
+    0.01" beside a largest |SMD| of 0.05."""
+    key = "smd" if design == "randomized" else "smd_weighted"
+    res = results_of(design)
+    values = [abs(v) for r in res["balance"]["rows"] if (v := r.get(key)) is not None]
+    assert values and res["balance"]["n_above" if design == "randomized" else "n_above_weighted"] == 0
+    got = checklist(spec_of(design), REPORT, res, dict(DEFAULTS, smd_threshold=0.01))
+    balance = next(i for i in got if i["id"] == "balance")
+    assert not balance["passed"]
+    assert f"{sum(v > 0.01 for v in values)} of {len(res['balance']['rows'])} features above 0.01" in \
+        balance["detail"], balance["detail"]
+
+
 def test_attrition_fails_on_a_rate_gap_or_unlike_stayers_and_stays_a_limitation(design):
     res = results_of(design)
     res["attrition"].update(rate_treated=0.05, rate_control=0.12, difference=-0.07)

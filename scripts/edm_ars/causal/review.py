@@ -324,6 +324,13 @@ def _worst(rows: list[dict[str, Any]], key: str) -> str:
     return f" ({row.get('feature') or row.get('covariate')})"
 
 
+def _above(rows: list[dict[str, Any]], key: str, thr: float, counted: Any) -> Any:
+    """How many feature rows have |`key`| above the review's threshold `thr` (the rubric's, which may differ from the
+    one the estimation counted at: results.json `balance.threshold`); `counted` when no row carries the value."""
+    values = [abs(v) for r in rows if isinstance(r, dict) and (v := _num(r.get(key))) is not None]
+    return sum(v > thr for v in values) if values else counted
+
+
 def check_balance(design: str, results: dict[str, Any], t: dict[str, Any]) -> dict[str, Any]:
     bal = _need(results, "balance", "results.json")
     rows = (bal.get("rows") or []) if isinstance(bal, dict) else []
@@ -333,8 +340,8 @@ def check_balance(design: str, results: dict[str, Any], t: dict[str, Any]) -> di
         return _item("balance", True, "minor" if design == "randomized" else "major",
                      "no covariate feature to compare between the arms")
     if design == "randomized":
-        detail = (f"largest baseline |SMD| {_f(raw)}{_worst(rows, 'smd')}; {_g(bal.get('n_above'))} of "
-                  f"{len(rows)} features above {_g(thr)}")
+        detail = (f"largest baseline |SMD| {_f(raw)}{_worst(rows, 'smd')}; "
+                  f"{_g(_above(rows, 'smd', thr, bal.get('n_above')))} of {len(rows)} features above {_g(thr)}")
         adjusted = results.get("adjusted")
         if isinstance(adjusted, dict) and _num(adjusted.get("estimate")) is not None:
             detail += (f"; the covariate-adjusted estimate {_f(adjusted['estimate'])} [{_f(adjusted.get('ci_low'))}, "
@@ -349,8 +356,8 @@ def check_balance(design: str, results: dict[str, Any], t: dict[str, Any]) -> di
                                                 "weighting is reported (max_abs_smd_weighted is null)",
                      kind="defect", recommendation="Report the standardised mean differences after weighting.")
     detail = (f"largest |SMD| after weighting {_f(weighted)}{_worst(rows, 'smd_weighted')} (before weighting "
-              f"{_f(raw)}); {_g(bal.get('n_above_weighted'))} of {len(rows)} features above {_g(thr)} after "
-              "weighting")
+              f"{_f(raw)}); {_g(_above(rows, 'smd_weighted', thr, bal.get('n_above_weighted')))} of {len(rows)} "
+              f"features above {_g(thr)} after weighting")
     return _item("balance", weighted <= thr, "major", detail, kind="limitation",
                  recommendation="Report the covariates left imbalanced after weighting as a limitation: the "
                                 "estimate leans on the outcome model for them.")
