@@ -514,6 +514,25 @@ def test_a_study_that_lost_no_one_says_so_instead_of_printing_zeros(tmp_path):
     assert verify_paper(out / "paper.tex").ok
 
 
+def test_a_checklist_limit_other_than_the_tables_is_named_beside_it(tmp_path):
+    """A rubric whose balance limit (config/rubric.yaml causal.smd_threshold) is not the one the balance table counts
+    at: the review's sentence names both, through verified macros; with the same limit it names neither."""
+    arts = star()
+    arts["review"]["checklist"].append({"id": "balance", "label": "Covariate balance", "passed": False,
+                                        "severity": "minor", "detail": "largest baseline |SMD| above 0.01"})
+    arts["review"]["thresholds"] = {"smd_threshold": 0.01}
+    _, out = build(tmp_path / "other", arts)
+    text = flat(out)
+    assert ("Covariate balance: failed (minor); the largest absolute SMD is \\BalanceMaxAbsSmd{}, against the "
+            "checklist's limit of \\ReviewBalanceThreshold{} (the balance table counts an absolute SMD above "
+            "\\BalanceThreshold{} as imbalance).") in text
+    report = verify_paper(out / "paper.tex")
+    assert report.ok and report.counts["unmatched"] == 0, report.summary()
+    arts["review"]["thresholds"] = {"smd_threshold": arts["results"]["balance"]["threshold"]}
+    _, out = build(tmp_path / "same", arts)
+    assert "checklist's limit" not in flat(out) and "ReviewBalanceThreshold" not in (out / "numbers.tex").read_text()
+
+
 def test_another_confidence_level_is_printed_from_alpha(tmp_path):
     arts = star()
     arts["results"]["alpha"] = 0.1

@@ -216,6 +216,12 @@ def register_numbers(ctx: CausalCtx) -> None:
                               "count(review_report.json:checklist[passed])")
     if _num(ctx.review.get("round")):
         n["rev|round"] = m.count("ReviewRound", ctx.review["round"], "review_report.json:round")
+    # the checklist's balance limit (config/rubric.yaml causal.smd_threshold), when it is not the one the balance table
+    # counts at: the review's sentence then names both
+    limit, table = (ctx.review.get("thresholds") or {}).get("smd_threshold"), bal.get("threshold")
+    if _num(limit) and _num(table) and float(limit) != float(table):
+        n["rev|smd_threshold"] = m.add("ReviewBalanceThreshold", fmt_metric(limit, 2), float(limit),
+                                       "review_report.json:thresholds.smd_threshold")
 
 
 # ---- citations -------------------------------------------------------------------------------------------------

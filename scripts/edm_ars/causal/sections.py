@@ -861,10 +861,12 @@ def _review_fact(ctx: CausalCtx, item: str) -> str:
         if "ov|propensity_min" in n:
             return f"the estimated propensities lie between {n['ov|propensity_min']} and {n['ov|propensity_max']}"
     if item == "balance":
+        limit = (f", against the checklist's limit of {n['rev|smd_threshold']} (the balance table counts an absolute "
+                 f"SMD above {n['bal|threshold']} as imbalance)" if "rev|smd_threshold" in n else "")
         if "bal|max_abs_smd_weighted" in n:
-            return f"the largest absolute SMD after weighting is {n['bal|max_abs_smd_weighted']}"
+            return f"the largest absolute SMD after weighting is {n['bal|max_abs_smd_weighted']}{limit}"
         if "bal|max_abs_smd" in n:
-            return f"the largest absolute SMD is {n['bal|max_abs_smd']}"
+            return f"the largest absolute SMD is {n['bal|max_abs_smd']}{limit}"
     if item == "attrition" and "att|difference" in n:
         att = ctx.results.get("attrition") or {}
         if not (att.get("missing_treated") or att.get("missing_control")):
