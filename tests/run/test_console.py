@@ -82,3 +82,47 @@ def test_a_dry_run_is_seen_on_the_command_line():
     assert dry_run(["python", "--dry-run"]) and dry_run(["snakemake", "--dryrun"])
     assert not dry_run(["snakemake", "--cores", "2", "output/paper.pdf"]) and not dry_run(["snakemake", "-j2"])
     assert not dry_run(["snakemake", "--notemp"])
+
+
+def _failed(logger, rule, output):
+    logger.error("RuleException:\nCalledProcessError in file \"/wf/rules/gates.smk\", line 30:\nCommand failed."
+                 if rule == "gate" else "RuleException:\nCalledProcessError in file \"/wf/rules/write.smk\", line 9",
+                 extra=dict(event=LogEvent.ERROR, exception="RuleException"))
+    logger.error(None, extra=dict(event=LogEvent.JOB_ERROR, rule_name=rule, rule_msg=None, jobid=7, input=[],
+                                  output=[output], log=[f"logs/{rule}.log"], conda_env=None, shellcmd=None, aux={},
+                                  indent=False))
+    logger.info("Shutting down, this might take some time.")
+    logger.error("Exiting because a job execution failed. Look above for error messages")
+
+
+GATE_OUTPUT = "output/branch_1/gates/round_0/formulate.approved.json"
+
+
+def test_a_gate_that_waits_leaves_snakemakes_failure_report_to_the_log(monkeypatch, tmp_path):
+    """A gate job that stopped the run because it waits for the researcher (its waiting file written) is a normal end:
+    the console keeps none of Snakemake's failure report, which the run's last block replaces; the log keeps it."""
+    from edm_ars.run.gates import waiting_path
+
+    monkeypatch.delenv("EDM_ARS_CONSOLE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    logger, console, file = _logger("edm_ars_test_console_gate")
+    shorten(logger)
+    waiting = waiting_path(tmp_path, "formulate", 0)
+    waiting.parent.mkdir(parents=True)
+    waiting.write_text("gate 'formulate' (round 0) is waiting for your review: not approved yet\n")
+    _failed(logger, "gate", GATE_OUTPUT)
+    assert console.getvalue().strip() == ""
+    for text in ("RuleException", "Error in rule gate:", "Shutting down", "Exiting because a job execution failed"):
+        assert text in file.getvalue(), text
+
+
+def test_any_other_failure_is_reported_in_full(monkeypatch, tmp_path):
+    """A gate job that failed without waiting (no waiting file), or a failure of another rule: the report stays."""
+    monkeypatch.delenv("EDM_ARS_CONSOLE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for name, rule, output in (("gate", "gate", GATE_OUTPUT), ("write", "write", "output/paper/paper.tex")):
+        logger, console, _ = _logger(f"edm_ars_test_console_fail_{name}")
+        shorten(logger)
+        _failed(logger, rule, output)
+        for text in ("RuleException", f"Error in rule {rule}:", "Exiting because a job execution failed"):
+            assert text in console.getvalue(), (rule, text)

@@ -50,6 +50,9 @@ def test_following_the_printed_commands_of_a_gate_only_run_stops_at_every_gate(t
     assert f"--directory {tmp_path}" in block["continue"].split(" && ")[0]
     assert str(tmp_path / "overrides.yaml") in block["continue"]  # the run's second --configfile too
     assert "formulate" in jobs_run(first) and not {"engineer", "fit_model", "write"} & set(jobs_run(first))
+    # a normal stop: one line from the gate job, then the block; none of Snakemake's failure report
+    assert not any(t in first.stderr for t in ("Error in rule gate", "RuleException", "Exiting because"))
+    assert first.stderr.count("is waiting for your review") == 2, first.stderr[-3000:]
     assert not (tmp_path / "output" / "branch_1" / "round_0" / "data").exists()
     status = subprocess.run(["edm-ars", "status", "-d", str(tmp_path)], capture_output=True, text=True).stdout
     assert "waiting for the researcher: formulate (round 0)" in status, status

@@ -3,6 +3,7 @@ bookkeeping jobs gate, costs, lessons, revisions."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +137,12 @@ def gate(smk: Any) -> None:
     waiting.unlink(missing_ok=True)
     try:
         record = check(which, round_, Path.cwd(), branch)
-    except GateWaiting as exc:  # a normal stop: the Snakefile's onerror prints it last and exits 3
+    except GateWaiting as exc:  # a normal stop: the Snakefile's onerror prints its block last and exits 3
         atomic_write_text(waiting, str(exc) + "\n")
-        raise
+        log.info("%s", exc)
+        sys.stderr.write(f"EDM-ARS gate: {str(exc).splitlines()[0]} (the run stops; what to review and the commands "
+                         "to go on are printed at its end)\n")
+        sys.exit(1)
     if which == "formulate":
         # the researcher may have edited the specification: it must still pass the gate
         reg = registry_of(smk, tier2=read_json(smk.input.tier2, "tier2"))

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 #: Snakemake's console handler (snakemake.logging.LoggerManager._default_streamhandler)
@@ -21,6 +23,21 @@ HANDLER = "DefaultStreamHandler"
 _CHATTER = ("Select jobs to execute...", "Using shell:", "Assuming unrestricted shared filesystem usage.",
             "Conda environments: ignored", "Singularity containers: ignored",
             "DAG of jobs will be updated after completion.", "Updating checkpoint dependencies.")
+
+
+#: a gate job's output (rules/gates.smk): branch, round, gate, from which its waiting file is found
+_GATE_OUTPUT = re.compile(r"output/branch_(\d+)/gates/round_(\d+)/(\w+)\.approved\.json")
+#: what Snakemake says after a failed job, which a run that stopped only at waiting gates does not need
+_AFTER_FAILURE = ("Shutting down, this might take some time.", "Exiting because a job execution failed")
+
+
+def _gate_waits(output: Any) -> bool:
+    """Whether a failed job's output is a gate's approval and that gate's job recorded that it waits (the job removes
+    its waiting file when it starts, so the file is this run's)."""
+    from edm_ars.run.gates import waiting_path
+
+    found = _GATE_OUTPUT.search(str(output or ""))
+    return bool(found) and waiting_path(Path.cwd(), found.group(3), int(found.group(2)), int(found.group(1))).is_file()
 
 
 def _event(record: logging.LogRecord) -> str | None:
@@ -44,10 +61,34 @@ class ShortConsole(logging.Filter):
         super().__init__()
         self.handler = handler
         self.finished: list[str] = []  # rules finished since the last progress line
+        self.started = time.time()
+        self.gates_waiting = 0  # failed gate jobs that wait for the researcher
+        self.other_failures = 0
+
+    def _gate_error(self, record: logging.LogRecord) -> bool:
+        """Snakemake's exception report of a failed gate job (it comes before the job's error block) while a gate of
+        this run waits: the run ends with the gate's block instead (rules/gates.smk onerror)."""
+        if "gates.smk" not in record.getMessage():
+            return False
+        waiting = Path.cwd().glob("logs/branch_*/gate/round_*/*.waiting.txt")
+        return any(p.stat().st_mtime >= self.started - 1 for p in waiting)
 
     def filter(self, record: logging.LogRecord) -> bool:
         event = _event(record)
-        if record.levelno >= logging.WARNING or event in ("job_error", "group_error", "error"):
+        # a gate that waits is a normal end of the run: its block comes last (exit status 3), so Snakemake's failure
+        # report of the gate job, and what Snakemake says after it when nothing else failed, stay in the log
+        if event == "job_error":
+            if record.__dict__.get("rule_name") == "gate" and _gate_waits(record.__dict__.get("output")):
+                self.gates_waiting += 1
+                return False
+            self.other_failures += 1
+            return True
+        if event == "error" and self._gate_error(record):
+            return False
+        if (self.gates_waiting and not self.other_failures and event is None
+                and record.getMessage().startswith(_AFTER_FAILURE)):
+            return False
+        if record.levelno >= logging.WARNING or event in ("group_error", "error"):
             return True
         now = time.strftime("%H:%M:%S")
         if event == "job_info":
