@@ -70,8 +70,11 @@ class ShortConsole(logging.Filter):
         this run waits: the run ends with the gate's block instead (rules/gates.smk onerror)."""
         if "gates.smk" not in record.getMessage():
             return False
-        waiting = Path.cwd().glob("logs/branch_*/gate/round_*/*.waiting.txt")
-        return any(p.stat().st_mtime >= self.started - 1 for p in waiting)
+        try:  # a filter must not raise: Snakemake's own report would be lost with it
+            waiting = Path.cwd().glob("logs/branch_*/gate/round_*/*.waiting.txt")
+            return any(p.stat().st_mtime >= self.started - 1 for p in waiting)
+        except OSError:
+            return False
 
     def filter(self, record: logging.LogRecord) -> bool:
         event = _event(record)
