@@ -414,16 +414,17 @@ def test_validate_registry_names_a_question_the_run_could_not_study_and_the_run_
 
 
 def test_validate_registry_applies_the_prose_rules(tmp_path, capsys):
-    """Prose the paper splices into its sentences: a leading article on a name or wave text, a trailing period,
-    a number no artifact backs, purpose beginning with 'to', collected_for not beginning with it; each named by
-    its key with what to write. Years and small integers are allowed (the paper exempts them too)."""
+    """Prose the paper splices into its sentences: a leading article or preposition on a name or wave text, a
+    trailing period, a number no artifact backs, purpose beginning with 'to', collected_for not beginning with it;
+    each named by its key with what to write. Years and small integers are allowed (the paper exempts them too)."""
     data, reg_path = _edited_scots(tmp_path)
     doc = yaml.safe_load(reg_path.read_text())
     prose = doc["dataset"]["prose"]
     prose.update(short="the Scottish secondary school data", long="Scottish school leavers of 1984",
                  about="3,435 pupils in Fife", design="cohort study.", purpose="to plan support early",
                  collected_for="because of a study of schools", measures="attainment in 10 subjects")
-    doc["dataset"]["waves"] = [{"key": "entry", "order": 0, "label": "the entry to secondary school"}]
+    doc["dataset"]["waves"] = [{"key": "entry", "order": 0, "label": "the entry to secondary school",
+                                "prose": "at entry to secondary school"}]
     for v in doc["variables"]:
         v["wave"] = "entry"
     reg_path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -434,7 +435,9 @@ def test_validate_registry_applies_the_prose_rules(tmp_path, capsys):
                      "dataset.prose.design 'cohort study.' ends with a period",
                      "dataset.prose.purpose 'to plan support early' begins with 'to'",
                      "dataset.prose.collected_for 'because of a study of schools' must begin with 'to'",
-                     "dataset.waves[entry].label 'the entry to secondary school' begins with an article"):
+                     "dataset.waves[entry].label 'the entry to secondary school' begins with an article",
+                     "dataset.waves[entry].prose 'at entry to secondary school' begins with 'at'",
+                     "(\"recorded in the at entry to secondary school\")"):
         assert expected in out
     assert "prose.long" not in out and "prose.measures" not in out  # 1984 and 10 are exempt
 

@@ -33,6 +33,8 @@ PROSE_PHRASES = ("short", "long", "about", "design", "collected_for", "measures"
                  "decision_time", "unit", "units", "used_for")
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 ARTICLE = re.compile(r"^(the|a|an)\s", re.IGNORECASE)
+#: a text the paper puts after its own article cannot begin with a preposition either ("in the at intake")
+PREPOSITION = re.compile(r"^(at|in|on|during|when|after|before|by|from|of|upon)\s", re.IGNORECASE)
 
 
 def usable_predictors(reg: Registry, q: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
@@ -117,6 +119,10 @@ def prose_problems(reg: Registry) -> list[str]:
         if no_article and ARTICLE.match(text):
             errors.append(f"{where} {text!r} begins with an article, and the paper adds its own (\"the "
                           f"{text.split()[0].lower()} ...\"): write {ARTICLE.sub('', text)!r}")
+        if no_article and PREPOSITION.match(text):
+            errors.append(f"{where} {text!r} begins with {text.split()[0]!r}, but the paper puts it after its own "
+                          f"article (\"recorded in the {text}\"): write a noun phrase naming it, such as "
+                          "'intake wave (age 11)'")
         if text.endswith("."):
             errors.append(f"{where} {text!r} ends with a period, but it is a phrase inside the paper's sentence: "
                           "drop the period")

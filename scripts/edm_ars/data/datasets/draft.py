@@ -628,7 +628,8 @@ HEADER = """\
 #     {{unit, units, id, time}}; delete it if each row is a different person;
 #   - dataset.waves: [] declares one cross-section (the paper then says time order could not be checked). If the
 #     data have a time order, add waves [{{key, order, label, prose}}] and a `wave` on every variable, so that
-#     each predictor strictly precedes the outcome;
+#     each predictor strictly precedes the outcome; label and prose are noun phrases the paper puts after "the"
+#     ("recorded in the {{prose}}": prose "intake wave (age 11)", not "at intake");
 #   - variables: labels (a readable column name is drafted as its label: "math_score" -> "Math score"; make it
 #     say more if you like), types and roles; values: the readable name of each code (group names in the paper);
 #     a binary outcome whose values are not 0/1 or No/Yes needs its positive
