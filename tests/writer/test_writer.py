@@ -880,6 +880,28 @@ def _escaped_prefix(name: str) -> str:
 
 
 @pytest.mark.parametrize("binary", [True, False])
+def test_one_flagged_gap_is_not_called_all_of_them(tmp_path, binary):
+    """The count of flagged gaps names the attribute; "all of them" only when several gaps were flagged."""
+    res = results(binary)
+    for attr, rec in res["fairness"]["attributes"].items():
+        if rec["kind"] != "attribute" or attr != "X1RACE":
+            for gap in (rec["gaps"] or {}).values():
+                if gap:
+                    gap["flagged"] = False
+
+    def summary(name):
+        _, out = _build(tmp_path / name, binary=binary, passed=True, results=res)
+        return " ".join(_subsection(slot_content((out / "paper.tex").read_text(), "RESULTS"), "Subgroup Fairness")
+                        .split())
+
+    flagged = [g for g in res["fairness"]["attributes"]["X1RACE"]["gaps"].values() if g and g["flagged"]]
+    assert len(flagged) > 1 and "all of them for \\emph{" in summary("several")
+    for gap in flagged[1:]:
+        gap["flagged"] = False
+    text = summary("one")
+    assert "all of them" not in text and "exceeded the threshold" in text and ", for \\emph{" in text, text
+
+
 def test_fairness_table_and_summary(tmp_path, binary):
     res = results(binary)
     _, out = _build(tmp_path, binary=binary, passed=True, results=res)

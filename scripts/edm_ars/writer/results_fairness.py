@@ -340,7 +340,7 @@ def fairness_section(ctx: Ctx) -> tuple[list[str], list[str]]:
         metrics = [FAIR_LABEL.get(k, escape_latex(k)) for k in dict.fromkeys(k for _, k, _ in examined)]
         which = sorted({a for a, _, g in flagged})
         names = join_list([f"\\emph{{{lc_first(attr_label(ctx, a))}}}" for a in which])
-        if len(which) == 1:
+        if len(which) == 1 and len(flagged) > 1:  # "all of them" of several gaps, never of one
             where = ", " + ctx.ph("results.gaps_flagged_all_for", attributes=names)
         elif which:
             where = ", " + ctx.ph("results.gaps_flagged_for", attributes=names)
