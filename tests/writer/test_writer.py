@@ -902,6 +902,7 @@ def test_one_flagged_gap_is_not_called_all_of_them(tmp_path, binary):
     assert "all of them" not in text and "exceeded the threshold" in text and ", for \\emph{" in text, text
 
 
+@pytest.mark.parametrize("binary", [True, False])
 def test_fairness_table_and_summary(tmp_path, binary):
     res = results(binary)
     _, out = _build(tmp_path, binary=binary, passed=True, results=res)
