@@ -1229,6 +1229,27 @@ def test_writer_states_only_supported_claims(tmp_path):
     assert "differed by up to" not in abstract
 
 
+def test_a_flagged_gap_whose_interval_covers_zero_is_not_asserted(tmp_path):
+    """The results debate judges the primary metric's gap; when it does not support a gap and every flagged gap of
+    the attribute (another metric's, flagged on its point estimate) has an interval that covers zero, the Discussion
+    calls the evidence inconclusive instead of saying that the model does not predict equally well; a flagged gap
+    whose interval excludes zero is still stated."""
+    res = copy.deepcopy(results(True))
+    gaps = res["fairness"]["attributes"]["X1RACE"]["gaps"]
+    flagged = [g for g in gaps.values() if isinstance(g, dict) and g.get("flagged")]
+    assert flagged
+    for g in flagged:
+        g["ci"] = [-0.05, g["gap"] + 0.1]
+    refuted = _claims_with(res, {"subgroup_gap_": "unsupported"})
+    _, out = _build(tmp_path, binary=True, passed=True, name="covers", results=res, claims=refuted)
+    discussion = " ".join(slot_content((out / "paper.tex").read_text(), "DISCUSSION").split())
+    assert "does not predict equally well" not in discussion and "the evidence on them is inconclusive" in discussion
+    flagged[0]["ci"] = [0.01, flagged[0]["gap"] + 0.1]
+    _, out = _build(tmp_path, binary=True, passed=True, name="excludes", results=res, claims=refuted)
+    discussion = " ".join(slot_content((out / "paper.tex").read_text(), "DISCUSSION").split())
+    assert "does not predict equally well" in discussion
+
+
 # ---- other data sets: the registry's prose, never HSLS:09 wording ---------------------------------------------
 
 

@@ -204,7 +204,16 @@ def _discussion_fairness(ctx: Ctx) -> str:
     fa, c = ctx.fairness, ctx.cites
     flagged = [a for a, r in fa["attributes"].items() if r.get("kind") != "intersection"
                and any(isinstance(g, dict) and g.get("flagged") for g in (r.get("gaps") or {}).values())]
-    unsettled = [a for a in flagged if ctx.claim(f"subgroup_gap_{a}") == "inconclusive"]
+    def settled(a: str) -> bool:
+        """A flagged gap of the attribute whose interval excludes zero."""
+        return any(isinstance(g, dict) and g.get("flagged") and isinstance(g.get("ci"), list) and len(g["ci"]) == 2
+                   and all(isinstance(x, (int, float)) for x in g["ci"]) and (g["ci"][0] > 0 or g["ci"][1] < 0)
+                   for g in (fa["attributes"][a].get("gaps") or {}).values())
+
+    # the results debate judges the primary metric's gap; a gap of another metric flagged on its point estimate alone
+    # (its interval covers zero) is not a gap the paper may assert either
+    unsettled = [a for a in flagged if ctx.claim(f"subgroup_gap_{a}") == "inconclusive"
+                 or (ctx.claim(f"subgroup_gap_{a}") != "supported" and not settled(a))]
     flagged = [a for a in flagged if a not in unsettled]
     def names(attrs: list[str]) -> list[str]:
         return [f"\\emph{{{lc_first(ctx.t(clean_label(fa['attributes'][a].get('label') or a), f'results.json:fairness.attributes.{a}.label'))}}}"
